@@ -1,0 +1,36 @@
+#!/usr/bin/env node
+// Runs every test file under test/ with Node's built-in runner.
+// Node 20 does not expand globs or look for .ts files itself, so the files are listed here
+// explicitly; a run that finds no test file fails instead of passing silently.
+// The CLI is built first because integration tests spawn the compiled `dist/cli/main.js`,
+// exactly as a user runs it.
+//   npm test                 every test file
+//   npm test -- lock store   only files whose path contains "lock" or "store"
+import { execFileSync, spawnSync } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+
+function findTests(dir) {
+  const found = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) found.push(...findTests(path));
+    else if (entry.name.endsWith(".test.ts")) found.push(path);
+  }
+  return found.sort();
+}
+
+const filters = process.argv.slice(2);
+const files = findTests("test").filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
+if (files.length === 0) {
+  console.error(`no test files found under test/${filters.length ? ` matching ${filters.join(", ")}` : ""}`);
+  process.exit(1);
+}
+execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" });
+const concurrency = process.env.TEST_CONCURRENCY ?? "2";
+const result = spawnSync(
+  process.execPath,
+  ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...files],
+  { stdio: "inherit" },
+);
+process.exit(result.status ?? 1);
