@@ -1,0 +1,28 @@
+// Subcommand actions return their exit code; main() reads it after parsing.
+import { InvalidArgumentError, type Command } from "commander";
+import type { GlobalOptions } from "../config/paths.ts";
+
+let exitCode = 0;
+
+/** Wraps an action so it receives the merged global + local options and reports an exit code. */
+export function action<O>(fn: (opts: O & GlobalOptions, cmd: Command) => Promise<number> | number) {
+  return async (...args: unknown[]): Promise<void> => {
+    const cmd = args[args.length - 1] as Command;
+    exitCode = await fn(cmd.optsWithGlobals() as O & GlobalOptions, cmd);
+  };
+}
+
+export function actionExitCode(): number {
+  return exitCode;
+}
+
+/** commander argument parser for integers >= min; commander names the flag and the value. */
+export function intAtLeast(min: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min) {
+      throw new InvalidArgumentError(`expected an integer >= ${min}`);
+    }
+    return n;
+  };
+}

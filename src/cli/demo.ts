@@ -1,0 +1,93 @@
+// `demo`: a real sweep campaign on the bundled example generator, in a fresh directory, ending
+// with the same status and failures reports a user would ask for.
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import type { Command } from "commander";
+import { parseDuration } from "../config/duration.ts";
+import { campaignPaths } from "../config/paths.ts";
+import { RefusedError } from "../errors.ts";
+import { openStore } from "../store/db.ts";
+import { failuresData, renderFailures } from "../report/failures.ts";
+import { renderStatus, statusData } from "../report/status.ts";
+import { runSweep } from "../sweep/run.ts";
+import { action } from "./action.ts";
+import { EXIT } from "./exit-codes.ts";
+import { makeConfirm } from "./prompt.ts";
+import { bundledExample } from "./package-root.ts";
+
+export function demoConfig(plantedPath: string): string {
+  const gen = JSON.stringify(plantedPath);
+  return `# fuzzfleet demo campaign: the bundled planted-bug generator, short chunks.
+[defaults]
+jobs = 2
+nice = 10
+chunk_minutes = 0.1
+bootstrap_seeds = 200
+max_shrinks = 50
+hard_timeout_floor = 60
+
+[generator]
+command = ["node", ${gen}, "--from", "{seed_from}", "--count", "{count}", "--jobs", "{jobs}",
+           "--out", "{out}", "--max-shrinks", "{max_shrinks}"]
+identity = [${gen}]
+check = ["node", ${gen}, "--check", "--seeds", "{seeds}", "--json"]
+
+[lanes.small]
+base_seed = 1
+weight = 2
+args = ["--size", "small"]
+
+[lanes.large]
+base_seed = 1000000
+weight = 1
+args = ["--size", "large"]
+`;
+}
+
+export function registerDemo(program: Command): void {
+  program
+    .command("demo")
+    .description("run a real sweep on the bundled example generator in a fresh directory, then show status and failures")
+    .option("--for <duration>", "how long to sweep", "45s")
+    .option("--dir <dir>", "campaign directory (must not exist or be empty; default: a new temporary directory)")
+    .action(
+      action<{ for: string; dir?: string }>(async (o) => {
+        const seconds = parseDuration(o.for);
+        const dir = o.dir ? resolve(o.dir) : mkdtempSync(join(tmpdir(), "fuzzfleet-demo-"));
+        if (o.dir) {
+          if (existsSync(dir) && readdirSync(dir).length > 0) {
+            throw new RefusedError(`--dir ${dir} is not empty; the demo starts from a fresh directory (pick another or remove it)`);
+          }
+          mkdirSync(dir, { recursive: true });
+        }
+        const configPath = join(dir, "fuzzfleet.toml");
+        writeFileSync(configPath, demoConfig(bundledExample("planted/planted.mjs")));
+        const paths = campaignPaths({ config: configPath });
+        const say = (line: string) => process.stdout.write(line + "\n");
+        say(`demo campaign in ${dir}`);
+        say(`  config ${configPath}: two lanes of the planted-bug generator, ~6 s chunks\n`);
+        await runSweep({
+          paths,
+          seconds,
+          laneNames: [],
+          allowStaleApp: false,
+          forceUnlock: false,
+          confirm: makeConfirm(true, process.stdin, process.stderr),
+          live: process.stdout.isTTY === true,
+        });
+        const db = openStore(paths.dbPath, { readonly: true });
+        try {
+          say(`\n$ fuzzfleet --config ${configPath} status`);
+          process.stdout.write(renderStatus(statusData(db, { genHashNow: null, appBuildNow: null, outDir: paths.outDir })));
+          say(`\n$ fuzzfleet --config ${configPath} failures`);
+          process.stdout.write(renderFailures(failuresData(db, paths.outDir, { state: "open", bucket: null, allGenerations: false }), { verbose: false, lines: 30 }));
+        } finally {
+          db.close();
+        }
+        say(`\nNext: run it again to resume at the cursors, or try  fuzzfleet --config ${configPath} failures -v`);
+        say(`      PLANTED_FIX=crash fuzzfleet --config ${configPath} resweep   closes the 'crash' failures`);
+        return EXIT.ok;
+      }),
+    );
+}

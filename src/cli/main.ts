@@ -1,0 +1,75 @@
+#!/usr/bin/env node
+// fuzzfleet's command line. Each subcommand lives in its own file and only parses flags, calls
+// the services and returns an exit code; errors map to exit codes in one table (exit-codes.ts).
+import { Command, CommanderError } from "commander";
+import { FuzzfleetError } from "../errors.ts";
+import { EXIT, exitCodeFor } from "./exit-codes.ts";
+import { actionExitCode } from "./action.ts";
+import { registerSweepCommands } from "./sweep-commands.ts";
+import { registerReportCommands } from "./report-commands.ts";
+import { registerDemo } from "./demo.ts";
+
+export function buildProgram(): Command {
+  const program = new Command("fuzzfleet")
+    .description(
+      "Run fuzzing campaigns on one host or across a fleet, and never lie about what was covered.\n\n" +
+        "A sweep turns integer seeds into tests through your generator, in lanes whose coverage is\n" +
+        "always a contiguous prefix [base_seed, cursor) that survives Ctrl-C, crashes and restarts.\n" +
+        "Failures are deduplicated by their minimized input and kept in a SQLite store.",
+    )
+    .version(VERSION)
+    .option("--config <path>", "campaign config file", "./fuzzfleet.toml")
+    .option("--db <path>", "SQLite store (default: fuzzfleet.db beside the config)")
+    .option("--out <dir>", "artifacts, logs and the lock (default: fuzzfleet-out/ beside the config)")
+    .showHelpAfterError("(run with --help for usage)")
+    .exitOverride();
+  program.addHelpText(
+    "after",
+    `
+Getting started:
+  fuzzfleet demo                      a real 45-second campaign on the bundled example generator
+  fuzzfleet init                      write a commented fuzzfleet.toml to edit
+  fuzzfleet run --for 2h              sweep; Ctrl-C stops cleanly, the next run resumes
+  fuzzfleet status                    coverage per lane, failures, recent sessions
+  fuzzfleet failures -v               the distinct failures, with their reports
+
+Exit codes: 0 ok, 1 'run' recorded a newly distinct failure, 2 usage or config error,
+3 refused (lock held, stale app, declined prompt), 4 runtime error. See docs/exit-codes.md.`,
+  );
+  registerSweepCommands(program);
+  registerReportCommands(program);
+  registerDemo(program);
+  for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError("(run with --help for usage)");
+  return program;
+}
+
+const VERSION = "0.1.0";
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return actionExitCode();
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === "commander.helpDisplayed" || err.code === "commander.version" || err.code === "commander.help") return EXIT.ok;
+      return EXIT.usage;
+    }
+    if (err instanceof FuzzfleetError) {
+      process.stderr.write(`fuzzfleet: ${err.message}\n`);
+      return exitCodeFor(err.code);
+    }
+    process.stderr.write(`fuzzfleet: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    return EXIT.runtime;
+  }
+}
+
+main(process.argv).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    process.stderr.write(`fuzzfleet: ${String(err)}\n`);
+    process.exitCode = EXIT.runtime;
+  },
+);

@@ -1,0 +1,152 @@
+// Read-only commands: status, failures, export. They open the store read-only (never creating or
+// migrating it), take no lock, and refuse to read a store that another host's campaign owns.
+import { writeFileSync } from "node:fs";
+import { Option, type Command } from "commander";
+import type { Config } from "../config/load.ts";
+import { loadConfig } from "../config/load.ts";
+import { campaignPaths, type CampaignPaths } from "../config/paths.ts";
+import { refuseIfRemoteCampaign } from "../lock/campaign-lock.ts";
+import { openStore } from "../store/db.ts";
+import { FAILURE_STATES } from "../store/failures.ts";
+import { exportBundle } from "../report/export.ts";
+import { failuresData, renderFailures, type FailureFilters } from "../report/failures.ts";
+import { renderStatus, statusData } from "../report/status.ts";
+import { appBuildId, tryGenerationHash } from "../sweep/identity.ts";
+import { action, intAtLeast } from "./action.ts";
+import { EXIT } from "./exit-codes.ts";
+
+/** The config when it loads; reports still work from the store alone when it does not. */
+function optionalConfig(paths: CampaignPaths): Config | null {
+  try {
+    return loadConfig(paths.configPath);
+  } catch {
+    return null;
+  }
+}
+
+function optionalAppBuild(config: Config | null): string | null {
+  if (!config?.app) return null;
+  try {
+    return appBuildId(config);
+  } catch {
+    return "MISSING";
+  }
+}
+
+const stateOption = () =>
+  new Option("--state <state>", "which failures").choices([...FAILURE_STATES, "all"]).default("open");
+
+export function registerReportCommands(program: Command): void {
+  program
+    .command("status")
+    .description("coverage per lane, failures by bucket, recent sessions")
+    .option("--json", "print the same data as one JSON object")
+    .action(
+      action<{ json?: boolean }>((o) => {
+        const paths = campaignPaths(o);
+        refuseIfRemoteCampaign(paths.outDir, "status");
+        const db = openStore(paths.dbPath, { readonly: true });
+        try {
+          const config = optionalConfig(paths);
+          const data = statusData(db, {
+            genHashNow: config ? tryGenerationHash(config) : null,
+            appBuildNow: optionalAppBuild(config),
+            outDir: paths.outDir,
+          });
+          process.stdout.write(o.json ? JSON.stringify(data, null, 2) + "\n" : renderStatus(data));
+          return EXIT.ok;
+        } finally {
+          db.close();
+        }
+      }),
+    );
+
+  program
+    .command("failures")
+    .description("the distinct failures of the current generation (open ones by default)")
+    .addOption(stateOption())
+    .option("--bucket <name>", "only this bucket")
+    .option("--all-generations", "include earlier generations")
+    .option("-v, --verbose", "show the head of each report.txt")
+    .option("--lines <n>", "report.txt lines shown with -v", intAtLeast(1), 30)
+    .option("--json", "print the same data as one JSON object")
+    .action(
+      action<{ state: FailureFilters["state"]; bucket?: string; allGenerations?: boolean; verbose?: boolean; lines: number; json?: boolean }>(
+        (o) => {
+          const paths = campaignPaths(o);
+          refuseIfRemoteCampaign(paths.outDir, "failures");
+          const db = openStore(paths.dbPath, { readonly: true });
+          try {
+            const data = failuresData(db, paths.outDir, {
+              state: o.state,
+              bucket: o.bucket ?? null,
+              allGenerations: o.allGenerations ?? false,
+            });
+            process.stdout.write(
+              o.json ? JSON.stringify(data, null, 2) + "\n" : renderFailures(data, { verbose: o.verbose ?? false, lines: o.lines }),
+            );
+            return EXIT.ok;
+          } finally {
+            db.close();
+          }
+        },
+      ),
+    );
+
+  program
+    .command("export")
+    .description("a plain-text bundle of failures (minimized inputs inline) to hand to whoever fixes them")
+    .option("--id <n>", "only this failure (ignores the other filters)", intAtLeast(1))
+    .addOption(stateOption())
+    .option("--bucket <name>", "only this bucket")
+    .option("--all-generations", "include earlier generations")
+    .option("--full", "include every artifact file, not only the minimized input and report.txt")
+    .option("--lines <n>", "lines shown per file section", intAtLeast(1), 200)
+    .option("-o, --output <file>", "write the bundle to a file instead of stdout")
+    .action(
+      action<{
+        id?: number;
+        state: FailureFilters["state"];
+        bucket?: string;
+        allGenerations?: boolean;
+        full?: boolean;
+        lines: number;
+        output?: string;
+      }>((o) => {
+        const paths = campaignPaths(o);
+        refuseIfRemoteCampaign(paths.outDir, "export");
+        const db = openStore(paths.dbPath, { readonly: true });
+        try {
+          const config = optionalConfig(paths);
+          const bundle = exportBundle(db, {
+            id: o.id ?? null,
+            state: o.state,
+            bucket: o.bucket ?? null,
+            allGenerations: o.allGenerations ?? false,
+            full: o.full ?? false,
+            lines: o.lines,
+            outDir: paths.outDir,
+            appBuildNow: optionalAppBuild(config),
+            check: config?.generator.check ?? null,
+          });
+          if (!bundle) {
+            process.stdout.write("nothing recorded yet\n");
+            return EXIT.ok;
+          }
+          if (bundle.failures === 0) {
+            process.stderr.write("no matching failures\n");
+            return EXIT.ok;
+          }
+          if (o.output) {
+            writeFileSync(o.output, bundle.text);
+            process.stderr.write(`wrote ${o.output} (${bundle.failures} failure(s), ${Buffer.byteLength(bundle.text)} bytes)\n`);
+          } else {
+            process.stdout.write(bundle.text);
+          }
+          return EXIT.ok;
+        } finally {
+          db.close();
+        }
+      }),
+    );
+}

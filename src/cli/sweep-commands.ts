@@ -1,0 +1,103 @@
+// Commands that write the sweep store: init, run, resweep, reset.
+import { existsSync, writeFileSync } from "node:fs";
+import { dirname, relative } from "node:path";
+import type { Command } from "commander";
+import { parseDuration } from "../config/duration.ts";
+import { campaignPaths } from "../config/paths.ts";
+import { initTemplate } from "../config/template.ts";
+import { RefusedError } from "../errors.ts";
+import { action, intAtLeast } from "./action.ts";
+import { EXIT } from "./exit-codes.ts";
+import { makeConfirm } from "./prompt.ts";
+import { runSweep } from "../sweep/run.ts";
+import { resweepCommand } from "../sweep/resweep.ts";
+import { resetCommand } from "../sweep/reset.ts";
+import { bundledExample } from "./package-root.ts";
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+export function registerSweepCommands(program: Command): void {
+  program
+    .command("init")
+    .description("write a commented starter fuzzfleet.toml (set up for the bundled example generator)")
+    .option("--force", "overwrite an existing file")
+    .action(
+      action<{ force?: boolean }>((o) => {
+        const { configPath } = campaignPaths(o);
+        if (existsSync(configPath) && !o.force) {
+          throw new RefusedError(`${configPath} already exists (--force to overwrite)`);
+        }
+        let example = relative(dirname(configPath), bundledExample("planted/planted.mjs"));
+        if (!example.startsWith(".")) example = `./${example}`;
+        writeFileSync(configPath, initTemplate().replaceAll("examples/planted/planted.mjs", example));
+        process.stdout.write(
+          `wrote ${configPath}\n` +
+            "  edit [generator] and the [lanes.NAME] tables for your generator, then:  fuzzfleet run --for 2h\n",
+        );
+        return EXIT.ok;
+      }),
+    );
+
+  program
+    .command("run")
+    .description("sweep on this host for a time budget; Ctrl-C stops cleanly and the next run resumes")
+    .option("--for <duration>", "time budget: 2h, 90m, 1h30m, 45s (a bare number is minutes)", "1h")
+    .option("--lane <name>", "sweep only this lane (repeatable; may enable a lane the config disables)", collect, [])
+    .option("-y, --yes", "answer yes to prompts (new generation, lane restart); needed without a terminal")
+    .option("--allow-stale-app", "sweep even if [app] sources are newer than the app")
+    .option("--force-unlock", "take over the campaign lock (only when you know its holder is dead)")
+    .addHelpText(
+      "after",
+      `
+Each chunk runs the [generator] command over a contiguous seed range of one lane. A lane's
+coverage is [base_seed, cursor): it only grows when every seed below the new cursor is in a
+completed chunk. Ctrl-C stops the running chunk; its range is swept again next time.
+Exit: 0 no new distinct failure, 1 at least one newly distinct failure, 2 bad config or flag,
+3 refused (lock held, stale app, generator or lane changed without --yes), 4 runtime error.`,
+    )
+    .action(
+      action<{ for: string; lane: string[]; yes?: boolean; allowStaleApp?: boolean; forceUnlock?: boolean }>((o) =>
+        runSweep({
+          paths: campaignPaths(o),
+          seconds: parseDuration(o.for),
+          laneNames: o.lane,
+          allowStaleApp: o.allowStaleApp ?? false,
+          forceUnlock: o.forceUnlock ?? false,
+          confirm: makeConfirm(o.yes ?? false),
+          live: process.stdout.isTTY === true,
+        }),
+      ),
+    );
+
+  program
+    .command("resweep")
+    .description("re-check the seeds of open failures with [generator] check; close the ones that now pass")
+    .option("--id <n>", "only this failure", intAtLeast(1))
+    .option("-j, --jobs <n>", "passed to the check command as {jobs}", intAtLeast(1), 6)
+    .option("--force-unlock", "take over the campaign lock (only when you know its holder is dead)")
+    .action(
+      action<{ id?: number; jobs: number; forceUnlock?: boolean }>((o) =>
+        resweepCommand({ paths: campaignPaths(o), id: o.id ?? null, jobs: o.jobs, forceUnlock: o.forceUnlock ?? false }),
+      ),
+    );
+
+  program
+    .command("reset")
+    .description("start a new generation (every lane restarts), or restart one lane with --lane")
+    .option("--lane <name>", "restart only this lane from its base_seed")
+    .option("-y, --yes", "do not ask")
+    .option("--force-unlock", "take over the campaign lock (only when you know its holder is dead)")
+    .action(
+      action<{ lane?: string; yes?: boolean; forceUnlock?: boolean }>((o) =>
+        resetCommand({
+          paths: campaignPaths(o),
+          lane: o.lane ?? null,
+          confirm: makeConfirm(o.yes ?? false),
+          forceUnlock: o.forceUnlock ?? false,
+        }),
+      ),
+    );
+}
+

@@ -1,0 +1,397 @@
+// SweepEngine: the one scheduler of sweep campaigns. It decides which lane and range a worker
+// runs next, records every chunk in the store, and books the outcome. It does not run anything:
+// an executor (LocalExecutor in-process, or remote workers over TCP) asks it for work with
+// `assign` and reports back with `finish`. Lane picking, chunk sizing, deadlines, ingest and
+// session bookkeeping therefore exist once, whatever the transport.
+//
+// Chunk life: assign -> (running | leased) -> finish -> complete | aborted:<why>
+//                                          -> reissue -> reissued (range queued again; a late
+//                                             successful finish still counts, once)
+// Coverage only moves through LaneState.complete, i.e. to the low-water mark.
+import assert from "node:assert/strict";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import type { Config, LaneConfig } from "../config/schema.ts";
+import { LaneState } from "../core/lane-state.ts";
+import { chunkTarget, deadlineFloor, halveRate, hardTimeout, pickLane, sizeChunk, updateRate } from "../core/schedule.ts";
+import type { Db } from "../store/db.ts";
+import { getChunk, insertChunk, markChunkComplete, markChunkEnded } from "../store/chunks.ts";
+import { saveCursor, saveLaneRate } from "../store/lanes.ts";
+import { chunkCommand, resultsDir } from "../sweep/command.ts";
+import { ingestChunk, type IngestResult } from "../sweep/ingest.ts";
+
+/** A lane taking part in this session. */
+export interface EngineLane {
+  readonly config: LaneConfig;
+  readonly laneId: number;
+  readonly state: LaneState;
+  /** Lane-level (fleet) seeds/s estimate, persisted in lane.seeds_per_sec. */
+  rate: number | null;
+}
+
+/** What the engine knows about one executor: the local slot, or one remote worker. */
+export interface WorkerView {
+  readonly label: string;
+  readonly jobs: number;
+  /** worker row id; null for the local executor. */
+  readonly workerId: number | null;
+  /** Per-lane seeds/s measured on this worker. */
+  readonly rates: Map<string, number | null>;
+  /** Per-lane size of this worker's previous complete chunk (the 3x cap). */
+  readonly lastCount: Map<string, number>;
+  /** Consecutive timeouts per lane. */
+  readonly strikes: Map<string, number>;
+  /** Lanes this worker stopped taking for the rest of the session. */
+  readonly disabled: Set<string>;
+}
+
+export interface Assignment {
+  readonly chunkId: number;
+  readonly lane: string;
+  readonly laneId: number;
+  readonly seedFrom: number;
+  readonly seedTo: number;
+  readonly argv: string[];
+  readonly cwd: string;
+  readonly scratchDir: string;
+  readonly logPath: string;
+  readonly targetSeconds: number;
+  readonly hardTimeoutSeconds: number;
+  readonly nice: number;
+  readonly idleIo: boolean;
+}
+
+export type AssignResult =
+  | { kind: "chunk"; assignment: Assignment }
+  | { kind: "drain"; reason: DrainReason }
+  | { kind: "idle"; why: string };
+
+export type DrainReason = "deadline" | "interrupted" | "all lanes disabled";
+
+export type ChunkOutcome = "complete" | "timeout" | "interrupted" | "error";
+
+export interface ChunkReport {
+  outcome: ChunkOutcome;
+  exitCode: number | null;
+  seconds: number;
+  /** Set for outcome "error": why the child could not run. */
+  error?: string;
+}
+
+export type FinishNote = "recorded" | "aborted" | "already recorded" | "unknown chunk" | "lane no longer active";
+
+/** Console-facing events; the CLI prints them, tests may collect them. */
+export interface EngineEvents {
+  chunkStarted(a: Assignment, worker: WorkerView, remainingSeconds: number): void;
+  chunkRecorded(a: InFlight, worker: WorkerView, r: IngestResult, seconds: number, rate: number, clean: number): void;
+  chunkAborted(a: InFlight, worker: WorkerView, why: string, seconds: number, logKept: boolean): void;
+  laneDisabled(lane: string, worker: WorkerView, why: string): void;
+  chunkReissued(a: InFlight, why: string): void;
+}
+
+export interface InFlight {
+  readonly chunkId: number;
+  readonly lane: string;
+  readonly laneId: number;
+  readonly seedFrom: number;
+  readonly seedTo: number;
+  readonly worker: WorkerView;
+  readonly logPath: string;
+  readonly scratchDir: string;
+  readonly startedMs: number;
+  lastBeatMs: number;
+}
+
+export interface EngineOptions {
+  db: Db;
+  config: Config;
+  outDir: string;
+  generationId: number;
+  genHash: string;
+  sessionId: number;
+  appBuild: string | null;
+  lanes: EngineLane[];
+  mode: "local" | "distributed";
+  /** Monotonic milliseconds. */
+  now: () => number;
+  deadlineMs: number;
+  events: EngineEvents;
+}
+
+export interface SessionCounts {
+  chunks: number;
+  seedsSwept: number;
+  finds: number;
+  newFailures: number;
+  unshrunk: number;
+  quarantine: number;
+  malformed: number;
+}
+
+export class SweepEngine {
+  readonly floorSeconds: number;
+  readonly counts: SessionCounts = { chunks: 0, seedsSwept: 0, finds: 0, newFailures: 0, unshrunk: 0, quarantine: 0, malformed: 0 };
+  private readonly lanes = new Map<string, EngineLane>();
+  private readonly chunksRun = new Map<string, number>();
+  private readonly inFlight = new Map<number, InFlight>();
+  private drainReason: DrainReason | null = null;
+
+  constructor(private readonly o: EngineOptions) {
+    for (const lane of o.lanes) this.lanes.set(lane.config.name, lane);
+    this.floorSeconds = deadlineFloor(o.config.defaults.chunkSeconds);
+  }
+
+  get draining(): DrainReason | null {
+    return this.drainReason;
+  }
+
+  drain(reason: DrainReason): void {
+    this.drainReason ??= reason;
+  }
+
+  remainingSeconds(): number {
+    return (this.o.deadlineMs - this.o.now()) / 1000;
+  }
+
+  inFlightChunks(): InFlight[] {
+    return [...this.inFlight.values()];
+  }
+
+  engineLanes(): EngineLane[] {
+    return [...this.lanes.values()];
+  }
+
+  /** The next chunk for `worker`, or why there is none. */
+  assign(worker: WorkerView): AssignResult {
+    if (this.drainReason) return { kind: "drain", reason: this.drainReason };
+    const remaining = this.remainingSeconds();
+    if (remaining < this.floorSeconds) {
+      this.drain("deadline");
+      return { kind: "drain", reason: "deadline" };
+    }
+    const laneName = pickLane(
+      this.o.lanes.filter((l) => l.config.enabled).map((l) => l.config),
+      this.chunksRun,
+      worker.disabled,
+    );
+    if (laneName === undefined) {
+      if (this.o.mode === "local") {
+        this.drain("all lanes disabled");
+        return { kind: "drain", reason: "all lanes disabled" };
+      }
+      return { kind: "idle", why: "every lane is disabled for this worker" };
+    }
+    const lane = this.lanes.get(laneName)!;
+    const c = this.o.config.defaults;
+    const target = chunkTarget(c.chunkSeconds, remaining, this.o.mode === "distributed" ? 30 : 0);
+    const rate = worker.rates.get(laneName) ?? null;
+    const n = sizeChunk(rate, worker.lastCount.get(laneName) ?? null, target, c.bootstrapSeeds);
+    const [seedFrom, seedTo] = lane.state.take(n);
+    const chunkId = insertChunk(this.o.db, {
+      sessionId: this.o.sessionId,
+      laneId: lane.laneId,
+      seedFrom,
+      seedTo,
+      appBuild: this.o.appBuild,
+      status: this.o.mode === "local" ? "running" : "leased",
+      workerId: worker.workerId,
+    });
+    this.chunksRun.set(laneName, (this.chunksRun.get(laneName) ?? 0) + 1);
+    const tmp = join(this.o.outDir, "tmp");
+    const scratchDir = join(tmp, `chunk-${chunkId}`);
+    const logPath = join(tmp, `chunk-${chunkId}.log`);
+    rmSync(scratchDir, { recursive: true, force: true });
+    const argv = chunkCommand(this.o.config.generator.command, lane.config.args, {
+      seedFrom,
+      seedTo,
+      jobs: this.o.mode === "local" ? lane.config.jobs : worker.jobs,
+      out: scratchDir,
+      maxShrinks: c.maxShrinks,
+    });
+    const assignment: Assignment = {
+      chunkId,
+      lane: laneName,
+      laneId: lane.laneId,
+      seedFrom,
+      seedTo,
+      argv,
+      cwd: this.o.config.dir,
+      scratchDir,
+      logPath,
+      targetSeconds: target,
+      hardTimeoutSeconds: hardTimeout(target, c.hardTimeoutFloor),
+      nice: c.nice,
+      idleIo: c.idleIo,
+    };
+    const now = this.o.now();
+    this.inFlight.set(chunkId, { chunkId, lane: laneName, laneId: lane.laneId, seedFrom, seedTo, worker, logPath, scratchDir, startedMs: now, lastBeatMs: now });
+    this.o.events.chunkStarted(assignment, worker, remaining);
+    return { kind: "chunk", assignment };
+  }
+
+  /** Books the outcome of a chunk. Idempotent on chunk id. */
+  finish(worker: WorkerView, chunkId: number, report: ChunkReport): FinishNote {
+    const flight = this.inFlight.get(chunkId);
+    const row = getChunk(this.o.db, chunkId);
+    if (!row || row.session_id !== this.o.sessionId) return "unknown chunk";
+    if (row.status === "complete") {
+      this.inFlight.delete(chunkId);
+      return "already recorded";
+    }
+    const lane = [...this.lanes.values()].find((l) => l.laneId === row.lane_id);
+    const scratchDir = flight?.scratchDir ?? join(this.o.outDir, "tmp", `chunk-${chunkId}`);
+    const logPath = flight?.logPath ?? join(this.o.outDir, "tmp", `chunk-${chunkId}.log`);
+    const info: InFlight = flight ?? {
+      chunkId,
+      lane: lane?.config.name ?? "?",
+      laneId: row.lane_id,
+      seedFrom: row.seed_from,
+      seedTo: row.seed_to,
+      worker,
+      logPath,
+      scratchDir,
+      startedMs: this.o.now(),
+      lastBeatMs: this.o.now(),
+    };
+    this.inFlight.delete(chunkId);
+    if (!lane) {
+      markChunkEnded(this.o.db, chunkId, "aborted:lane-gone", report.seconds);
+      rmSync(scratchDir, { recursive: true, force: true });
+      return "lane no longer active";
+    }
+    const ok = report.outcome === "complete" && (report.exitCode === 0 || report.exitCode === 1);
+    if (!ok) {
+      this.abort(lane, info, worker, report, row.status === "reissued");
+      return "aborted";
+    }
+    this.record(lane, info, worker, report.seconds);
+    return "recorded";
+  }
+
+  /** Takes a chunk back from whoever held it (lease expired, worker gone, drain grace over). */
+  reissue(chunkId: number, why: string): void {
+    const flight = this.inFlight.get(chunkId);
+    if (!flight) return;
+    this.inFlight.delete(chunkId);
+    const row = getChunk(this.o.db, chunkId);
+    if (!row || row.status === "complete") return;
+    markChunkEnded(this.o.db, chunkId, "reissued", null);
+    this.lanes.get(flight.lane)?.state.requeue(flight.seedFrom, flight.seedTo);
+    this.o.events.chunkReissued(flight, why);
+  }
+
+  private record(lane: EngineLane, f: InFlight, worker: WorkerView, seconds: number): void {
+    const db = this.o.db;
+    const n = f.seedTo - f.seedFrom + 1;
+    let ingest!: IngestResult;
+    let clean = 0;
+    db.transaction(() => {
+      ingest = ingestChunk(db, {
+        generationId: this.o.generationId,
+        genHash: this.o.genHash,
+        laneId: lane.laneId,
+        chunkId: f.chunkId,
+        seedFrom: f.seedFrom,
+        seedTo: f.seedTo,
+        resultsDir: resultsDir(this.o.config, f.scratchDir),
+        outDir: this.o.outDir,
+        appBuild: this.o.appBuild,
+      });
+      clean = Math.max(0, n - ingest.finds - ingest.quarantine - ingest.malformed.length);
+      markChunkComplete(db, f.chunkId, seconds, {
+        clean,
+        finds: ingest.finds,
+        quarantine: ingest.quarantine,
+        unshrunk: ingest.unshrunk,
+      });
+      lane.state.complete(f.seedFrom, f.seedTo);
+      saveCursor(db, lane.laneId, lane.state.cursor);
+      lane.rate = updateRate(lane.rate, n, seconds);
+      saveLaneRate(db, lane.laneId, lane.rate);
+    })();
+    const rate = updateRate(worker.rates.get(f.lane) ?? null, n, seconds);
+    worker.rates.set(f.lane, rate);
+    worker.lastCount.set(f.lane, n);
+    worker.strikes.set(f.lane, 0);
+    this.counts.chunks++;
+    this.counts.seedsSwept += n;
+    this.counts.finds += ingest.finds;
+    this.counts.newFailures += ingest.newFailures;
+    this.counts.unshrunk += ingest.unshrunk;
+    this.counts.quarantine += ingest.quarantine;
+    this.counts.malformed += ingest.malformed.length;
+    rmSync(f.scratchDir, { recursive: true, force: true });
+    rmSync(f.logPath, { force: true });
+    this.o.events.chunkRecorded(f, worker, ingest, seconds, n / Math.max(seconds, 0.001), clean);
+  }
+
+  private abort(lane: EngineLane, f: InFlight, worker: WorkerView, r: ChunkReport, alreadyQueued: boolean): void {
+    const why =
+      r.outcome === "complete"
+        ? `exit ${r.exitCode}`
+        : r.outcome === "error"
+          ? `error: ${r.error ?? "the generator could not run"}`
+          : r.outcome;
+    const status = r.outcome === "complete" ? `aborted:exit ${r.exitCode}` : r.outcome === "error" ? "aborted:error" : `aborted:${r.outcome}`;
+    markChunkEnded(this.o.db, f.chunkId, status, r.seconds);
+    if (!alreadyQueued) lane.state.requeue(f.seedFrom, f.seedTo);
+    this.counts.chunks++;
+    const keepLog = r.outcome !== "interrupted";
+    rmSync(f.scratchDir, { recursive: true, force: true });
+    if (!keepLog) rmSync(f.logPath, { force: true });
+    this.o.events.chunkAborted(f, worker, why, r.seconds, keepLog);
+
+    if (r.outcome === "timeout") {
+      const n = f.seedTo - f.seedFrom + 1;
+      const halved = halveRate(worker.rates.get(f.lane) ?? null, n, r.seconds);
+      worker.rates.set(f.lane, halved);
+      if (this.o.mode === "local") {
+        lane.rate = halved;
+        saveLaneRate(this.o.db, lane.laneId, halved);
+      }
+      const strikes = (worker.strikes.get(f.lane) ?? 0) + 1;
+      worker.strikes.set(f.lane, strikes);
+      if (strikes >= 2) {
+        worker.disabled.add(f.lane);
+        this.o.events.laneDisabled(
+          f.lane,
+          worker,
+          `two consecutive chunks timed out (the last started at seed ${f.seedFrom}); investigate that seed by hand`,
+        );
+      }
+    } else if (r.outcome === "complete" || r.outcome === "error") {
+      worker.disabled.add(f.lane);
+      this.o.events.laneDisabled(f.lane, worker, `the generator ${why}; see ${f.logPath}`);
+    }
+  }
+
+  /** Marks the chunk's lease as alive. Returns whether `worker` still holds it. */
+  heartbeat(worker: WorkerView, chunkId: number): boolean {
+    const f = this.inFlight.get(chunkId);
+    if (!f || f.worker !== worker) return false;
+    f.lastBeatMs = this.o.now();
+    return true;
+  }
+
+  /** Chunks whose holder has not sent a heartbeat for `leaseSeconds`. */
+  expiredLeases(leaseSeconds: number): InFlight[] {
+    const limit = this.o.now() - leaseSeconds * 1000;
+    return [...this.inFlight.values()].filter((f) => f.lastBeatMs < limit);
+  }
+
+  assertIdle(): void {
+    assert.equal(this.inFlight.size, 0, "chunks still in flight at the end of the session");
+  }
+}
+
+/** A WorkerView for the single-host executor, seeded from the lanes' persisted estimates. */
+export function localWorker(lanes: readonly EngineLane[], lastCounts: ReadonlyMap<string, number | null>): WorkerView {
+  const rates = new Map<string, number | null>();
+  const lastCount = new Map<string, number>();
+  for (const lane of lanes) {
+    rates.set(lane.config.name, lane.rate);
+    const n = lastCounts.get(lane.config.name);
+    if (n != null) lastCount.set(lane.config.name, n);
+  }
+  return { label: "local", jobs: 0, workerId: null, rates, lastCount, strikes: new Map(), disabled: new Set() };
+}

@@ -1,0 +1,125 @@
+// `export`: a plain-text bundle of failures to hand to whoever fixes them. Each failure carries
+// its minimized input verbatim. Sections state how many lines they show ("shown=N of M"), so a
+// reader parses by count, never by scanning for a delimiter that the input itself may contain.
+import { lstatSync, readdirSync, readFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { isoNow, type Db } from "../store/db.ts";
+import { currentGeneration } from "../store/generations.ts";
+import { failureSeeds, listFailures, type FailureState } from "../store/failures.ts";
+import { resolveStorePath } from "../sweep/ingest.ts";
+import { checkCommand, laneArgs } from "../sweep/resweep.ts";
+
+export interface ExportOptions {
+  id: number | null;
+  state: FailureState | "all";
+  bucket: string | null;
+  allGenerations: boolean;
+  /** Include every artifact file, not only the minimized input and report.txt. */
+  full: boolean;
+  /** Lines shown per file section. */
+  lines: number;
+  outDir: string;
+  appBuildNow: string | null;
+  /** The [generator] check template, to print a ready-to-run check line. */
+  check: string[] | null;
+}
+
+export interface ExportResult {
+  text: string;
+  failures: number;
+  truncatedSections: number;
+}
+
+const RULE = "=".repeat(72);
+const SEEDS_SHOWN = 8;
+
+export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
+  const gen = currentGeneration(db);
+  if (!gen) return null;
+  const rows = listFailures(db, {
+    id: o.id,
+    state: o.state,
+    bucket: o.bucket,
+    generationId: o.allGenerations ? null : gen.id,
+  }).sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : b.hits - a.hits || a.id - b.id));
+  const out: string[] = [];
+  let truncated = 0;
+  out.push("fuzzfleet failure export");
+  out.push(`  exported     ${isoNow()} from ${hostname()}`);
+  out.push(`  generation   ${gen.id}  ${gen.gen_hash.slice(0, 12)}`);
+  out.push(`  app build    ${o.appBuildNow ?? "-"}`);
+  out.push(`  failures     ${rows.length} (${o.id != null ? `id ${o.id}` : `state=${o.state}${o.bucket ? `, bucket=${o.bucket}` : ""}`})`);
+  out.push("");
+  out.push("# Each failure carries its minimized input verbatim. To reproduce, run its repro or check line.");
+  out.push("# Parse file sections by their shown=N count (the next N lines are the file), never by scanning");
+  out.push("# for a delimiter: the input itself may contain any text.");
+  for (const f of rows) {
+    const seeds = failureSeeds(db, f.id);
+    const dir = f.artifact_dir === null ? null : resolveStorePath(o.outDir, f.artifact_dir);
+    out.push("");
+    out.push(RULE);
+    out.push(`===== FAILURE ${f.id}  ${f.bucket}  lane=${f.lane_name}  hits=${f.hits}  state=${f.state}`);
+    out.push(`      first seed  ${f.first_seed}`);
+    out.push(`      message     ${(f.message ?? "").replace(/\s+/g, " ").trim()}`);
+    if (f.repro) out.push(`      repro       ${f.repro}`);
+    if (o.check) out.push(`      check       ${checkCommand(o.check, laneArgs(f.lane_params), [f.first_seed], 1).join(" ")}`);
+    out.push(`      app build   ${f.first_app_build ?? "?"}`);
+    if (f.shrunk === 0) out.push("      NOT MINIMIZED (shrink cap was hit) -- the minimized input is the full test");
+    const shown = seeds.slice(0, SEEDS_SHOWN);
+    out.push(`      seeds       ${shown.join(", ")}${seeds.length > shown.length ? " …" : ""}`);
+    for (const name of sectionFiles(dir, o.full)) {
+      const section = fileSection(dir!, name, o.lines);
+      if (section.truncated) truncated++;
+      out.push("");
+      out.push(...section.lines);
+    }
+  }
+  out.push("");
+  out.push(RULE);
+  out.push(`end of export -- ${rows.length} failure(s)${truncated ? `, ${truncated} file section(s) truncated` : ""}`);
+  return { text: out.join("\n") + "\n", failures: rows.length, truncatedSections: truncated };
+}
+
+/** The minimized input first, then report.txt, then (with full) every other regular file. */
+function sectionFiles(dir: string | null, full: boolean): string[] {
+  if (dir === null) return [];
+  let names: string[];
+  try {
+    names = readdirSync(dir, { withFileTypes: true })
+      .filter((d) => d.isFile())
+      .map((d) => d.name)
+      .sort();
+  } catch {
+    return [];
+  }
+  let keyName: string | undefined;
+  try {
+    const meta = JSON.parse(readFileSync(join(dir, "meta.json"), "utf8")) as { key_file?: unknown };
+    if (typeof meta.key_file === "string" && names.includes(meta.key_file)) keyName = meta.key_file;
+  } catch {
+    // meta.json was validated at ingest; a later edit only loses the ordering hint.
+  }
+  keyName ??= names.find((n) => n.startsWith("input.min.")) ?? names.find((n) => n.startsWith("input."));
+  const first = [keyName, "report.txt"].filter((n): n is string => n !== undefined && names.includes(n));
+  const rest = full ? names.filter((n) => !first.includes(n)) : [];
+  return [...first, ...rest];
+}
+
+function fileSection(dir: string, name: string, maxLines: number): { lines: string[]; truncated: boolean } {
+  const path = join(dir, name);
+  let text: string;
+  try {
+    if (!lstatSync(path).isFile()) throw new Error("not a regular file");
+    text = readFileSync(path).toString("utf8");
+  } catch {
+    return { lines: [`----- ${name}  [MISSING from the artifact directory]`], truncated: false };
+  }
+  const all = text.length === 0 ? [] : text.replace(/\n$/, "").split("\n");
+  const shown = all.slice(0, maxLines);
+  const truncated = all.length > shown.length;
+  return {
+    lines: [`----- ${name}  shown=${shown.length} of ${all.length} lines${truncated ? "  TRUNCATED (raise --lines)" : ""}`, ...shown],
+    truncated,
+  };
+}

@@ -1,0 +1,155 @@
+// `status`: what the store says about the current generation. statusData gathers it (the JSON
+// form), renderStatus prints it; the coordinator serves the same two functions remotely.
+import { join } from "node:path";
+import { formatDuration } from "../config/duration.ts";
+import { formatInt, formatRate } from "../config/format.ts";
+import { type Db, stmt } from "../store/db.ts";
+import { failureGroups, staleFailureCount, type FailureGroup } from "../store/failures.ts";
+import { currentGeneration } from "../store/generations.ts";
+import { activeLanes, doneAheadOfCursor } from "../store/lanes.ts";
+import { recentSessions } from "../store/sessions.ts";
+
+export interface LaneStatus {
+  name: string;
+  base_seed: number;
+  /** Coverage is [base_seed, cursor): `covered` seeds, next seed = cursor. */
+  covered: number;
+  cursor: number;
+  seeds_per_sec: number | null;
+  /** Seeds in complete chunks above the cursor: NOT coverage. */
+  done_ahead: number;
+  args: string[];
+}
+
+export interface StatusData {
+  generation: { id: number; gen_hash: string; created_at: string; note: string | null } | null;
+  /** The generator on disk when it differs from the generation's (null when equal or unknown). */
+  generator_now: string | null;
+  app_build: string | null;
+  lanes: LaneStatus[];
+  totals: { seeds: number; seconds: number; chunks: number; aborted: number; reissued: number; quarantine: number };
+  failures: FailureGroup[];
+  stale_failures: number;
+  /** Where quarantined samples of this generation are kept. */
+  quarantine_samples: string | null;
+  sessions: {
+    id: number;
+    status: string;
+    started_at: string;
+    ended_at: string | null;
+    requested_seconds: number | null;
+    mode: string;
+    coordinator_host: string | null;
+  }[];
+}
+
+export interface StatusContext {
+  /** Generation hash of the generator on disk, when the config could be read. */
+  genHashNow: string | null;
+  appBuildNow: string | null;
+  outDir: string;
+}
+
+export function statusData(db: Db, ctx: StatusContext): StatusData {
+  const gen = currentGeneration(db);
+  const empty: StatusData = {
+    generation: null,
+    generator_now: null,
+    app_build: ctx.appBuildNow,
+    lanes: [],
+    totals: { seeds: 0, seconds: 0, chunks: 0, aborted: 0, reissued: 0, quarantine: 0 },
+    failures: [],
+    stale_failures: 0,
+    quarantine_samples: null,
+    sessions: [],
+  };
+  if (!gen) return empty;
+  const lanes = activeLanes(db, gen.id).map(
+    (l): LaneStatus => ({
+      name: l.name,
+      base_seed: l.base_seed,
+      covered: l.cursor - l.base_seed,
+      cursor: l.cursor,
+      seeds_per_sec: l.seeds_per_sec,
+      done_ahead: doneAheadOfCursor(db, l.id, l.cursor),
+      args: (JSON.parse(l.params_json) as { args?: string[] }).args ?? [],
+    }),
+  );
+  const totals = stmt(
+    db,
+    `SELECT COALESCE(SUM(CASE WHEN c.status = 'complete' THEN c.seed_to - c.seed_from + 1 END), 0) AS seeds,
+            COALESCE(SUM(CASE WHEN c.status = 'complete' THEN c.seconds END), 0) AS seconds,
+            COALESCE(SUM(CASE WHEN c.status = 'complete' THEN 1 END), 0) AS chunks,
+            COALESCE(SUM(CASE WHEN c.status LIKE 'aborted%' THEN 1 END), 0) AS aborted,
+            COALESCE(SUM(CASE WHEN c.status = 'reissued' THEN 1 END), 0) AS reissued,
+            COALESCE(SUM(c.quarantine), 0) AS quarantine
+       FROM chunk c JOIN lane l ON l.id = c.lane_id WHERE l.generation_id = ?`,
+  ).get(gen.id) as StatusData["totals"];
+  return {
+    generation: { id: gen.id, gen_hash: gen.gen_hash, created_at: gen.created_at, note: gen.note },
+    generator_now: ctx.genHashNow && ctx.genHashNow !== gen.gen_hash ? ctx.genHashNow : null,
+    app_build: ctx.appBuildNow,
+    lanes,
+    totals,
+    failures: failureGroups(db, gen.id),
+    stale_failures: staleFailureCount(db),
+    quarantine_samples: join(ctx.outDir, "quarantine", gen.gen_hash.slice(0, 12)),
+    sessions: recentSessions(db, 3).map((s) => ({
+      id: s.id,
+      status: s.status,
+      started_at: s.started_at,
+      ended_at: s.ended_at,
+      requested_seconds: s.requested_seconds,
+      mode: s.mode,
+      coordinator_host: s.coordinator_host,
+    })),
+  };
+}
+
+export function renderStatus(d: StatusData): string {
+  if (!d.generation) return "no sweeps recorded yet — fuzzfleet run --for 30m\n";
+  const g = d.generation;
+  const out: string[] = [];
+  out.push(`generation ${g.id}  ${g.gen_hash.slice(0, 12)}  (started ${g.created_at})`);
+  if (d.generator_now) {
+    out.push(`  !! the generator is now ${d.generator_now.slice(0, 12)} — the next run starts a new generation`);
+  }
+  if (d.app_build) out.push(`  app build ${d.app_build}`);
+  out.push("");
+  out.push(`${"lane".padEnd(16)} ${"covered".padStart(12)} ${"next seed".padStart(12)} ${"seeds/s".padStart(10)}  args`);
+  for (const l of d.lanes) {
+    let line = `${l.name.padEnd(16)} ${formatInt(l.covered).padStart(12)} ${formatInt(l.cursor).padStart(12)} ${formatRate(
+      l.seeds_per_sec,
+    ).padStart(10)}  ${l.args.join(" ") || "-"}`;
+    if (l.done_ahead > 0) line += `   +${formatInt(l.done_ahead)} done ahead of cursor (not coverage)`;
+    out.push(line);
+  }
+  out.push("");
+  out.push(
+    `${formatInt(d.totals.seeds)} seeds swept in ${formatDuration(d.totals.seconds)} of chunk time, ${formatInt(d.totals.chunks)} complete chunk(s)`,
+  );
+  if (d.totals.aborted > 0) out.push(`${d.totals.aborted} aborted chunk(s) — their ranges were not counted as covered`);
+  if (d.totals.reissued > 0) out.push(`${d.totals.reissued} reissued chunk(s) — a worker's lease ended and the range went back on the queue`);
+  if (d.totals.quarantine > 0) {
+    out.push(`QUARANTINE: ${formatInt(d.totals.quarantine)} test(s) the generator emitted were invalid — its`);
+    out.push(`  verdicts are only trustworthy while this is 0. Samples: ${d.quarantine_samples}`);
+  }
+  out.push("");
+  if (d.failures.length === 0) {
+    out.push("no failures recorded in this generation");
+  } else {
+    out.push("failures (this generation):");
+    for (const f of d.failures) {
+      out.push(`  ${f.state.padEnd(6)} ${f.bucket.padEnd(18)} ${formatInt(f.distinct)} distinct, ${formatInt(f.hits)} hits`);
+    }
+  }
+  if (d.stale_failures > 0) out.push(`  (${d.stale_failures} failure(s) from earlier generations are stale)`);
+  out.push("");
+  out.push("recent sessions:");
+  for (const s of d.sessions) {
+    const requested = s.requested_seconds != null ? `  (${formatDuration(s.requested_seconds)} requested)` : "";
+    const where = s.mode === "distributed" ? `  [distributed on ${s.coordinator_host ?? "?"}]` : "";
+    out.push(`  #${s.id} ${s.status}  ${s.started_at} -> ${s.ended_at ?? "…"}${requested}${where}`);
+  }
+  return out.join("\n") + "\n";
+}

@@ -1,0 +1,109 @@
+// What a sweep prints while it runs: one line when a chunk starts, one when it lands, and on a
+// terminal a live status line redrawn in place (lane, seeds/s, finds, time left). Without a
+// terminal only the plain lines are written, so logs stay free of cursor escape codes.
+import logUpdate from "log-update";
+import { formatDuration } from "../config/duration.ts";
+import { formatInt } from "../config/format.ts";
+import type { Assignment, EngineEvents, InFlight, WorkerView } from "../engine/sweep-engine.ts";
+import type { IngestResult } from "../sweep/ingest.ts";
+
+export function clock(date: Date = new Date()): string {
+  return date.toTimeString().slice(0, 8);
+}
+
+export interface ConsoleOptions {
+  /** Draw the live status line (only when stdout is a terminal). */
+  live: boolean;
+  write?: (line: string) => void;
+  /** Seconds left in the session, for the live line. */
+  remaining: () => number;
+  /** Whether to name the worker on each line (distributed). */
+  showWorker?: boolean;
+}
+
+export class SweepConsole implements EngineEvents {
+  private readonly write: (line: string) => void;
+  private current: { lane: string; from: number; to: number; startedMs: number } | null = null;
+  private finds = 0;
+  private newFailures = 0;
+  private seeds = 0;
+  private readonly startedMs = Date.now();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly o: ConsoleOptions) {
+    this.write = o.write ?? ((line) => process.stdout.write(line + "\n"));
+    if (o.live) {
+      this.timer = setInterval(() => this.redraw(), 1000);
+      this.timer.unref();
+    }
+  }
+
+  /** Prints a line above the live status. */
+  line(text: string): void {
+    if (this.o.live) logUpdate.clear();
+    this.write(text);
+    this.redraw();
+  }
+
+  close(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    if (this.o.live) logUpdate.clear();
+  }
+
+  chunkStarted(a: Assignment, worker: WorkerView, remainingSeconds: number): void {
+    this.current = { lane: a.lane, from: a.seedFrom, to: a.seedTo, startedMs: Date.now() };
+    const to = this.o.showWorker ? `  -> ${worker.label}` : "";
+    this.line(
+      `[${clock()}] ${a.lane.padEnd(16)} seeds ${formatInt(a.seedFrom)}..${formatInt(a.seedTo)} (n=${formatInt(
+        a.seedTo - a.seedFrom + 1,
+      )})${to}  ${formatDuration(Math.max(0, remainingSeconds))} left`,
+    );
+  }
+
+  chunkRecorded(f: InFlight, worker: WorkerView, r: IngestResult, seconds: number, rate: number, clean: number): void {
+    this.finds += r.finds;
+    this.newFailures += r.newFailures;
+    this.seeds += f.seedTo - f.seedFrom + 1;
+    this.current = null;
+    const parts = [`${formatInt(clean)} clean`];
+    if (r.finds > 0) parts.push(`${r.finds} find(s), ${r.newFailures} new`);
+    if (r.unshrunk > 0) parts.push(`${r.unshrunk} unshrunk`);
+    if (r.quarantine > 0) parts.push(`${r.quarantine} QUARANTINE`);
+    if (r.malformed.length > 0) parts.push(`${r.malformed.length} MALFORMED (kept in ${r.malformed[0]!.keptAt})`);
+    const from = this.o.showWorker ? ` from ${worker.label}` : "";
+    this.line(`       ${parts.join(", ")} in ${formatDuration(seconds)} (${rate.toFixed(1)} seeds/s)${from}`);
+    for (const m of r.malformed) this.line(`       malformed failure entry ${m.entry}: ${m.reason}`);
+  }
+
+  chunkAborted(f: InFlight, worker: WorkerView, why: string, seconds: number, logKept: boolean): void {
+    this.current = null;
+    const on = this.o.showWorker ? ` on ${worker.label}` : "";
+    this.line(`       chunk ${f.chunkId} aborted${on} (${why}) after ${formatDuration(seconds)} — range will be re-swept`);
+    if (logKept) this.line(`       see ${f.logPath}`);
+  }
+
+  laneDisabled(lane: string, worker: WorkerView, why: string): void {
+    const scope = this.o.showWorker ? `worker ${worker.label} stops taking lane '${lane}'` : `lane '${lane}' disabled`;
+    this.line(`       ${scope} for the rest of this session: ${why}`);
+  }
+
+  chunkReissued(f: InFlight, why: string): void {
+    this.line(`[${clock()}] chunk ${f.chunkId} (${f.lane} ${formatInt(f.seedFrom)}..${formatInt(f.seedTo)}) reissued: ${why}`);
+  }
+
+  private redraw(): void {
+    if (!this.o.live) return;
+    const elapsed = Math.max(1, (Date.now() - this.startedMs) / 1000);
+    const lane = this.current
+      ? `${this.current.lane} ${formatInt(this.current.from)}..${formatInt(this.current.to)} (${formatDuration(
+          (Date.now() - this.current.startedMs) / 1000,
+        )})`
+      : "between chunks";
+    logUpdate(
+      `  > ${lane} | ${(this.seeds / elapsed).toFixed(1)} seeds/s | finds ${this.finds} (${this.newFailures} new) | ${formatDuration(
+        Math.max(0, this.o.remaining()),
+      )} left`,
+    );
+  }
+}

@@ -1,0 +1,155 @@
+// failure rows: one per distinct finding of a generation, keyed by the dedup key
+// (SHA-256 of bucket + "\n" + minimized input). failure_seed is the source of truth for hits:
+// hits = number of distinct (failure, seed) rows, so re-sweeping a range never inflates it.
+import { type Db, isoNow, stmt } from "./db.ts";
+
+export type FailureState = "open" | "fixed" | "stale";
+export const FAILURE_STATES: readonly FailureState[] = ["open", "fixed", "stale"];
+
+export interface FailureRow {
+  id: number;
+  generation_id: number;
+  lane_id: number;
+  dedup_key: string;
+  bucket: string;
+  first_seed: number;
+  shrunk: number;
+  message: string | null;
+  repro: string | null;
+  artifact_dir: string | null;
+  first_seen: string;
+  last_seen: string;
+  first_app_build: string | null;
+  hits: number;
+  state: FailureState;
+  resolved_at: string | null;
+  resolved_app_build: string | null;
+}
+
+export function failureByKey(db: Db, generationId: number, dedupKey: string): FailureRow | undefined {
+  return stmt(db, "SELECT * FROM failure WHERE generation_id = ? AND dedup_key = ?").get(generationId, dedupKey) as
+    | FailureRow
+    | undefined;
+}
+
+export function failureById(db: Db, id: number): FailureRow | undefined {
+  return stmt(db, "SELECT * FROM failure WHERE id = ?").get(id) as FailureRow | undefined;
+}
+
+export interface NewFailure {
+  generationId: number;
+  laneId: number;
+  dedupKey: string;
+  bucket: string;
+  seed: number;
+  shrunk: boolean;
+  message: string | null;
+  repro: string | null;
+  artifactDir: string;
+  appBuild: string | null;
+}
+
+/** Inserts a failure with hits = 0; the first addFailureSeed makes it 1. */
+export function insertFailure(db: Db, f: NewFailure): number {
+  const now = isoNow();
+  const info = stmt(
+    db,
+    `INSERT INTO failure (generation_id, lane_id, dedup_key, bucket, first_seed, shrunk, message, repro, artifact_dir,
+                          first_seen, last_seen, first_app_build, hits, state)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 'open')`,
+  ).run(f.generationId, f.laneId, f.dedupKey, f.bucket, f.seed, f.shrunk ? 1 : 0, f.message, f.repro, f.artifactDir, now, now, f.appBuild);
+  return Number(info.lastInsertRowid);
+}
+
+/** Records that `seed` hit the failure. Returns true only if this (failure, seed) pair is new. */
+export function addFailureSeed(db: Db, failureId: number, seed: number, chunkId: number | null): boolean {
+  const info = stmt(db, "INSERT OR IGNORE INTO failure_seed (failure_id, seed, chunk_id) VALUES (?, ?, ?)").run(failureId, seed, chunkId);
+  if (info.changes === 0) return false;
+  stmt(db, "UPDATE failure SET hits = hits + 1, last_seen = ? WHERE id = ?").run(isoNow(), failureId);
+  return true;
+}
+
+export function failureSeeds(db: Db, failureId: number): number[] {
+  return (stmt(db, "SELECT seed FROM failure_seed WHERE failure_id = ? ORDER BY seed").all(failureId) as { seed: number }[]).map(
+    (r) => r.seed,
+  );
+}
+
+export function markFailureFixed(db: Db, failureId: number, appBuild: string | null): void {
+  stmt(db, "UPDATE failure SET state = 'fixed', resolved_at = ?, resolved_app_build = ? WHERE id = ?").run(isoNow(), appBuild, failureId);
+}
+
+export function touchFailure(db: Db, failureId: number): void {
+  stmt(db, "UPDATE failure SET last_seen = ? WHERE id = ?").run(isoNow(), failureId);
+}
+
+export interface FailureFilter {
+  /** 'all' = every state. */
+  state: FailureState | "all";
+  bucket?: string | null;
+  /** null = every generation. */
+  generationId: number | null;
+  id?: number | null;
+}
+
+export interface FailureListRow extends FailureRow {
+  lane_name: string;
+  /** The lane's identity JSON ({"args":[...],"base_seed":N}) when the failure was found. */
+  lane_params: string;
+}
+
+/** Ordered by state, bucket, then hits descending (ties by id). */
+export function listFailures(db: Db, filter: FailureFilter): FailureListRow[] {
+  const where: string[] = [];
+  const args: (string | number)[] = [];
+  if (filter.id != null) {
+    where.push("f.id = ?");
+    args.push(filter.id);
+  } else {
+    if (filter.state !== "all") {
+      where.push("f.state = ?");
+      args.push(filter.state);
+    }
+    if (filter.bucket) {
+      where.push("f.bucket = ?");
+      args.push(filter.bucket);
+    }
+    if (filter.generationId != null) {
+      where.push("f.generation_id = ?");
+      args.push(filter.generationId);
+    }
+  }
+  const sql = `SELECT f.*, l.name AS lane_name, l.params_json AS lane_params FROM failure f JOIN lane l ON l.id = f.lane_id
+                ${where.length ? "WHERE " + where.join(" AND ") : ""}
+                ORDER BY CASE f.state WHEN 'open' THEN 0 WHEN 'fixed' THEN 1 ELSE 2 END, f.bucket, f.hits DESC, f.id`;
+  return stmt(db, sql).all(...args) as FailureListRow[];
+}
+
+export interface FailureGroup {
+  state: FailureState;
+  bucket: string;
+  distinct: number;
+  hits: number;
+}
+
+export function failureGroups(db: Db, generationId: number): FailureGroup[] {
+  return stmt(
+    db,
+    `SELECT state, bucket, COUNT(*) AS distinct_, SUM(hits) AS hits FROM failure WHERE generation_id = ?
+      GROUP BY state, bucket
+      ORDER BY CASE state WHEN 'open' THEN 0 WHEN 'fixed' THEN 1 ELSE 2 END, COUNT(*) DESC, bucket`,
+  )
+    .all(generationId)
+    .map((r) => {
+      const row = r as { state: FailureState; bucket: string; distinct_: number; hits: number };
+      return { state: row.state, bucket: row.bucket, distinct: row.distinct_, hits: row.hits };
+    });
+}
+
+export function staleFailureCount(db: Db): number {
+  return (stmt(db, "SELECT COUNT(*) AS n FROM failure WHERE state = 'stale'").get() as { n: number }).n;
+}
+
+export function openFailureCount(db: Db, generationId: number): number {
+  return (stmt(db, "SELECT COUNT(*) AS n FROM failure WHERE generation_id = ? AND state = 'open'").get(generationId) as { n: number }).n;
+}

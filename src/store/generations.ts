@@ -1,0 +1,39 @@
+// generation rows: one per version of the generator. The current generation is the newest row.
+import { type Db, isoNow, stmt } from "./db.ts";
+
+export interface GenerationRow {
+  id: number;
+  gen_hash: string;
+  created_at: string;
+  note: string | null;
+}
+
+export function currentGeneration(db: Db): GenerationRow | undefined {
+  return stmt(db, "SELECT * FROM generation ORDER BY id DESC LIMIT 1").get() as GenerationRow | undefined;
+}
+
+export function insertGeneration(db: Db, genHash: string, note: string): number {
+  const info = stmt(db, "INSERT INTO generation (gen_hash, created_at, note) VALUES (?, ?, ?)").run(genHash, isoNow(), note);
+  return Number(info.lastInsertRowid);
+}
+
+/**
+ * Ends a generation: its open failures become 'stale' (their seeds no longer mean the same tests)
+ * and its lanes are retired. Returns how many failures went stale.
+ */
+export function closeGeneration(db: Db, generationId: number): number {
+  const stale = stmt(db, "UPDATE failure SET state = 'stale' WHERE generation_id = ? AND state = 'open'").run(generationId);
+  stmt(db, "UPDATE lane SET retired = 1 WHERE generation_id = ? AND retired = 0").run(generationId);
+  return stale.changes;
+}
+
+/** Seeds covered by complete chunks of every lane (retired or not) of a generation. */
+export function seedsSwept(db: Db, generationId: number): number {
+  const row = stmt(
+    db,
+    `SELECT COALESCE(SUM(c.seed_to - c.seed_from + 1), 0) AS n
+       FROM chunk c JOIN lane l ON l.id = c.lane_id
+      WHERE l.generation_id = ? AND c.status = 'complete'`,
+  ).get(generationId) as { n: number };
+  return row.n;
+}

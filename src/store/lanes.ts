@@ -1,0 +1,79 @@
+// lane rows: a lane's cursor is its coverage, [base_seed, cursor). A lane whose identity
+// (args + base_seed) changes is retired and replaced by a fresh row, so old chunk rows can never
+// be re-absorbed into the new lane's coverage.
+import type { ChunkRow } from "../core/lane-state.ts";
+import { type Db, isoNow, stmt } from "./db.ts";
+
+export interface LaneRow {
+  id: number;
+  generation_id: number;
+  name: string;
+  params_json: string;
+  base_seed: number;
+  cursor: number;
+  seeds_per_sec: number | null;
+  retired: number;
+  created_at: string;
+}
+
+export function activeLane(db: Db, generationId: number, name: string): LaneRow | undefined {
+  return stmt(db, "SELECT * FROM lane WHERE generation_id = ? AND name = ? AND retired = 0 ORDER BY id DESC LIMIT 1").get(
+    generationId,
+    name,
+  ) as LaneRow | undefined;
+}
+
+export function activeLanes(db: Db, generationId: number): LaneRow[] {
+  return stmt(db, "SELECT * FROM lane WHERE generation_id = ? AND retired = 0 ORDER BY id").all(generationId) as LaneRow[];
+}
+
+export function insertLane(db: Db, generationId: number, name: string, paramsJson: string, baseSeed: number): number {
+  const info = stmt(
+    db,
+    `INSERT INTO lane (generation_id, name, params_json, base_seed, cursor, seeds_per_sec, retired, created_at)
+     VALUES (?, ?, ?, ?, ?, NULL, 0, ?)`,
+  ).run(generationId, name, paramsJson, baseSeed, baseSeed, isoNow());
+  return Number(info.lastInsertRowid);
+}
+
+export function retireLane(db: Db, laneId: number): void {
+  stmt(db, "UPDATE lane SET retired = 1 WHERE id = ?").run(laneId);
+}
+
+export function saveCursor(db: Db, laneId: number, cursor: number): void {
+  stmt(db, "UPDATE lane SET cursor = ? WHERE id = ?").run(cursor, laneId);
+}
+
+export function saveLaneRate(db: Db, laneId: number, seedsPerSec: number | null): void {
+  stmt(db, "UPDATE lane SET seeds_per_sec = ? WHERE id = ?").run(seedsPerSec, laneId);
+}
+
+/** Every chunk row of a lane, any session and status: the input of LaneState.recover. */
+export function laneChunkRows(db: Db, laneId: number): ChunkRow[] {
+  return stmt(db, "SELECT seed_from AS seedFrom, seed_to AS seedTo, status FROM chunk WHERE lane_id = ?").all(laneId) as ChunkRow[];
+}
+
+/** Size of the lane's most recent complete chunk (any session), the 3x cap of chunk sizing. */
+export function lastCompleteCount(db: Db, laneId: number): number | null {
+  const row = stmt(db, "SELECT seed_to - seed_from + 1 AS n FROM chunk WHERE lane_id = ? AND status = 'complete' ORDER BY id DESC LIMIT 1").get(
+    laneId,
+  ) as { n: number } | undefined;
+  return row ? row.n : null;
+}
+
+/** Seeds in complete chunks at or above the cursor: shown as "done ahead", never counted as coverage. */
+export function doneAheadOfCursor(db: Db, laneId: number, cursor: number): number {
+  const row = stmt(
+    db,
+    "SELECT COALESCE(SUM(seed_to - seed_from + 1), 0) AS n FROM chunk WHERE lane_id = ? AND status = 'complete' AND seed_from >= ?",
+  ).get(laneId, cursor) as { n: number };
+  return row.n;
+}
+
+/** Seeds swept by complete chunks of one lane. */
+export function laneSeedsSwept(db: Db, laneId: number): number {
+  const row = stmt(db, "SELECT COALESCE(SUM(seed_to - seed_from + 1), 0) AS n FROM chunk WHERE lane_id = ? AND status = 'complete'").get(
+    laneId,
+  ) as { n: number };
+  return row.n;
+}

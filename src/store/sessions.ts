@@ -1,0 +1,69 @@
+// session rows: one per `run` or `coordinate`. A crashed session stays 'running'.
+import { type Db, isoNow, stmt } from "./db.ts";
+
+export type SessionStatus = "running" | "done" | "interrupted";
+
+export interface SessionRow {
+  id: number;
+  generation_id: number;
+  started_at: string;
+  ended_at: string | null;
+  requested_seconds: number | null;
+  status: SessionStatus;
+  app_build: string | null;
+  mode: "local" | "distributed";
+  coordinator_host: string | null;
+  port: number | null;
+}
+
+export interface NewSession {
+  generationId: number;
+  requestedSeconds: number;
+  appBuild: string | null;
+  mode: "local" | "distributed";
+  host: string;
+  port: number | null;
+}
+
+export function insertSession(db: Db, s: NewSession): number {
+  const info = stmt(
+    db,
+    `INSERT INTO session (generation_id, started_at, requested_seconds, status, app_build, mode, coordinator_host, port)
+     VALUES (?, ?, ?, 'running', ?, ?, ?, ?)`,
+  ).run(s.generationId, isoNow(), s.requestedSeconds, s.appBuild, s.mode, s.host, s.port);
+  return Number(info.lastInsertRowid);
+}
+
+export function endSession(db: Db, sessionId: number, status: Exclude<SessionStatus, "running">): void {
+  stmt(db, "UPDATE session SET ended_at = ?, status = ? WHERE id = ?").run(isoNow(), status, sessionId);
+}
+
+export function setSessionPort(db: Db, sessionId: number, port: number): void {
+  stmt(db, "UPDATE session SET port = ? WHERE id = ?").run(port, sessionId);
+}
+
+export function recentSessions(db: Db, limit: number): SessionRow[] {
+  return stmt(db, "SELECT * FROM session ORDER BY id DESC LIMIT ?").all(limit) as SessionRow[];
+}
+
+export interface SessionTotals {
+  chunks: number;
+  seeds: number;
+  finds: number;
+  unshrunk: number;
+  quarantine: number;
+  aborted: number;
+}
+
+export function sessionTotals(db: Db, sessionId: number): SessionTotals {
+  return stmt(
+    db,
+    `SELECT COUNT(*) AS chunks,
+            COALESCE(SUM(CASE WHEN status = 'complete' THEN seed_to - seed_from + 1 END), 0) AS seeds,
+            COALESCE(SUM(CASE WHEN status = 'complete' THEN finds END), 0) AS finds,
+            COALESCE(SUM(CASE WHEN status = 'complete' THEN unshrunk END), 0) AS unshrunk,
+            COALESCE(SUM(CASE WHEN status = 'complete' THEN quarantine END), 0) AS quarantine,
+            COALESCE(SUM(CASE WHEN status LIKE 'aborted%' OR status = 'reissued' THEN 1 END), 0) AS aborted
+       FROM chunk WHERE session_id = ?`,
+  ).get(sessionId) as SessionTotals;
+}

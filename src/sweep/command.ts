@@ -1,0 +1,40 @@
+// Building a generator invocation from the [generator] command template.
+import { resolve } from "node:path";
+import type { Config } from "../config/schema.ts";
+
+export interface ChunkVars {
+  seedFrom: number;
+  seedTo: number;
+  jobs: number;
+  out: string;
+  maxShrinks: number;
+}
+
+/** Replaces {name} placeholders inside every argument. Unknown names were rejected when the config loaded. */
+export function fillTemplate(template: readonly string[], vars: Readonly<Record<string, string | number>>): string[] {
+  return template.map((arg) =>
+    arg.replace(/\{([a-z_]+)\}/g, (whole, name: string) => (name in vars ? String(vars[name]) : whole)),
+  );
+}
+
+export function chunkVars(v: ChunkVars): Record<string, string | number> {
+  return {
+    seed_from: v.seedFrom,
+    seed_to: v.seedTo,
+    count: v.seedTo - v.seedFrom + 1,
+    jobs: v.jobs,
+    out: v.out,
+    max_shrinks: v.maxShrinks,
+  };
+}
+
+/** The generator argv for one chunk: the command template, then the lane's args, both filled in. */
+export function chunkCommand(command: readonly string[], laneArgs: readonly string[], v: ChunkVars): string[] {
+  const vars = chunkVars(v);
+  return [...fillTemplate(command, vars), ...fillTemplate(laneArgs, vars)];
+}
+
+/** Where failures/ and quarantine/ appear for a chunk whose scratch directory is `out`. */
+export function resultsDir(config: Config, out: string): string {
+  return resolve(config.dir, fillTemplate([config.generator.results], { out })[0]!);
+}

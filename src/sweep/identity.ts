@@ -1,0 +1,141 @@
+// Identities that decide whether results are comparable:
+// - the generation id: what a seed means. SHA-256 over the generator command template and the bytes
+//   of every identity file. When it changes, all coverage of the old generation is void.
+// - the app build id: which build of the system under test a chunk exercised.
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative, sep } from "node:path";
+import { ConfigError, RefusedError } from "../errors.ts";
+import type { Config } from "../config/schema.ts";
+
+/** Thrown-free variant for reports: null when an identity file cannot be read. */
+export function tryGenerationHash(config: Config): string | null {
+  try {
+    return generationHash(config);
+  } catch {
+    return null;
+  }
+}
+
+export function generationHash(config: Config): string {
+  const h = createHash("sha256");
+  h.update("fuzzfleet-generation-v1\n");
+  h.update(JSON.stringify(config.generator.command));
+  h.update("\n");
+  for (const file of config.generator.identity) {
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(file);
+    } catch (err) {
+      throw new ConfigError(
+        `generator identity file ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); ` +
+          "fix [generator] identity in the config",
+        { cause: err },
+      );
+    }
+    h.update(relative(config.dir, file).split(sep).join("/"));
+    h.update("\0");
+    h.update(createHash("sha256").update(bytes).digest("hex"));
+    h.update("\n");
+  }
+  return h.digest("hex");
+}
+
+/** First 12 hex of SHA-256 of the app (a file, or every regular file of a directory); null without [app]. */
+export function appBuildId(config: Config): string | null {
+  if (!config.app) return null;
+  const path = config.app.path;
+  let st;
+  try {
+    st = statSync(path);
+  } catch {
+    throw new RefusedError(`app not found: ${path} — build it first, or fix [app] path in ${config.path}`);
+  }
+  const h = createHash("sha256");
+  if (st.isDirectory()) {
+    for (const file of listFiles(path)) {
+      h.update(relative(path, file).split(sep).join("/"));
+      h.update("\0");
+      h.update(readFileSync(file));
+    }
+  } else {
+    h.update(readFileSync(path));
+  }
+  return h.digest("hex").slice(0, 12);
+}
+
+function listFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    const p = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...listFiles(p));
+    else if (entry.isFile()) out.push(p);
+  }
+  return out;
+}
+
+/**
+ * The newest source file matched by [app] sources, when it is newer than the app: a long sweep
+ * of a stale build tests the wrong code. Returns null when the app is up to date.
+ */
+export function staleAppSource(config: Config): { file: string; sourceMtime: Date; appMtime: Date } | null {
+  if (!config.app || config.app.sources.length === 0) return null;
+  const appMtime = newestMtime(config.app.path);
+  let newest: { file: string; mtimeMs: number } | null = null;
+  for (const pattern of config.app.sources) {
+    for (const file of globFiles(pattern)) {
+      const m = statSync(file).mtimeMs;
+      if (!newest || m > newest.mtimeMs) newest = { file, mtimeMs: m };
+    }
+  }
+  if (!newest || newest.mtimeMs <= appMtime) return null;
+  return { file: newest.file, sourceMtime: new Date(newest.mtimeMs), appMtime: new Date(appMtime) };
+}
+
+function newestMtime(path: string): number {
+  const st = statSync(path);
+  if (!st.isDirectory()) return st.mtimeMs;
+  return Math.max(st.mtimeMs, ...listFiles(path).map((f) => statSync(f).mtimeMs));
+}
+
+/** Files matching an absolute glob with `*`, `?` and `**` segments. */
+export function globFiles(pattern: string): string[] {
+  const parts = pattern.split("/");
+  const firstGlob = parts.findIndex((p) => /[*?[]/.test(p));
+  if (firstGlob === -1) {
+    try {
+      return statSync(pattern).isFile() ? [pattern] : [];
+    } catch {
+      return [];
+    }
+  }
+  const root = parts.slice(0, firstGlob).join("/") || "/";
+  const matcher = globToRegExp(pattern);
+  let files: string[];
+  try {
+    files = listFiles(root);
+  } catch {
+    return [];
+  }
+  return files.filter((f) => matcher.test(f.split(sep).join("/")));
+}
+
+export function globToRegExp(pattern: string): RegExp {
+  let re = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!;
+    if (c === "*" && pattern[i + 1] === "*") {
+      // "**/" matches zero or more directories; a trailing "**" matches anything.
+      if (pattern[i + 2] === "/") {
+        re += "(?:[^/]+/)*";
+        i += 2;
+      } else {
+        re += ".*";
+        i += 1;
+      }
+    } else if (c === "*") re += "[^/]*";
+    else if (c === "?") re += "[^/]";
+    else re += c.replace(/[.+^${}()|[\]\\]/g, "\\$&");
+  }
+  return new RegExp(`^${re}$`);
+}

@@ -1,0 +1,67 @@
+// `reset`: start a new generation, or restart one lane. A lane restart retires the lane row and
+// creates a fresh one, so the old lane's chunk rows can never be absorbed into the new cursor:
+// the reset holds across every later run and coordinate.
+import { formatInt } from "../config/format.ts";
+import { loadConfig } from "../config/load.ts";
+import type { CampaignPaths } from "../config/paths.ts";
+import { laneIdentity } from "../config/schema.ts";
+import { RefusedError } from "../errors.ts";
+import { CampaignLock } from "../lock/campaign-lock.ts";
+import { openStore } from "../store/db.ts";
+import { closeGeneration, currentGeneration, insertGeneration } from "../store/generations.ts";
+import { activeLane, insertLane, retireLane } from "../store/lanes.ts";
+import type { Confirm } from "./campaign.ts";
+import { tryGenerationHash } from "./identity.ts";
+
+export interface ResetOptions {
+  paths: CampaignPaths;
+  lane: string | null;
+  confirm: Confirm;
+  forceUnlock: boolean;
+  write?: (line: string) => void;
+}
+
+export async function resetCommand(o: ResetOptions): Promise<number> {
+  const write = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
+  const config = loadConfig(o.paths.configPath);
+  const lock = CampaignLock.acquire(o.paths.outDir, { mode: "reset", forceUnlock: o.forceUnlock });
+  const db = openStore(o.paths.dbPath);
+  try {
+    const gen = currentGeneration(db);
+    if (!gen) {
+      write("nothing to reset");
+      return 0;
+    }
+    if (o.lane !== null) {
+      const row = activeLane(db, gen.id, o.lane);
+      if (!row) throw new RefusedError(`no active lane '${o.lane}' in generation ${gen.id}`);
+      const configured = config.lanes.find((l) => l.name === o.lane);
+      const identity = configured ? laneIdentity(configured) : row.params_json;
+      const base = configured ? configured.baseSeed : row.base_seed;
+      const covered = row.cursor - row.base_seed;
+      if (!(await o.confirm(`Restart lane '${o.lane}' from seed ${formatInt(base)} (discards ${formatInt(covered)} seeds of coverage)?`))) {
+        throw new RefusedError(`lane '${o.lane}' was not reset`);
+      }
+      db.transaction(() => {
+        retireLane(db, row.id);
+        insertLane(db, gen.id, o.lane!, identity, base);
+      })();
+      write(`lane '${o.lane}' reset to ${formatInt(base)}`);
+      return 0;
+    }
+    if (!(await o.confirm("Start a new generation? Every lane restarts at base_seed and open failures become 'stale'."))) {
+      throw new RefusedError("no new generation was started");
+    }
+    const hash = tryGenerationHash(config) ?? gen.gen_hash;
+    let id = 0;
+    db.transaction(() => {
+      closeGeneration(db, gen.id);
+      id = insertGeneration(db, hash, "manual reset");
+    })();
+    write(`generation ${id} started (${hash.slice(0, 12)})`);
+    return 0;
+  } finally {
+    db.close();
+    lock.release();
+  }
+}

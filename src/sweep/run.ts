@@ -1,0 +1,107 @@
+// `run`: one single-host sweep session, start to summary.
+import { hostname } from "node:os";
+import { performance } from "node:perf_hooks";
+import { formatDuration } from "../config/duration.ts";
+import type { CampaignPaths } from "../config/paths.ts";
+import { formatInt } from "../config/format.ts";
+import { localWorker, SweepEngine } from "../engine/sweep-engine.ts";
+import { runLocal } from "../engine/local.ts";
+import { saveSessionSummary, sessionSummary } from "../report/session-summary.ts";
+import { SweepConsole } from "../report/sweep-console.ts";
+import type { Confirm } from "./campaign.ts";
+import { closeSweepSession, openSweepSession } from "./session.ts";
+
+export interface RunSweepOptions {
+  paths: CampaignPaths;
+  seconds: number;
+  laneNames: string[];
+  allowStaleApp: boolean;
+  forceUnlock: boolean;
+  confirm: Confirm;
+  /** Draw the live status line (stdout is a terminal). */
+  live: boolean;
+  /** Where plain lines go (default stdout). */
+  write?: (line: string) => void;
+}
+
+/** Returns the exit code: 1 when the session recorded a newly distinct failure, else 0. */
+export async function runSweep(o: RunSweepOptions): Promise<number> {
+  const write = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
+  const s = await openSweepSession({
+    paths: o.paths,
+    mode: "run",
+    requestedSeconds: o.seconds,
+    laneNames: o.laneNames,
+    allowStaleApp: o.allowStaleApp,
+    forceUnlock: o.forceUnlock,
+    confirm: o.confirm,
+    log: (line) => process.stderr.write(line + "\n"),
+  });
+  const startMs = performance.now();
+  const deadlineMs = startMs + o.seconds * 1000;
+  const controller = new AbortController();
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (!controller.signal.aborted) {
+      out.line(`\n${sig === "SIGINT" ? "Ctrl-C" : sig}: stopping — the running chunk is being shut down and its range will be re-swept`);
+      controller.abort();
+    } else {
+      out.line(`${sig}: already stopping; waiting for the chunk's processes to exit`);
+    }
+  };
+  const out = new SweepConsole({ live: o.live, write, remaining: () => (deadlineMs - performance.now()) / 1000 });
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  // Stays "interrupted" unless the loop ends normally, so an exception never records "done".
+  let status: "done" | "interrupted" = "interrupted";
+  try {
+    const engine = new SweepEngine({
+      db: s.db,
+      config: s.config,
+      outDir: s.outDir,
+      generationId: s.generationId,
+      genHash: s.genHash,
+      sessionId: s.sessionId,
+      appBuild: s.appBuild,
+      lanes: s.lanes,
+      mode: "local",
+      now: () => performance.now(),
+      deadlineMs,
+      events: out,
+    });
+    const enabled = s.lanes.filter((l) => l.config.enabled);
+    write(`fuzzfleet run: session ${s.sessionId}, generation ${s.generationId} (${s.genHash.slice(0, 12)})${s.appBuild ? `, app ${s.appBuild}` : ""} on ${hostname()}`);
+    if (s.freshGeneration) write("         new generation — all lanes start at base_seed");
+    for (const [lane, n] of s.uncovered) {
+      write(`         ${lane}: ${formatInt(n)} seed(s) left uncovered by an earlier session — re-sweeping them first`);
+    }
+    write(
+      `         ${formatDuration(o.seconds)} budget, ~${formatDuration(s.config.defaults.chunkSeconds)} chunks, lanes: ${enabled
+        .map((l) => `${l.config.name}(w${l.config.weight})`)
+        .join(", ")}`,
+    );
+    write(`         ends at ${new Date(Date.now() + o.seconds * 1000).toTimeString().slice(0, 8)}`);
+    await runLocal(engine, localWorker(s.lanes, s.lastCounts), controller.signal);
+    if (engine.draining === "all lanes disabled" && !controller.signal.aborted) out.line("all lanes disabled — stopping early");
+    status = controller.signal.aborted ? "interrupted" : "done";
+    out.close();
+    const summary = sessionSummary(s.db, {
+      sessionId: s.sessionId,
+      generationId: s.generationId,
+      status,
+      elapsedSeconds: (performance.now() - startMs) / 1000,
+      counts: engine.counts,
+      maxShrinks: s.config.defaults.maxShrinks,
+      extra: [],
+      outDir: s.outDir,
+    });
+    write(summary.replace(/\n$/, ""));
+    const path = saveSessionSummary(s.outDir, s.sessionId, summary);
+    write(`(saved as ${path})`);
+    return engine.counts.newFailures > 0 ? 1 : 0;
+  } finally {
+    out.close();
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    closeSweepSession(s, status);
+  }
+}

@@ -1,0 +1,111 @@
+// Opening and closing a sweep session, shared by `run` (local executor) and `coordinate`
+// (remote workers). Order: config and app checks first (a bad config never takes the lock),
+// then the lock, then the store; everything opened is closed again on any failure.
+import { mkdirSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { loadConfig, type Config } from "../config/load.ts";
+import type { LaneConfig } from "../config/schema.ts";
+import { RefusedError } from "../errors.ts";
+import { CampaignLock, type LockMode } from "../lock/campaign-lock.ts";
+import { openStore, type Db } from "../store/db.ts";
+import { endSession, insertSession } from "../store/sessions.ts";
+import type { EngineLane } from "../engine/sweep-engine.ts";
+import { ensureGeneration, recoverLanes, selectLanes, syncLanes, type Confirm } from "./campaign.ts";
+import { appBuildId, generationHash, staleAppSource } from "./identity.ts";
+import type { CampaignPaths } from "../config/paths.ts";
+
+export interface OpenSessionOptions {
+  paths: CampaignPaths;
+  mode: LockMode & ("run" | "coordinate");
+  requestedSeconds: number;
+  laneNames: string[];
+  allowStaleApp: boolean;
+  forceUnlock: boolean;
+  confirm: Confirm;
+  log: (line: string) => void;
+  port?: number | null;
+}
+
+export interface SweepSession {
+  config: Config;
+  db: Db;
+  lock: CampaignLock;
+  outDir: string;
+  genHash: string;
+  appBuild: string | null;
+  generationId: number;
+  freshGeneration: boolean;
+  sessionId: number;
+  lanes: EngineLane[];
+  lastCounts: Map<string, number | null>;
+  uncovered: Map<string, number>;
+  selected: LaneConfig[];
+}
+
+export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSession> {
+  const config = loadConfig(o.paths.configPath);
+  const selected = selectLanes(config, o.laneNames);
+  if (!selected.some((l) => l.enabled)) {
+    throw new RefusedError(`no enabled lanes in ${config.path} — enable one, or name lanes with --lane NAME`);
+  }
+  const appBuild = appBuildId(config);
+  if (!o.allowStaleApp) {
+    const stale = staleAppSource(config);
+    if (stale) {
+      throw new RefusedError(
+        `the app ${config.app!.path} is older than its source ${stale.file} ` +
+          `(${stale.appMtime.toISOString()} < ${stale.sourceMtime.toISOString()}): a long sweep of a stale build tests the wrong code. ` +
+          "Rebuild the app, or pass --allow-stale-app if that is what you want.",
+      );
+    }
+  }
+  const genHash = generationHash(config);
+  const outDir = o.paths.outDir;
+  const lock = CampaignLock.acquire(outDir, { mode: o.mode, port: o.port ?? null, forceUnlock: o.forceUnlock, log: o.log });
+  let db: Db | null = null;
+  try {
+    db = openStore(o.paths.dbPath);
+    const { generation, fresh } = await ensureGeneration(db, genHash, o.confirm, o.log);
+    const rows = await syncLanes(db, generation.id, config, o.confirm, o.log);
+    mkdirSync(join(outDir, "failures"), { recursive: true });
+    mkdirSync(join(outDir, "tmp"), { recursive: true });
+    const recovered = recoverLanes(db, selected, rows);
+    const sessionId = insertSession(db, {
+      generationId: generation.id,
+      requestedSeconds: o.requestedSeconds,
+      appBuild,
+      mode: o.mode === "run" ? "local" : "distributed",
+      host: hostname(),
+      port: o.port ?? null,
+    });
+    return {
+      config,
+      db,
+      lock,
+      outDir,
+      genHash,
+      appBuild,
+      generationId: generation.id,
+      freshGeneration: fresh,
+      sessionId,
+      lanes: recovered.lanes,
+      lastCounts: recovered.lastCounts,
+      uncovered: recovered.uncovered,
+      selected,
+    };
+  } catch (err) {
+    db?.close();
+    lock.release();
+    throw err;
+  }
+}
+
+export function closeSweepSession(s: SweepSession, status: "done" | "interrupted"): void {
+  try {
+    endSession(s.db, s.sessionId, status);
+  } finally {
+    s.db.close();
+    s.lock.release();
+  }
+}
