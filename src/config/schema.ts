@@ -1,0 +1,359 @@
+// The shape of fuzzfleet.toml (zod), the placeholder language of its argv templates, and the
+// resolved Config that the rest of the program reads. File I/O and error rendering live in load.ts.
+
+import { z } from "zod";
+
+// ---------------------------------------------------------------------------------------------
+// Placeholders
+
+/** Placeholders a chunk's command (generator.command + lane args) may use. */
+export const CHUNK_PLACEHOLDERS = ["seed_from", "seed_to", "count", "jobs", "out", "max_shrinks"] as const;
+/** Placeholders the resweep `check` command may use; {seeds} is a comma-separated seed list. */
+export const CHECK_PLACEHOLDERS = ["seeds", "jobs"] as const;
+/** Placeholders `generator.results` may use. */
+export const RESULTS_PLACEHOLDERS = ["out"] as const;
+
+// Only `{identifier}` is a placeholder, so arguments such as `{}` or `{"a":1}` pass through untouched.
+const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/** The placeholder names used in one template argument, in order of appearance. */
+export function placeholdersIn(arg: string): string[] {
+  return [...arg.matchAll(PLACEHOLDER)].map((m) => m[1]);
+}
+
+/**
+ * Replaces every `{name}` in `arg` with `values[name]`. The config loader has already rejected
+ * unknown names, so a placeholder without a value is a programming error and throws.
+ */
+export function fillPlaceholders(arg: string, values: Readonly<Record<string, string | number>>): string {
+  return arg.replace(PLACEHOLDER, (_whole, name: string) => {
+    const value = values[name];
+    if (value === undefined) throw new Error(`no value for placeholder {${name}} in '${arg}'`);
+    return String(value);
+  });
+}
+
+function listPlaceholders(names: readonly string[]): string {
+  return names.map((n) => `{${n}}`).join(", ");
+}
+
+/** Issue params flag: the offending value is obvious from the message, do not print "(got …)". */
+const NO_GOT = { noGot: true } as const;
+
+function checkPlaceholders(args: readonly string[], allowed: readonly string[], ctx: z.RefinementCtx): void {
+  args.forEach((arg, i) => {
+    for (const name of placeholdersIn(arg)) {
+      if (!allowed.includes(name)) {
+        ctx.addIssue({
+          code: "custom",
+          path: [i],
+          message: `unknown placeholder {${name}} (known: ${listPlaceholders(allowed)})`,
+        });
+      }
+    }
+  });
+}
+
+function usesPlaceholder(args: readonly string[], name: string): boolean {
+  return args.some((arg) => placeholdersIn(arg).includes(name));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Field types. Each carries one message for every way it can fail, stating what is expected.
+
+function int(lo: number, hi: number = Number.MAX_SAFE_INTEGER) {
+  const expected = hi === Number.MAX_SAFE_INTEGER ? `expected an integer >= ${lo}` : `expected an integer from ${lo} to ${hi}`;
+  return z.int({ error: expected }).min(lo).max(hi);
+}
+
+function positiveNumber() {
+  return z.number({ error: "expected a number > 0" }).positive();
+}
+
+function nonNegativeNumber() {
+  return z.number({ error: "expected a number >= 0" }).min(0);
+}
+
+function bool() {
+  return z.boolean({ error: "expected true or false" });
+}
+
+function stringList(what: string) {
+  return z.array(z.string({ error: "expected a string" }), { error: `expected ${what}` });
+}
+
+function argvTemplate(allowed: readonly string[]) {
+  return stringList("a non-empty array of strings (an argv template)")
+    .min(1, { error: "expected a non-empty array of strings (an argv template)" })
+    .superRefine((argv, ctx) => {
+      if (argv[0] === "") ctx.addIssue({ code: "custom", path: [0], message: "expected a program name" });
+      checkPlaceholders(argv, allowed, ctx);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file
+
+export const LANE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+const DefaultsSchema = z.strictObject(
+  {
+    jobs: int(1, 1024).default(6),
+    nice: int(0, 19).default(19),
+    idle_io: bool().default(true),
+    chunk_minutes: positiveNumber().default(10),
+    bootstrap_seeds: int(1).default(40),
+    max_shrinks: int(0).default(20),
+    hard_timeout_floor: positiveNumber().default(180),
+  },
+  { error: "expected a table" },
+);
+
+const GeneratorSchema = z.strictObject(
+  {
+    command: argvTemplate(CHUNK_PLACEHOLDERS),
+    identity: z
+      .array(z.string({ error: "expected a file path" }).min(1, { error: "expected a file path" }), {
+        error: "expected a non-empty array of file paths",
+      })
+      .min(1, { error: "expected a non-empty array of file paths" }),
+    results: z
+      .string({ error: "expected a path template such as \"{out}\"" })
+      .superRefine((results, ctx) => {
+        for (const name of placeholdersIn(results)) {
+          if (!(RESULTS_PLACEHOLDERS as readonly string[]).includes(name)) {
+            ctx.addIssue({ code: "custom", message: `unknown placeholder {${name}} (known: {out})` });
+          }
+        }
+        if (!placeholdersIn(results).includes("out")) {
+          ctx.addIssue({
+            code: "custom",
+            message: "must lie inside the chunk's output dir, so it must use {out} (for example \"{out}\" or \"{out}/run-000000\")",
+          });
+        }
+      })
+      .default("{out}"),
+    check: argvTemplate(CHECK_PLACEHOLDERS)
+      .superRefine((argv, ctx) => {
+        if (argv.length > 0 && !usesPlaceholder(argv, "seeds")) {
+          ctx.addIssue({
+            code: "custom",
+            message: "must use {seeds} (the comma-separated list of seeds to re-check)",
+            params: NO_GOT,
+          });
+        }
+      })
+      .optional(),
+  },
+  { error: "expected a [generator] table with command and identity" },
+);
+
+const AppSchema = z.strictObject(
+  {
+    path: z.string({ error: "expected the path of the system under test" }).min(1, {
+      error: "expected the path of the system under test",
+    }),
+    sources: stringList("an array of glob patterns").default([]),
+  },
+  { error: "expected a table" },
+);
+
+const LaneSchema = z.strictObject(
+  {
+    base_seed: int(0).default(1),
+    weight: nonNegativeNumber().default(1),
+    enabled: bool().default(true),
+    jobs: int(1, 1024).optional(),
+    args: stringList("an array of strings")
+      .superRefine((args, ctx) => checkPlaceholders(args, CHUNK_PLACEHOLDERS, ctx))
+      .default([]),
+  },
+  { error: "expected a [lanes.NAME] table" },
+);
+
+const DistributedSchema = z.strictObject(
+  {
+    port: int(0, 65535).default(9999),
+    bind: z.string({ error: "expected a host name or address (\"\" = this host's name)" }).default(""),
+    lease_seconds: positiveNumber().default(120),
+    drain_grace_minutes: nonNegativeNumber().default(35),
+  },
+  { error: "expected a table" },
+);
+
+export const ConfigFileSchema = z.strictObject({
+  defaults: DefaultsSchema.prefault({}),
+  generator: GeneratorSchema,
+  app: AppSchema.optional(),
+  // Lane names are checked separately (validateConfigDocument) so that a badly named lane's
+  // keys are still validated and reported in the same run.
+  lanes: z.record(z.string(), LaneSchema, { error: "expected [lanes.NAME] tables" }).default({}),
+  distributed: DistributedSchema.prefault({}),
+});
+
+/** fuzzfleet.toml as validated, before defaults that depend on other keys and path resolution. */
+export type ConfigFile = z.output<typeof ConfigFileSchema>;
+
+const KNOWN_KEYS: Record<string, readonly string[]> = {
+  "": Object.keys(ConfigFileSchema.shape),
+  defaults: Object.keys(DefaultsSchema.shape),
+  generator: Object.keys(GeneratorSchema.shape),
+  app: Object.keys(AppSchema.shape),
+  distributed: Object.keys(DistributedSchema.shape),
+};
+
+/** The keys a table at `tablePath` accepts, or undefined if it is not a table of the schema. */
+export function knownKeys(tablePath: readonly (string | number)[]): readonly string[] | undefined {
+  if (tablePath.length === 2 && tablePath[0] === "lanes") return Object.keys(LaneSchema.shape);
+  if (tablePath.length > 1) return undefined;
+  return KNOWN_KEYS[tablePath.length === 0 ? "" : String(tablePath[0])];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+/** One problem in the document, at a key path such as ["lanes", "deep", "weight"]. */
+export interface ConfigIssue {
+  path: (string | number)[];
+  message: string;
+  /** Print the value found at `path` after the message. */
+  showGot: boolean;
+}
+
+function isTable(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Date);
+}
+
+function stringsOf(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
+}
+
+// Without {seed_from} and a length, every chunk would run the same seeds and the cursor would
+// claim coverage that never happened; without {out}, chunks would share one results dir.
+const REQUIRED_IN_CHUNK_COMMAND: { names: string[]; why: string }[] = [
+  { names: ["seed_from"], why: "the first seed of the chunk" },
+  { names: ["count", "seed_to"], why: "how many seeds the chunk holds" },
+  { names: ["out"], why: "the chunk's output dir" },
+];
+
+function missingChunkPlaceholders(argv: readonly string[]): string[] {
+  const used = new Set(argv.flatMap(placeholdersIn));
+  return REQUIRED_IN_CHUNK_COMMAND.filter((r) => !r.names.some((n) => used.has(n))).map(
+    (r) => `${r.names.map((n) => `{${n}}`).join(" or ")} (${r.why})`,
+  );
+}
+
+/** Checks that need more than one key at a time, run on the raw document so they report alongside zod. */
+function crossCheck(raw: Record<string, unknown>): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const lanes = isTable(raw.lanes) ? raw.lanes : {};
+  for (const name of Object.keys(lanes)) {
+    if (!LANE_NAME.test(name)) {
+      issues.push({
+        path: ["lanes", name],
+        message: "bad lane name: use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit",
+        showGot: false,
+      });
+    }
+  }
+  const generator = isTable(raw.generator) ? raw.generator : {};
+  const command = stringsOf(generator.command);
+  // An empty or mistyped command already has its own issue; do not pile a second one on it.
+  if (command.length > 0 && command.length === (generator.command as unknown[]).length) {
+    const missing = missingChunkPlaceholders(command);
+    if (missing.length > 0) {
+      const lanesMissing = Object.entries(lanes)
+        .map(([name, lane]) => ({ name, missing: missingChunkPlaceholders([...command, ...stringsOf(isTable(lane) ? lane.args : undefined)]) }))
+        .filter((l) => l.missing.length > 0);
+      const noLaneFixesIt = lanesMissing.length === Object.keys(lanes).length;
+      if (noLaneFixesIt) {
+        issues.push({ path: ["generator", "command"], message: `never uses ${missing.join(", ")}`, showGot: false });
+      } else {
+        for (const lane of lanesMissing) {
+          issues.push({
+            path: ["lanes", lane.name, "args"],
+            message: `generator.command with this lane's args never uses ${lane.missing.join(", ")}`,
+            showGot: false,
+          });
+        }
+      }
+    }
+  }
+  return issues;
+}
+
+/**
+ * Validates a parsed TOML document. Returns the typed file when there is no issue at all,
+ * otherwise every issue found (zod's and the cross-key checks), unsorted.
+ */
+export function validateConfigDocument(raw: Record<string, unknown>): { file: ConfigFile | null; issues: ConfigIssue[] } {
+  const issues: ConfigIssue[] = [];
+  const parsed = ConfigFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const path = issue.path.map((p) => (typeof p === "number" ? p : String(p)));
+      if (issue.code === "unrecognized_keys") {
+        const known = knownKeys(path) ?? [];
+        for (const key of issue.keys) {
+          issues.push({ path: [...path, key], message: `unknown key (known: ${known.join(", ")})`, showGot: false });
+        }
+      } else {
+        const noGot = issue.code === "custom" && (issue.params as { noGot?: boolean } | undefined)?.noGot === true;
+        issues.push({ path, message: issue.message, showGot: !noGot });
+      }
+    }
+  }
+  issues.push(...crossCheck(raw));
+  return { file: parsed.success && issues.length === 0 ? parsed.data : null, issues };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The resolved configuration
+
+export interface LaneConfig {
+  name: string;
+  baseSeed: number;
+  weight: number;
+  enabled: boolean;
+  jobs: number;
+  args: string[];
+}
+
+export interface Config {
+  /** Absolute path of the file and its directory. */
+  path: string;
+  dir: string;
+  defaults: {
+    jobs: number;
+    nice: number;
+    idleIo: boolean;
+    /** round(chunk_minutes * 60), at least 1. */
+    chunkSeconds: number;
+    bootstrapSeeds: number;
+    maxShrinks: number;
+    /** A chunk's hard timeout is max(this, 3 x its target seconds). */
+    hardTimeoutFloor: number;
+  };
+  generator: {
+    /** argv template; runs with cwd = the config dir. */
+    command: string[];
+    /** Absolute paths of the files whose bytes make the generation id. */
+    identity: string[];
+    /** Template of the dir holding failures/ and quarantine/; uses {out}. */
+    results: string;
+    check: string[] | null;
+  };
+  app: { path: string; sources: string[] } | null;
+  /** In file order, which is the tie-break order for lane picking. */
+  lanes: LaneConfig[];
+  distributed: { port: number; bind: string; leaseSeconds: number; drainGraceMinutes: number };
+}
+
+/**
+ * The lane's identity: canonical JSON of the keys that decide which tests its seeds produce,
+ * `{"args":[...],"base_seed":N}` with sorted keys. When it changes, the lane restarts from its
+ * base seed. weight, enabled and jobs only steer scheduling and are not part of it.
+ */
+export function laneIdentity(lane: LaneConfig): string {
+  return JSON.stringify({ args: lane.args, base_seed: lane.baseSeed });
+}

@@ -1,0 +1,140 @@
+import assert from "node:assert/strict";
+import { mergeRanges, subtractRanges, totalSize, type Range } from "./ranges.ts";
+
+/** The columns of a chunk row that recovery needs. */
+export interface ChunkRow {
+  seedFrom: number;
+  seedTo: number;
+  /** 'complete' counts as swept; every other status ('running', 'leased', 'reissued', 'aborted:*') does not. */
+  status: string;
+}
+
+/**
+ * The low-water-mark cursor of one lane while chunks run in parallel.
+ *
+ * Invariant, after every public method returns:
+ *   - every seed in [baseSeed, cursor) lies in a completed range, so `cursor` is coverage;
+ *   - `pending` and `doneAhead` are each merged (sorted, non-empty, neither overlapping nor
+ *     adjacent), are disjoint from each other, and lie inside [cursor, allocNext);
+ *   - `doneAhead` never contains `cursor` itself (it would have been absorbed);
+ *   - baseSeed <= cursor <= allocNext, and `cursor` never decreases.
+ *
+ * Seeds in [cursor, allocNext) that are in neither list are handed out and not yet completed.
+ *
+ * Transitions:
+ *   take(n)        pending is non-empty -> hand out the front of its lowest range (gaps first);
+ *                  otherwise            -> hand out fresh ground at allocNext and advance it.
+ *   complete(a,b)  the seeds become done: out of pending, into doneAhead, then absorbed into the
+ *                  cursor where contiguous. Idempotent; a late completion of a reissued range is fine.
+ *   requeue(a,b)   the holder gave the seeds back (lease expired, chunk aborted): the parts not
+ *                  already done go back to pending. Only requeue the hand-out being revoked: a
+ *                  stale range that was since handed out again would make those seeds pending
+ *                  while someone else still holds them.
+ *   recover(...)   rebuild from the chunk table at start-up, when nothing is in flight: every seed
+ *                  below the highest recorded seed that no complete chunk covers becomes pending.
+ */
+export class LaneState {
+  readonly baseSeed: number;
+  cursor: number;
+  allocNext: number;
+  pending: Range[];
+  doneAhead: Range[];
+
+  constructor(baseSeed: number, cursor: number) {
+    assert.ok(Number.isSafeInteger(baseSeed), `baseSeed must be an integer, got ${baseSeed}`);
+    assert.ok(Number.isSafeInteger(cursor), `cursor must be an integer, got ${cursor}`);
+    assert.ok(cursor >= baseSeed, `cursor ${cursor} is below baseSeed ${baseSeed}`);
+    this.baseSeed = baseSeed;
+    this.cursor = cursor;
+    this.allocNext = cursor;
+    this.pending = [];
+    this.doneAhead = [];
+  }
+
+  /** Hands out up to `n` seeds: the front of the lowest pending gap if any (possibly fewer than n), else n fresh seeds. */
+  take(n: number): Range {
+    assert.ok(Number.isSafeInteger(n) && n >= 1, `take wants a positive integer count, got ${n}`);
+    const gap = this.pending[0];
+    if (gap !== undefined) {
+      const to = Math.min(gap[1], gap[0] + n - 1);
+      if (to === gap[1]) this.pending.shift();
+      else this.pending[0] = [to + 1, gap[1]];
+      return [gap[0], to];
+    }
+    const from = this.allocNext;
+    this.allocNext += n;
+    return [from, from + n - 1];
+  }
+
+  /** Records [from, to] as swept and advances the cursor as far as completed ranges are contiguous. */
+  complete(from: number, to: number): void {
+    this.assertHandedOut("complete", from, to);
+    this.doneAhead = mergeRanges([...this.doneAhead, [from, to]]);
+    this.pending = this.pending.flatMap((gap) => subtractRanges(gap, [[from, to]]));
+    this.absorb();
+  }
+
+  /** Returns [from, to] to the queue, minus whatever is already covered or completed. */
+  requeue(from: number, to: number): void {
+    this.assertHandedOut("requeue", from, to);
+    if (to < this.cursor) return;
+    const notDone = subtractRanges([Math.max(from, this.cursor), to], this.doneAhead);
+    this.pending = mergeRanges([...this.pending, ...notDone]);
+  }
+
+  /** Moves completed ranges that touch the cursor into coverage; drops ranges wholly below it. */
+  absorb(): void {
+    const kept: Range[] = [];
+    // doneAhead is sorted by start, so one pass sees every range that can reach the cursor in order.
+    for (const [from, to] of mergeRanges(this.doneAhead)) {
+      if (to < this.cursor) continue;
+      if (from <= this.cursor) this.cursor = to + 1;
+      else kept.push([from, to]);
+    }
+    this.doneAhead = kept;
+  }
+
+  /** Seeds completed beyond the cursor. Never part of coverage. */
+  ahead(): number {
+    return totalSize(this.doneAhead);
+  }
+
+  /** Seeds waiting to be handed out again before fresh ground. */
+  queued(): number {
+    return totalSize(this.pending);
+  }
+
+  /**
+   * Rebuilds a lane from its persisted cursor and every chunk row it ever had (any session, any
+   * status). Seeds below the highest recorded seed that no complete chunk covers — in-flight,
+   * reissued or aborted chunks of a dead coordinator, and any gap — become pending.
+   */
+  static recover(baseSeed: number, cursor: number, chunks: readonly ChunkRow[]): LaneState {
+    const state = new LaneState(baseSeed, cursor);
+    if (chunks.length === 0) return state;
+    let highest = cursor - 1;
+    const done: Range[] = [];
+    for (const chunk of chunks) {
+      assert.ok(
+        Number.isSafeInteger(chunk.seedFrom) && Number.isSafeInteger(chunk.seedTo) && chunk.seedFrom <= chunk.seedTo,
+        `chunk row has an invalid seed range [${chunk.seedFrom}, ${chunk.seedTo}]`,
+      );
+      if (chunk.seedTo < cursor) continue;
+      highest = Math.max(highest, chunk.seedTo);
+      if (chunk.status === "complete") done.push([chunk.seedFrom, chunk.seedTo]);
+    }
+    state.allocNext = highest + 1;
+    state.doneAhead = mergeRanges(done);
+    state.absorb();
+    state.pending = subtractRanges([state.cursor, state.allocNext - 1], state.doneAhead);
+    return state;
+  }
+
+  /** Completing or requeueing seeds that were never handed out cannot happen. */
+  private assertHandedOut(action: string, from: number, to: number): void {
+    assert.ok(Number.isSafeInteger(from) && Number.isSafeInteger(to), `${action} wants integer seeds, got [${from}, ${to}]`);
+    assert.ok(from <= to, `${action} got an empty range [${from}, ${to}]`);
+    assert.ok(from >= this.baseSeed, `${action} [${from}, ${to}] starts below baseSeed ${this.baseSeed}`);
+    assert.ok(to < this.allocNext, `${action} [${from}, ${to}] reaches past allocNext ${this.allocNext}, which was never handed out`);
+  }
+}

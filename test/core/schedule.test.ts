@@ -1,0 +1,161 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import {
+  chunkTarget,
+  deadlineFloor,
+  halveRate,
+  hardTimeout,
+  pickLane,
+  sizeChunk,
+  updateRate,
+  type LaneWeight,
+} from "../../src/core/schedule.ts";
+
+/** Runs `picks` rounds of pickLane, counting each pick as a chunk run, and returns the tallies. */
+function simulate(lanes: readonly LaneWeight[], picks: number, excluded: ReadonlySet<string> = new Set()): Map<string, number> {
+  const chunksRun = new Map<string, number>();
+  for (let i = 0; i < picks; i++) {
+    const name = pickLane(lanes, chunksRun, excluded);
+    assert.ok(name !== undefined);
+    chunksRun.set(name, (chunksRun.get(name) ?? 0) + 1);
+  }
+  return chunksRun;
+}
+
+describe("pickLane", () => {
+  it("splits chunks 3:2:1 for weights 3/2/1", () => {
+    const lanes = [
+      { name: "a", weight: 3 },
+      { name: "b", weight: 2 },
+      { name: "c", weight: 1 },
+    ];
+    assert.deepEqual(simulate(lanes, 60), new Map([["a", 30], ["b", 20], ["c", 10]]));
+  });
+
+  it("gives a tie to the lane listed first", () => {
+    const lanes = [
+      { name: "z", weight: 1 },
+      { name: "y", weight: 1 },
+    ];
+    assert.equal(pickLane(lanes, new Map(), new Set()), "z");
+    assert.equal(pickLane(lanes, new Map([["z", 2], ["y", 2]]), new Set()), "z");
+    assert.equal(pickLane(lanes, new Map([["z", 2], ["y", 1]]), new Set()), "y");
+  });
+
+  it("treats scores within 1e-9 as a tie", () => {
+    const lanes = [
+      { name: "first", weight: 3 },
+      { name: "second", weight: 1 },
+    ];
+    // (0.1 * 3) / 3 is 0.10000000000000002 in floating point: above 0.1, but within the tie tolerance
+    assert.equal(pickLane(lanes, new Map([["first", 0.1 * 3], ["second", 0.1]]), new Set()), "first");
+    const reversed = [lanes[1], lanes[0]];
+    assert.equal(pickLane(reversed, new Map([["first", 0.1 * 3], ["second", 0.1]]), new Set()), "second");
+  });
+
+  it("skips excluded lanes", () => {
+    const lanes = [
+      { name: "a", weight: 1 },
+      { name: "b", weight: 1 },
+      { name: "c", weight: 1 },
+    ];
+    assert.deepEqual(simulate(lanes, 10, new Set(["a"])), new Map([["b", 5], ["c", 5]]));
+  });
+
+  it("returns undefined when every lane is excluded or there are none", () => {
+    assert.equal(pickLane([{ name: "a", weight: 1 }], new Map(), new Set(["a"])), undefined);
+    assert.equal(pickLane([], new Map(), new Set()), undefined);
+  });
+
+  it("gives a weight-0 lane its first chunk, then starves it", () => {
+    const lanes = [
+      { name: "busy", weight: 1 },
+      { name: "idle", weight: 0 },
+    ];
+    assert.equal(pickLane(lanes, new Map([["busy", 5]]), new Set()), "idle");
+    assert.deepEqual(simulate(lanes, 50), new Map([["busy", 49], ["idle", 1]]));
+  });
+});
+
+describe("sizeChunk", () => {
+  it("uses the bootstrap size, unclamped, without a measured rate", () => {
+    assert.equal(sizeChunk(null, null, 600, 500), 500);
+    assert.equal(sizeChunk(0, 100, 600, 500), 500);
+    assert.equal(sizeChunk(null, null, 600, 4), 4);
+  });
+
+  it("fills the target time at the measured rate, rounding down", () => {
+    assert.equal(sizeChunk(2.5, null, 601, 500), 1502);
+  });
+
+  it("caps growth at three times the previous chunk", () => {
+    assert.equal(sizeChunk(100, 50, 600, 500), 150);
+    assert.equal(sizeChunk(100, 50_000, 600, 500), 60_000);
+  });
+
+  it("ignores a previous count of 0 as no previous chunk", () => {
+    assert.equal(sizeChunk(100, 0, 600, 500), 60_000);
+  });
+
+  it("never sizes a measured chunk below 10", () => {
+    assert.equal(sizeChunk(0.001, null, 600, 500), 10);
+    assert.equal(sizeChunk(100, 2, 600, 500), 10);
+  });
+});
+
+describe("updateRate", () => {
+  it("takes the first measurement as is", () => {
+    assert.equal(updateRate(null, 600, 300), 2);
+  });
+
+  it("weights the new measurement 0.6 and the old rate 0.4", () => {
+    assert.equal(updateRate(10, 400, 100), 0.6 * 4 + 0.4 * 10);
+  });
+
+  it("treats a zero duration as one millisecond", () => {
+    assert.equal(updateRate(null, 5, 0), 5000);
+  });
+});
+
+describe("halveRate", () => {
+  it("halves the current rate", () => {
+    assert.equal(halveRate(8, 1000, 10), 4);
+  });
+
+  it("falls back to what the timed-out chunk achieved, with at least one second", () => {
+    assert.equal(halveRate(null, 600, 300), 1);
+    assert.equal(halveRate(null, 10, 0), 5);
+  });
+
+  it("treats a rate of 0 as unknown", () => {
+    assert.equal(halveRate(0, 600, 300), 1);
+  });
+});
+
+describe("time limits", () => {
+  it("deadlineFloor is half a chunk, between 10 and 60 seconds", () => {
+    assert.equal(deadlineFloor(600), 60);
+    assert.equal(deadlineFloor(6), 10);
+    assert.equal(deadlineFloor(61), 30);
+    assert.equal(deadlineFloor(120), 60);
+  });
+
+  it("hardTimeout is three targets, at least the floor", () => {
+    assert.equal(hardTimeout(600), 1800);
+    assert.equal(hardTimeout(30), 180);
+    assert.equal(hardTimeout(30, 20), 90);
+    assert.equal(hardTimeout(5, 20), 20);
+  });
+
+  it("chunkTarget cuts the chunk to the time left, rounding down", () => {
+    assert.equal(chunkTarget(600, 5000), 600);
+    assert.equal(chunkTarget(600, 250.9), 250);
+    assert.equal(chunkTarget(600, 12), 12);
+  });
+
+  it("chunkTarget keeps a minimum when one is given, still capped by the chunk length", () => {
+    assert.equal(chunkTarget(600, 12, 30), 30);
+    assert.equal(chunkTarget(600, 250.9, 30), 250);
+    assert.equal(chunkTarget(20, 12, 30), 20);
+  });
+});
