@@ -1,6 +1,6 @@
 // Building a generator invocation from the [generator] command template.
 import { resolve } from "node:path";
-import type { Config } from "../config/schema.ts";
+import { fillPlaceholders, type Config } from "../config/schema.ts";
 
 export interface ChunkVars {
   seedFrom: number;
@@ -12,9 +12,7 @@ export interface ChunkVars {
 
 /** Replaces {name} placeholders inside every argument. Unknown names were rejected when the config loaded. */
 export function fillTemplate(template: readonly string[], vars: Readonly<Record<string, string | number>>): string[] {
-  return template.map((arg) =>
-    arg.replace(/\{([a-z_]+)\}/g, (whole, name: string) => (name in vars ? String(vars[name]) : whole)),
-  );
+  return template.map((arg) => fillPlaceholders(arg, vars));
 }
 
 export function chunkVars(v: ChunkVars): Record<string, string | number> {

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { loadConfig } from "../config/load.ts";
 import type { CampaignPaths } from "../config/paths.ts";
+import { fillPlaceholders, placeholdersIn } from "../config/schema.ts";
 import { fillTemplate } from "./command.ts";
 import { RefusedError, UsageError } from "../errors.ts";
 import { runChild } from "../exec/run-child.ts";
@@ -28,7 +29,8 @@ export function laneArgs(paramsJson: string): string[] {
 
 /** The check argv: the template with {seeds}/{jobs} filled, then the lane's args ({jobs} filled, others left as written). */
 export function checkCommand(check: readonly string[], args: readonly string[], seeds: readonly number[], jobs: number): string[] {
-  return [...fillTemplate(check, { seeds: seeds.join(","), jobs }), ...fillTemplate(args, { jobs })];
+  const lane = args.map((a) => (placeholdersIn(a).every((n) => n === "jobs") ? fillPlaceholders(a, { jobs }) : a));
+  return [...fillTemplate(check, { seeds: seeds.join(","), jobs }), ...lane];
 }
 
 const verdictSchema = z.object({ seed: z.number().int(), bucket: z.string().min(1), msg: z.string().optional() });
