@@ -144,7 +144,14 @@ export function openStore(path: string, options: OpenOptions = {}): Db {
     return db;
   } catch (err) {
     db.close();
-    throw err;
+    if (err instanceof StoreError) throw err;
+    if ((err as { code?: string }).code === "SQLITE_BUSY") {
+      throw new StoreError(
+        `the store ${path} stayed locked by another process for ${busy / 1000}s (another tool holding it open in WAL mode, or a long transaction); close it and retry`,
+        { cause: err },
+      );
+    }
+    throw new StoreError(`cannot use the store ${path}: ${(err as Error).message}`, { cause: err });
   }
 }
 

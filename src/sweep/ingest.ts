@@ -134,7 +134,7 @@ function readFailure(dir: string, t: IngestTarget): ParsedFailure | { dir: strin
   try {
     raw = JSON.parse(metaBytes.toString("utf8"));
   } catch (err) {
-    return { dir, reason: `meta.json is not JSON (${(err as Error).message})` };
+    return { dir, reason: `meta.json: not JSON (${(err as Error).message})` };
   }
   const meta = metaSchema.safeParse(raw);
   if (!meta.success) {

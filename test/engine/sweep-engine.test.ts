@@ -1,0 +1,161 @@
+// SweepEngine driven directly, with a real store and a fake clock: the scheduling and
+// bookkeeping rules that do not need a child process to be observed.
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { loadConfig } from "../../src/config/load.ts";
+import { LaneState } from "../../src/core/lane-state.ts";
+import { localWorker, SweepEngine, type Assignment, type EngineEvents, type EngineLane, type WorkerView } from "../../src/engine/sweep-engine.ts";
+import { openStore, type Db } from "../../src/store/db.ts";
+import { insertGeneration } from "../../src/store/generations.ts";
+import { insertLane } from "../../src/store/lanes.ts";
+import { insertSession } from "../../src/store/sessions.ts";
+
+const root = mkdtempSync(join(tmpdir(), "fuzzfleet-engine-"));
+after(() => rmSync(root, { recursive: true, force: true }));
+let n = 0;
+
+interface Harness {
+  engine: SweepEngine;
+  db: Db;
+  worker: WorkerView;
+  clock: { now: number };
+  events: string[];
+  next(): Assignment;
+}
+
+function harness(opts: { lanes?: string; mode?: "local" | "distributed"; budgetSeconds?: number } = {}): Harness {
+  const dir = join(root, String(n++));
+  mkdirSync(dir);
+  writeFileSync(
+    join(dir, "fuzzfleet.toml"),
+    `[defaults]
+chunk_minutes = 1
+bootstrap_seeds = 40
+[generator]
+command = ["gen", "{seed_from}", "{count}", "{out}"]
+identity = ["gen"]
+${opts.lanes ?? "[lanes.a]\nweight = 3\n[lanes.b]\nbase_seed = 1000\nweight = 1\n"}`,
+  );
+  const config = loadConfig(join(dir, "fuzzfleet.toml"));
+  const db = openStore(join(dir, "fuzzfleet.db"));
+  const gen = insertGeneration(db, "00".repeat(32), "initial");
+  const sessionId = insertSession(db, { generationId: gen, requestedSeconds: 3600, appBuild: null, mode: "local", host: "h", port: null });
+  const lanes: EngineLane[] = config.lanes.map((l) => ({
+    config: l,
+    laneId: insertLane(db, gen, l.name, "{}", l.baseSeed),
+    state: new LaneState(l.baseSeed, l.baseSeed),
+    rate: null,
+  }));
+  const clock = { now: 0 };
+  const events: string[] = [];
+  const record = new Proxy({} as EngineEvents, {
+    get: (_t, name) => (...args: unknown[]) => events.push(`${String(name)}:${(args[0] as { chunkId?: number }).chunkId ?? args[0]}`),
+  });
+  const engine = new SweepEngine({
+    db,
+    config,
+    outDir: join(dir, "out"),
+    generationId: gen,
+    genHash: "00".repeat(32),
+    sessionId,
+    appBuild: null,
+    lanes,
+    mode: opts.mode ?? "local",
+    now: () => clock.now,
+    deadlineMs: (opts.budgetSeconds ?? 3600) * 1000,
+    events: record,
+  });
+  const worker = localWorker(lanes, new Map());
+  return {
+    engine,
+    db,
+    worker,
+    clock,
+    events,
+    next() {
+      const r = engine.assign(worker);
+      assert.equal(r.kind, "chunk", JSON.stringify(r));
+      return (r as { assignment: Assignment }).assignment;
+    },
+  };
+}
+
+const ok = { outcome: "complete" as const, exitCode: 0, seconds: 2 };
+const timeout = { outcome: "timeout" as const, exitCode: null, seconds: 180 };
+const status = (h: Harness, id: number) => (h.db.prepare("SELECT status FROM chunk WHERE id = ?").get(id) as { status: string }).status;
+const cursor = (h: Harness, lane: string) => (h.db.prepare("SELECT cursor FROM lane WHERE name = ?").get(lane) as { cursor: number }).cursor;
+
+test("lanes are picked 3:1 by weight and each chunk command carries its range and scratch dir", () => {
+  const h = harness();
+  const picks = Array.from({ length: 8 }, () => {
+    const a = h.next();
+    h.engine.finish(h.worker, a.chunkId, ok);
+    return a.lane;
+  });
+  assert.deepEqual(picks.filter((l) => l === "a").length, 6);
+  assert.deepEqual(picks.filter((l) => l === "b").length, 2);
+  const a = h.next();
+  assert.deepEqual(a.argv.slice(0, 2), ["gen", String(a.seedFrom)]);
+  assert.equal(a.argv[3], a.scratchDir);
+  assert.match(a.scratchDir, new RegExp(`chunk-${a.chunkId}$`));
+});
+
+test("a timeout halves the rate; only two CONSECUTIVE timeouts disable the lane", () => {
+  const h = harness({ lanes: "[lanes.a]\n" });
+  const a1 = h.next();
+  h.engine.finish(h.worker, a1.chunkId, timeout);
+  assert.equal(status(h, a1.chunkId), "aborted:timeout");
+  assert.equal(h.worker.rates.get("a"), 40 / 180 / 2);
+  const a2 = h.next();
+  assert.deepEqual([a2.seedFrom, a2.seedTo], [1, 10], "the aborted range is handed out again first, sized by the halved rate");
+  h.engine.finish(h.worker, a2.chunkId, ok);
+  const a3 = h.next();
+  h.engine.finish(h.worker, a3.chunkId, timeout);
+  assert.ok(!h.worker.disabled.has("a"), "a success in between resets the strikes");
+  const a4 = h.next();
+  h.engine.finish(h.worker, a4.chunkId, timeout);
+  assert.ok(h.worker.disabled.has("a"));
+  assert.deepEqual(h.engine.assign(h.worker), { kind: "drain", reason: "all lanes disabled" });
+});
+
+test("completion is idempotent on chunk id, and a late finish of a reissued chunk counts once", () => {
+  const h = harness({ lanes: "[lanes.a]\n", mode: "distributed" });
+  const a1 = h.next();
+  const a2 = h.next();
+  assert.equal(h.engine.finish(h.worker, a2.chunkId, ok), "recorded");
+  assert.equal(cursor(h, "a"), 1, "the cursor waits for the lower chunk");
+  h.engine.reissue(a1.chunkId, "no heartbeat");
+  assert.equal(status(h, a1.chunkId), "reissued");
+  const again = h.next();
+  assert.deepEqual([again.seedFrom, again.seedTo], [a1.seedFrom, a1.seedTo], "the reissued range goes out before new ground");
+  assert.equal(h.engine.finish(h.worker, a1.chunkId, ok), "recorded", "the late finisher still counts");
+  assert.equal(cursor(h, "a"), a2.seedTo + 1);
+  assert.equal(h.engine.finish(h.worker, a1.chunkId, ok), "already recorded");
+  assert.equal(h.engine.finish(h.worker, again.chunkId, ok), "recorded");
+  assert.equal(cursor(h, "a"), a2.seedTo + 1);
+  assert.equal(h.engine.counts.seedsSwept, a1.seedTo - a1.seedFrom + 1 + (a2.seedTo - a2.seedFrom + 1) * 2);
+  assert.equal(h.engine.finish(h.worker, 999, ok), "unknown chunk");
+});
+
+test("no chunk starts once less than the deadline floor remains", () => {
+  const h = harness({ lanes: "[lanes.a]\n", budgetSeconds: 100 });
+  assert.equal(h.engine.floorSeconds, 30);
+  h.clock.now = 69_000;
+  const a = h.next();
+  assert.equal(a.targetSeconds, 31, "the last chunk is sized to the time left");
+  h.engine.finish(h.worker, a.chunkId, ok);
+  h.clock.now = 71_000;
+  assert.deepEqual(h.engine.assign(h.worker), { kind: "drain", reason: "deadline" });
+});
+
+test("an interrupted chunk is re-queued and does not count as a strike", () => {
+  const h = harness({ lanes: "[lanes.a]\n" });
+  const a = h.next();
+  h.engine.finish(h.worker, a.chunkId, { outcome: "interrupted", exitCode: null, seconds: 1 });
+  assert.equal(status(h, a.chunkId), "aborted:interrupted");
+  assert.equal(h.worker.strikes.get("a") ?? 0, 0);
+  assert.deepEqual([h.next().seedFrom], [a.seedFrom]);
+});

@@ -1,0 +1,131 @@
+// status, failures, export and init as a user runs them; read commands never write.
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { Campaign } from "../helpers/campaign.ts";
+
+const digest = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
+
+describe("reports on a swept campaign", () => {
+  const c = new Campaign({
+    lanes: {
+      small: 'base_seed = 1\nweight = 2\nargs = ["--size", "small"]',
+      large: 'base_seed = 1000000\nargs = ["--size", "large"]',
+    },
+  });
+  before(() => assert.equal(c.cli(["run", "--for", "12s"]).code, 1));
+  after(() => c.cleanup());
+
+  test("status prints coverage per lane, failures by bucket and sessions; --json carries the same numbers", () => {
+    const text = c.cli(["status"]);
+    assert.equal(text.code, 0, text.stderr);
+    const json = c.cli(["status", "--json"]);
+    const d = JSON.parse(json.stdout) as {
+      lanes: { name: string; covered: number; cursor: number }[];
+      failures: { state: string; bucket: string; distinct: number; hits: number }[];
+      sessions: { status: string }[];
+    };
+    const lanes = c.query<{ name: string; base_seed: number; cursor: number }>("SELECT * FROM lane ORDER BY id");
+    assert.deepEqual(
+      d.lanes.map((l) => [l.name, l.covered, l.cursor]),
+      lanes.map((l) => [l.name, l.cursor - l.base_seed, l.cursor]),
+    );
+    for (const l of d.lanes) assert.match(text.stdout, new RegExp(`${l.name}\\s+${l.covered.toLocaleString("en-US")}\\s`));
+    const distinct = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n;
+    assert.equal(
+      d.failures.reduce((n, f) => n + f.distinct, 0),
+      distinct,
+    );
+    assert.match(text.stdout, /failures \(this generation\):/);
+    assert.match(text.stdout, /#1 done/);
+    assert.equal(d.sessions[0]!.status, "done");
+  });
+
+  test("failures lists open failures with repro and artifact dir; filters and --json agree", () => {
+    const all = JSON.parse(c.cli(["failures", "--json", "--state", "all"]).stdout) as { failures: { id: number; bucket: string; hits: number; artifact_dir: string }[] };
+    assert.equal(all.failures.length, c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n);
+    const crash = JSON.parse(c.cli(["failures", "--json", "--bucket", "crash"]).stdout) as { failures: { bucket: string }[] };
+    assert.ok(crash.failures.length > 0 && crash.failures.every((f) => f.bucket === "crash"));
+    const text = c.cli(["failures", "-v", "--lines", "3"]);
+    assert.equal(text.code, 0);
+    const first = all.failures[0]!;
+    assert.match(text.stdout, new RegExp(`#${first.id}\\s+${first.bucket}`));
+    assert.match(text.stdout, /repro: node examples\/planted\/planted\.mjs --seed \d+/);
+    assert.match(text.stdout, /\| /, "-v shows report.txt lines");
+    assert.ok(existsSync(join(first.artifact_dir, "meta.json")));
+    const none = c.cli(["failures", "--state", "fixed"]);
+    assert.match(none.stdout, /no fixed failures in generation 1/);
+  });
+
+  test("export writes a bundle with each minimized input inline, counted by shown=N", () => {
+    const r = c.cli(["export", "--bucket", "crash"]);
+    assert.equal(r.code, 0, r.stderr);
+    const rows = c.query<{ id: number; artifact_dir: string }>("SELECT id, artifact_dir FROM failure WHERE bucket = 'crash' AND state = 'open'");
+    assert.match(r.stdout, new RegExp(`end of export -- ${rows.length} failure\\(s\\)`));
+    // Parse the bundle by its counts and compare each minimized input byte for byte.
+    const lines = r.stdout.split("\n");
+    let checked = 0;
+    for (let i = 0; i < lines.length; i++) {
+      const m = /^----- (input\.min\.txt)  shown=(\d+) of (\d+) lines/.exec(lines[i]!);
+      if (!m) continue;
+      const id = Number(/===== FAILURE (\d+)/.exec(lines.slice(0, i).reverse().find((l) => l.startsWith("===== FAILURE"))!)![1]);
+      const dir = join(c.outDir, rows.find((row) => row.id === id)!.artifact_dir);
+      const file = readFileSync(join(dir, "input.min.txt"), "utf8").replace(/\n$/, "");
+      assert.equal(lines.slice(i + 1, i + 1 + Number(m[2])).join("\n"), file);
+      checked++;
+    }
+    assert.equal(checked, rows.length);
+    const one = c.cli(["export", "--id", String(rows[0]!.id), "-o", join(c.dir, "bug.txt")]);
+    assert.equal(one.code, 0);
+    assert.match(one.stderr, /wrote .*bug\.txt \(1 failure\(s\)/);
+  });
+
+  test("status, failures and export never write the store", () => {
+    // TRUNCATE mode leaves an empty -journal file behind the writer; readers must not touch either.
+    const snapshot = () => ({
+      db: digest(c.dbPath),
+      dbMtime: statSync(c.dbPath).mtimeMs,
+      journalMtime: existsSync(c.dbPath + "-journal") ? statSync(c.dbPath + "-journal").mtimeMs : null,
+    });
+    const before = snapshot();
+    for (const args of [["status"], ["status", "--json"], ["failures", "-v"], ["export", "--full"]]) {
+      assert.equal(c.cli(args).code, 0);
+    }
+    assert.deepEqual(snapshot(), before);
+  });
+});
+
+describe("read commands without a store", () => {
+  const c = new Campaign();
+  after(() => c.cleanup());
+
+  test("status on a campaign that never ran does not create the store", () => {
+    const r = c.cli(["status"]);
+    assert.equal(r.code, 4);
+    assert.match(r.stderr, /no store at .*fuzzfleet run/);
+    assert.ok(!existsSync(c.dbPath));
+  });
+});
+
+describe("init", () => {
+  const c = new Campaign();
+  after(() => c.cleanup());
+
+  test("init writes a starter config that runs as is, and refuses to overwrite without --force", () => {
+    const path = join(c.dir, "fresh", "fuzzfleet.toml");
+    const r = c.cli(["--config", path, "init"]);
+    assert.notEqual(r.code, 0, "the directory does not exist yet");
+    const dir = join(c.dir, "fresh");
+    mkdirSync(dir);
+    const ok = c.cli(["--config", path, "init"]);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, /wrote .*fuzzfleet\.toml/);
+    assert.equal(c.cli(["--config", path, "init"]).code, 3);
+    assert.equal(c.cli(["--config", path, "init", "--force"]).code, 0);
+    const run = c.cli(["--config", path, "run", "--for", "11s"], { env: { PLANTED_COST_MS: "0" } });
+    assert.ok([0, 1].includes(run.code!), run.stderr);
+    assert.ok(existsSync(join(dir, "fuzzfleet.db")));
+  });
+});
