@@ -18,6 +18,7 @@ import { bundledExample } from "./package-root.ts";
 
 export function demoConfig(plantedPath: string): string {
   const gen = JSON.stringify(plantedPath);
+  const identity = JSON.stringify(plantedPath.replace(/planted\.mjs$/, "*.mjs"));
   return `# fuzzfleet demo campaign: the bundled planted-bug generator, short chunks.
 [defaults]
 jobs = 2
@@ -30,7 +31,7 @@ hard_timeout_floor = 60
 [generator]
 command = ["node", ${gen}, "--from", "{seed_from}", "--count", "{count}", "--jobs", "{jobs}",
            "--out", "{out}", "--max-shrinks", "{max_shrinks}"]
-identity = [${gen}]
+identity = [${identity}]
 check = ["node", ${gen}, "--check", "--seeds", "{seeds}", "--json"]
 
 [lanes.small]

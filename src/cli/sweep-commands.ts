@@ -31,7 +31,8 @@ export function registerSweepCommands(program: Command): void {
         }
         let example = relative(dirname(configPath), bundledExample("planted/planted.mjs"));
         if (!example.startsWith(".")) example = `./${example}`;
-        writeFileSync(configPath, initTemplate().replaceAll("examples/planted/planted.mjs", example));
+        const exampleDir = example.replace(/planted\.mjs$/, "");
+        writeFileSync(configPath, initTemplate().replaceAll("examples/planted/", exampleDir));
         process.stdout.write(
           `wrote ${configPath}\n` +
             "  edit [generator] and the [lanes.NAME] tables for your generator, then:  fuzzfleet run --for 2h\n",

@@ -22,8 +22,9 @@ hard_timeout_floor = 180  # seconds; a chunk is killed after max(this, 3 x its t
 # Exit 0 = no failures, 1 = failures found; anything else aborts the chunk and its seeds are redone.
 command = ["node", "examples/planted/planted.mjs", "--from", "{seed_from}", "--count", "{count}",
            "--jobs", "{jobs}", "--out", "{out}", "--max-shrinks", "{max_shrinks}"]
-# Files whose bytes make the generation id: change one and a new generation starts from scratch.
-identity = ["examples/planted/planted.mjs"]
+# Files whose bytes make the generation id (globs allowed): change one and a new generation
+# starts from scratch.
+identity = ["examples/planted/*.mjs"]
 # Where failures/<seed>/ and quarantine/ appear after a chunk; must use {out}.
 results = "{out}"
 # Optional: re-check a list of seeds ({seeds} = comma-separated, {jobs} allowed); used by resweep.

@@ -22,7 +22,7 @@ export function generationHash(config: Config): string {
   h.update("fuzzfleet-generation-v1\n");
   h.update(JSON.stringify(config.generator.command));
   h.update("\n");
-  for (const file of config.generator.identity) {
+  for (const file of identityFiles(config)) {
     let bytes: Buffer;
     try {
       bytes = readFileSync(file);
@@ -39,6 +39,23 @@ export function generationHash(config: Config): string {
     h.update("\n");
   }
   return h.digest("hex");
+}
+
+/** The identity entries with globs expanded (each glob sorted); a glob that matches nothing is an error. */
+export function identityFiles(config: Config): string[] {
+  const files: string[] = [];
+  for (const entry of config.generator.identity) {
+    if (!/[*?[]/.test(entry)) {
+      files.push(entry);
+      continue;
+    }
+    const matched = globFiles(entry).sort();
+    if (matched.length === 0) {
+      throw new ConfigError(`generator identity pattern ${entry} matches no file; fix [generator] identity in ${config.path}`);
+    }
+    files.push(...matched);
+  }
+  return files;
 }
 
 /** First 12 hex of SHA-256 of the app (a file, or every regular file of a directory); null without [app]. */

@@ -58,7 +58,7 @@ export class Campaign {
       o.generator ??
       `[generator]
 command = ["node", ${gen}, "--from", "{seed_from}", "--count", "{count}", "--jobs", "{jobs}", "--out", "{out}", "--max-shrinks", "{max_shrinks}"]
-identity = [${gen}]
+identity = [${JSON.stringify(PLANTED.replace(/planted\.mjs$/, "*.mjs"))}]
 check = ["node", ${gen}, "--check", "--seeds", "{seeds}", "--json"]
 `;
     const lanes = o.lanes ?? { small: 'base_seed = 1\nargs = ["--size", "small"]' };

@@ -1,0 +1,183 @@
+#!/usr/bin/env node
+// planted: a fast, deterministic example generator with planted bugs, obeying fuzzfleet's
+// generator contract. See README.md in this directory for the flags, bugs, rates and env hooks.
+//
+// Exit codes: 0 no finds (or all checked seeds ok), 1 finds (or a checked seed not ok),
+// 2 usage error, 3 internal error (never on the normal path).
+
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseCommandLine, UsageError, USAGE } from "./cli-args.mjs";
+import { checkProgram, formatProgram, BUCKETS } from "./machine.mjs";
+import { generateProgram } from "./generate.mjs";
+import { shrinkProgram } from "./shrink.mjs";
+import { SeedPool } from "./pool.mjs";
+import { checkSeeds } from "./seeds.mjs";
+
+const SCRIPT = "examples/planted/planted.mjs";
+
+function repro(seed, size) {
+  return `node ${SCRIPT} --seed ${seed} --size ${size}`;
+}
+
+async function sweep(opts, settings) {
+  const pool = new SeedPool(Math.min(opts.jobs, Math.max(1, opts.count)), settings);
+  try {
+    const found = await pool.sweep(opts.from, opts.count);
+    const failures = found.filter((f) => f.bucket !== "quarantine");
+    const quarantined = found.filter((f) => f.bucket === "quarantine");
+    // The cap picks the lowest seeds, so which failures get shrunk does not depend on --jobs.
+    const toShrink = failures.slice(0, opts.maxShrinks ?? failures.length).map((f) => f.seed);
+    const shrunk = new Map((await pool.shrink(toShrink)).map((s) => [s.seed, s]));
+
+    mkdirSync(join(opts.out, "failures"), { recursive: true });
+    mkdirSync(join(opts.out, "quarantine"), { recursive: true });
+    for (const f of failures) writeFailure(opts.out, f, shrunk.get(f.seed), settings);
+    for (const q of quarantined) {
+      const header = `# seed ${q.seed} (size ${settings.size}): ${q.msg}\n`;
+      writeFileSync(join(opts.out, "quarantine", `${q.seed}.txt`), header + q.text);
+    }
+
+    const buckets = Object.fromEntries(BUCKETS.map((b) => [b, failures.filter((f) => f.bucket === b).length]));
+    const summary = {
+      generator: "planted",
+      size: settings.size,
+      from: opts.from,
+      count: opts.count,
+      ok: opts.count - found.length,
+      finds: failures.length,
+      buckets,
+      quarantine: quarantined.length,
+      shrunk: shrunk.size,
+      unshrunk: failures.length - shrunk.size,
+      max_shrinks: opts.maxShrinks,
+      fixed: settings.fixed,
+    };
+    writeFileSync(join(opts.out, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
+    const range = opts.count === 0 ? "no seeds" : `seeds ${opts.from}..${opts.from + opts.count - 1}`;
+    const perBucket = BUCKETS.filter((b) => buckets[b] > 0).map((b) => `${b} ${buckets[b]}`);
+    process.stdout.write(
+      `planted: ${range} (${settings.size}): ${failures.length} finds` +
+        (perBucket.length ? ` (${perBucket.join(", ")})` : "") +
+        `, ${quarantined.length} quarantined, ${shrunk.size} shrunk\n`,
+    );
+    return failures.length > 0 ? 1 : 0;
+  } finally {
+    await pool.close();
+  }
+}
+
+function writeFailure(out, failure, shrunk, settings) {
+  const dir = join(out, "failures", String(failure.seed));
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const minText = shrunk ? shrunk.minText : failure.text;
+  const meta = {
+    seed: failure.seed,
+    bucket: failure.bucket,
+    shrunk: shrunk !== undefined,
+    msg: failure.msg,
+    repro: repro(failure.seed, settings.size),
+    key_file: "input.min.txt",
+  };
+  const minimized = shrunk
+    ? `yes (${shrunk.minLength} of ${shrunk.length} instructions)`
+    : "NO (--max-shrinks cap reached; input.min.txt is the full test)";
+  const report = [
+    `bucket:    ${failure.bucket}`,
+    `seed:      ${failure.seed}`,
+    `size:      ${settings.size}`,
+    `message:   ${failure.msg}`,
+    `repro:     ${meta.repro}`,
+    `minimized: ${minimized}`,
+    "",
+    "minimized test (input.min.txt):",
+    minText,
+  ].join("\n");
+  writeFileSync(join(dir, "meta.json"), `${JSON.stringify(meta, null, 2)}\n`);
+  writeFileSync(join(dir, "input.txt"), failure.text);
+  writeFileSync(join(dir, "input.min.txt"), minText);
+  writeFileSync(join(dir, "report.txt"), report);
+}
+
+async function check(opts, settings) {
+  const pool = new SeedPool(Math.min(opts.jobs, Math.max(1, opts.seeds.length)), settings);
+  try {
+    const results = await pool.check(opts.seeds);
+    let text = "";
+    for (const r of results) {
+      text += opts.json
+        ? `${JSON.stringify({ seed: r.seed, bucket: r.bucket, msg: r.msg })}\n`
+        : `seed ${r.seed}: ${r.bucket}: ${r.msg}\n`;
+    }
+    process.stdout.write(text);
+    return results.some((r) => r.bucket !== "ok") ? 1 : 0;
+  } finally {
+    await pool.close();
+  }
+}
+
+function replay(opts, settings) {
+  const fixed = new Set(settings.fixed);
+  const [verdict] = checkSeeds([opts.seed], settings);
+  const program = generateProgram(opts.seed, settings.size);
+  const lines = [`seed ${opts.seed} (size ${settings.size}): ${program.length} instructions`, listing(program)];
+  lines.push(`verdict:   ${verdict.bucket}`, `message:   ${verdict.msg}`);
+  if (verdict.bucket !== "ok" && verdict.bucket !== "quarantine") {
+    const min = shrinkProgram(program, (c) => checkProgram(c, fixed).bucket === verdict.bucket);
+    lines.push(`minimized (${min.length} instructions):`, listing(min));
+  }
+  lines.push(`repro:     ${repro(opts.seed, settings.size)}`);
+  process.stdout.write(`${lines.join("\n")}\n`);
+  return verdict.bucket === "ok" ? 0 : 1;
+}
+
+function listing(program) {
+  return formatProgram(program)
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l, i) => `${String(i + 1).padStart(5)}  ${l}`)
+    .join("\n");
+}
+
+async function main(argv, env) {
+  // Test hook: exit with the given code before doing anything else.
+  if (env.PLANTED_EXIT !== undefined && env.PLANTED_EXIT !== "") {
+    const code = Number(env.PLANTED_EXIT);
+    if (!Number.isInteger(code) || code < 0 || code > 255) {
+      throw new UsageError(`PLANTED_EXIT wants an exit code from 0 to 255 (got '${env.PLANTED_EXIT}')`);
+    }
+    return code;
+  }
+  const { mode, opts, settings } = parseCommandLine(argv, env);
+  switch (mode) {
+    case "help":
+      process.stdout.write(USAGE);
+      return 0;
+    case "replay":
+      return replay(opts, settings);
+    case "check":
+      return check(opts, settings);
+    default:
+      return sweep(opts, settings);
+  }
+}
+
+// Exit 1 means "finds" to fuzzfleet, so no internal failure may ever leave with Node's default 1.
+function internalError(err) {
+  process.stderr.write(`planted: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(3);
+}
+process.on("uncaughtException", internalError);
+process.on("unhandledRejection", internalError);
+
+try {
+  process.exitCode = await main(process.argv.slice(2), process.env);
+} catch (err) {
+  if (err instanceof UsageError) {
+    process.stderr.write(`planted: ${err.message}\n`);
+    process.exitCode = 2;
+  } else {
+    internalError(err);
+  }
+}
