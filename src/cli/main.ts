@@ -12,10 +12,10 @@ import { registerDemo } from "./demo.ts";
 export function buildProgram(): Command {
   const program = new Command("fuzzfleet")
     .description(
-      "Run fuzzing campaigns on one host or across a fleet, and never lie about what was covered.\n\n" +
-        "A sweep turns integer seeds into tests through your generator, in lanes whose coverage is\n" +
-        "always a contiguous prefix [base_seed, cursor) that survives Ctrl-C, crashes and restarts.\n" +
-        "Failures are deduplicated by their minimized input and kept in a SQLite store.",
+      "Run fuzzing campaigns on one host or across a fleet, and never lie about what was covered. " +
+        "A sweep turns integer seeds into tests through your generator, in lanes whose coverage is " +
+        "always a contiguous prefix [base_seed, cursor) that survives Ctrl-C, crashes and restarts; " +
+        "failures are deduplicated by their minimized input and kept in a SQLite store.",
     )
     .version(VERSION)
     .option("--config <path>", "campaign config file", "./fuzzfleet.toml")
@@ -62,6 +62,14 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`fuzzfleet: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     return EXIT.runtime;
   }
+}
+
+// A reader that goes away (`fuzzfleet status | head`) must not crash a command, least of all a
+// sweep that holds the lock: further output is simply dropped.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code !== "EPIPE") throw err;
+  });
 }
 
 main(process.argv).then(
