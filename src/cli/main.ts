@@ -8,6 +8,7 @@ import { actionExitCode } from "./action.ts";
 import { registerSweepCommands } from "./sweep-commands.ts";
 import { registerReportCommands } from "./report-commands.ts";
 import { registerDemo } from "./demo.ts";
+import { registerDistributedCommands } from "./distributed-commands.ts";
 
 export function buildProgram(): Command {
   const program = new Command("fuzzfleet")
@@ -32,12 +33,15 @@ Getting started:
   fuzzfleet run --for 2h              sweep; Ctrl-C stops cleanly, the next run resumes
   fuzzfleet status                    coverage per lane, failures, recent sessions
   fuzzfleet failures -v               the distinct failures, with their reports
+  fuzzfleet coordinate --for 12h      serve a sweep to workers on other hosts
+  fuzzfleet worker --master H:P -j 12 pull and run chunks from a coordinator
 
 Exit codes: 0 ok, 1 'run' recorded a newly distinct failure, 2 usage or config error,
 3 refused (lock held, stale app, declined prompt), 4 runtime error. See docs/exit-codes.md.`,
   );
   registerSweepCommands(program);
   registerReportCommands(program);
+  registerDistributedCommands(program);
   registerDemo(program);
   for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError("(run with --help for usage)");
   return program;

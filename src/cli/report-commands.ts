@@ -13,6 +13,9 @@ import { failuresData, renderFailures, type FailureFilters } from "../report/fai
 import { renderStatus, statusData } from "../report/status.ts";
 import { appBuildId, tryGenerationHash } from "../sweep/identity.ts";
 import { action, intAtLeast } from "./action.ts";
+import { parseHostPort } from "../net/connection.ts";
+import { remoteRead } from "../net/read-client.ts";
+import { clientToken } from "../net/token.ts";
 import { EXIT } from "./exit-codes.ts";
 
 /** The config when it loads; reports still work from the store alone when it does not. */
@@ -33,6 +36,10 @@ function optionalAppBuild(config: Config | null): string | null {
   }
 }
 
+function printRead(reply: { type: "text"; text: string } | { type: "json"; data: unknown }): void {
+  process.stdout.write(reply.type === "json" ? JSON.stringify(reply.data, null, 2) + "\n" : reply.text);
+}
+
 const stateOption = () =>
   new Option("--state <state>", "which failures").choices([...FAILURE_STATES, "all"]).default("open");
 
@@ -41,9 +48,17 @@ export function registerReportCommands(program: Command): void {
     .command("status")
     .description("coverage per lane, failures by bucket, recent sessions")
     .option("--json", "print the same data as one JSON object")
+    .option("--master <host:port>", "ask a running coordinator instead of reading the store (adds live workers and chunks in flight)")
+    .option("--token <t>", "with --master: the shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token)")
     .action(
-      action<{ json?: boolean }>((o) => {
+      action<{ json?: boolean; master?: string; token?: string }>(async (o) => {
         const paths = campaignPaths(o);
+        if (o.master) {
+          const { host, port } = parseHostPort(o.master);
+          const token = clientToken({ flag: o.token, outDir: paths.outDir });
+          printRead(await remoteRead(host, port, { type: "status", token, json: o.json ?? false }));
+          return EXIT.ok;
+        }
         refuseIfRemoteCampaign(paths.outDir, "status");
         const db = openStore(paths.dbPath, { readonly: true });
         try {
@@ -70,10 +85,38 @@ export function registerReportCommands(program: Command): void {
     .option("-v, --verbose", "show the head of each report.txt")
     .option("--lines <n>", "report.txt lines shown with -v", intAtLeast(1), 30)
     .option("--json", "print the same data as one JSON object")
+    .option("--master <host:port>", "ask a running coordinator instead of reading the store")
+    .option("--token <t>", "with --master: the shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token)")
     .action(
-      action<{ state: FailureFilters["state"]; bucket?: string; allGenerations?: boolean; verbose?: boolean; lines: number; json?: boolean }>(
-        (o) => {
+      action<{
+        state: FailureFilters["state"];
+        bucket?: string;
+        allGenerations?: boolean;
+        verbose?: boolean;
+        lines: number;
+        json?: boolean;
+        master?: string;
+        token?: string;
+      }>(
+        async (o) => {
           const paths = campaignPaths(o);
+          if (o.master) {
+            const { host, port } = parseHostPort(o.master);
+            const token = clientToken({ flag: o.token, outDir: paths.outDir });
+            printRead(
+              await remoteRead(host, port, {
+                type: "failures",
+                token,
+                state: o.state,
+                bucket: o.bucket ?? null,
+                all_generations: o.allGenerations ?? false,
+                verbose: o.verbose ?? false,
+                lines: o.lines,
+                json: o.json ?? false,
+              }),
+            );
+            return EXIT.ok;
+          }
           refuseIfRemoteCampaign(paths.outDir, "failures");
           const db = openStore(paths.dbPath, { readonly: true });
           try {

@@ -102,6 +102,7 @@ function resolveConfig(file: ConfigFile, absPath: string, laneOrder: (a: string,
       bind: file.distributed.bind,
       leaseSeconds: file.distributed.lease_seconds,
       drainGraceMinutes: file.distributed.drain_grace_minutes,
+      stopGraceSeconds: file.distributed.stop_grace_seconds,
     },
   };
 }

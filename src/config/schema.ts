@@ -177,6 +177,7 @@ const DistributedSchema = z.strictObject(
     bind: z.string({ error: "expected a host name or address (\"\" = this host's name)" }).default(""),
     lease_seconds: positiveNumber().default(120),
     drain_grace_minutes: nonNegativeNumber().default(35),
+    stop_grace_seconds: positiveNumber().default(15),
   },
   { error: "expected a table" },
 );
@@ -346,7 +347,7 @@ export interface Config {
   app: { path: string; sources: string[] } | null;
   /** In file order, which is the tie-break order for lane picking. */
   lanes: LaneConfig[];
-  distributed: { port: number; bind: string; leaseSeconds: number; drainGraceMinutes: number };
+  distributed: { port: number; bind: string; leaseSeconds: number; drainGraceMinutes: number; stopGraceSeconds: number };
 }
 
 /**

@@ -57,6 +57,7 @@ port = 9999               # TCP port workers connect to
 bind = ""                 # listen address; "" = this host's name (deliberately not 0.0.0.0)
 lease_seconds = 120       # a chunk with no heartbeat for this long is handed to another worker
 drain_grace_minutes = 35  # after the deadline, how long to wait for chunks still running
+stop_grace_seconds = 15   # then how long each worker has to acknowledge the stop
 `;
 
 /** The commented starter config, set up for the bundled example generator. */

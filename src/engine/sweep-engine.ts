@@ -17,6 +17,7 @@ import { chunkTarget, deadlineFloor, halveRate, hardTimeout, pickLane, sizeChunk
 import type { Db } from "../store/db.ts";
 import { getChunk, insertChunk, markChunkComplete, markChunkEnded } from "../store/chunks.ts";
 import { saveCursor, saveLaneRate } from "../store/lanes.ts";
+import { upsertWorkerRate } from "../store/workers.ts";
 import { chunkCommand, resultsDir } from "../sweep/command.ts";
 import { ingestChunk, type IngestResult } from "../sweep/ingest.ts";
 
@@ -233,7 +234,8 @@ export class SweepEngine {
   finish(worker: WorkerView, chunkId: number, report: ChunkReport): FinishNote {
     const flight = this.inFlight.get(chunkId);
     const row = getChunk(this.o.db, chunkId);
-    if (!row || row.session_id !== this.o.sessionId) return "unknown chunk";
+    // A worker may only report chunks it was given: a done for someone else's chunk is ignored.
+    if (!row || row.session_id !== this.o.sessionId || row.worker_id !== worker.workerId) return "unknown chunk";
     if (row.status === "complete") {
       this.inFlight.delete(chunkId);
       return "already recorded";
@@ -311,6 +313,7 @@ export class SweepEngine {
     })();
     const rate = updateRate(worker.rates.get(f.lane) ?? null, n, seconds);
     worker.rates.set(f.lane, rate);
+    if (worker.workerId !== null) upsertWorkerRate(db, worker.workerId, lane.laneId, rate);
     worker.lastCount.set(f.lane, n);
     worker.strikes.set(f.lane, 0);
     this.counts.chunks++;
@@ -363,6 +366,11 @@ export class SweepEngine {
       worker.disabled.add(f.lane);
       this.o.events.laneDisabled(f.lane, worker, `the generator ${why}; see ${f.logPath}`);
     }
+  }
+
+  /** Chunks `worker` holds right now. */
+  heldBy(worker: WorkerView): InFlight[] {
+    return [...this.inFlight.values()].filter((f) => f.worker === worker);
   }
 
   /** Marks the chunk's lease as alive. Returns whether `worker` still holds it. */

@@ -17,23 +17,40 @@ export function tryGenerationHash(config: Config): string | null {
   }
 }
 
+/** What a generation id is computed from; a worker receives it in the handshake challenge. */
+export interface GeneratorIdentity {
+  command: string[];
+  /** Absolute paths or absolute globs. */
+  files: string[];
+  /** Paths are hashed relative to this directory (the config's), so every host agrees. */
+  baseDir: string;
+}
+
+export function generatorIdentity(config: Config): GeneratorIdentity {
+  return { command: config.generator.command, files: config.generator.identity, baseDir: config.dir };
+}
+
 export function generationHash(config: Config): string {
+  return hashIdentity(generatorIdentity(config), config.path);
+}
+
+export function hashIdentity(id: GeneratorIdentity, where = "the config"): string {
   const h = createHash("sha256");
   h.update("fuzzfleet-generation-v1\n");
-  h.update(JSON.stringify(config.generator.command));
+  h.update(JSON.stringify(id.command));
   h.update("\n");
-  for (const file of identityFiles(config)) {
+  for (const file of expandIdentity(id.files, where)) {
     let bytes: Buffer;
     try {
       bytes = readFileSync(file);
     } catch (err) {
       throw new ConfigError(
         `generator identity file ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); ` +
-          "fix [generator] identity in the config",
+          `fix [generator] identity in ${where}`,
         { cause: err },
       );
     }
-    h.update(relative(config.dir, file).split(sep).join("/"));
+    h.update(relative(id.baseDir, file).split(sep).join("/"));
     h.update("\0");
     h.update(createHash("sha256").update(bytes).digest("hex"));
     h.update("\n");
@@ -43,15 +60,19 @@ export function generationHash(config: Config): string {
 
 /** The identity entries with globs expanded (each glob sorted); a glob that matches nothing is an error. */
 export function identityFiles(config: Config): string[] {
+  return expandIdentity(config.generator.identity, config.path);
+}
+
+function expandIdentity(entries: readonly string[], where: string): string[] {
   const files: string[] = [];
-  for (const entry of config.generator.identity) {
+  for (const entry of entries) {
     if (!/[*?[]/.test(entry)) {
       files.push(entry);
       continue;
     }
     const matched = globFiles(entry).sort();
     if (matched.length === 0) {
-      throw new ConfigError(`generator identity pattern ${entry} matches no file; fix [generator] identity in ${config.path}`);
+      throw new ConfigError(`generator identity pattern ${entry} matches no file; fix [generator] identity in ${where}`);
     }
     files.push(...matched);
   }
@@ -60,13 +81,15 @@ export function identityFiles(config: Config): string[] {
 
 /** First 12 hex of SHA-256 of the app (a file, or every regular file of a directory); null without [app]. */
 export function appBuildId(config: Config): string | null {
-  if (!config.app) return null;
-  const path = config.app.path;
+  return config.app ? appBuildOf(config.app.path, config.path) : null;
+}
+
+export function appBuildOf(path: string, where = "the config"): string {
   let st;
   try {
     st = statSync(path);
   } catch {
-    throw new RefusedError(`app not found: ${path} — build it first, or fix [app] path in ${config.path}`);
+    throw new RefusedError(`app not found: ${path} — build it first, or fix [app] path in ${where}`);
   }
   const h = createHash("sha256");
   if (st.isDirectory()) {

@@ -59,7 +59,7 @@ test("a minimal config gets every default, resolved paths and plain objects", ()
     },
     app: null,
     lanes: [{ name: "only", baseSeed: 1, weight: 1, enabled: true, jobs: 6, args: [] }],
-    distributed: { port: 9999, bind: "", leaseSeconds: 120, drainGraceMinutes: 35 },
+    distributed: { port: 9999, bind: "", leaseSeconds: 120, drainGraceMinutes: 35, stopGraceSeconds: 15 },
   };
   // deepStrictEqual also compares prototypes: the TOML parser's null-prototype objects must not leak.
   assert.deepStrictEqual(loadConfig(file), expected);

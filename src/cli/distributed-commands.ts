@@ -1,0 +1,105 @@
+// Distributed sweeps: `coordinate` (the master; sweeps nothing itself) and `worker`.
+import { Option, type Command } from "commander";
+import { parseDuration } from "../config/duration.ts";
+import { campaignPaths } from "../config/paths.ts";
+import { parseHostPort } from "../net/connection.ts";
+import { clientToken } from "../net/token.ts";
+import { coordinate } from "../sweep/coordinate.ts";
+import { runWorker } from "../worker/client.ts";
+import { action, intAtLeast } from "./action.ts";
+import { makeConfirm } from "./prompt.ts";
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+function portNumber(value: string): number {
+  const n = intAtLeast(0)(value);
+  if (n > 65535) throw new Error("expected a port from 0 to 65535");
+  return n;
+}
+
+export function registerDistributedCommands(program: Command): void {
+  program
+    .command("coordinate")
+    .description("serve a sweep to remote workers for a time budget (this host sweeps nothing itself)")
+    .option("--for <duration>", "time budget: 2h, 90m, 1h30m, 45s (a bare number is minutes)", "1h")
+    .addOption(new Option("--port <n>", "listen port; 0 picks a free one (default: [distributed] port)").argParser(portNumber))
+    .option("--bind <addr>", "listen address (default: [distributed] bind, else this host's name; never 0.0.0.0 by default)")
+    .option("--token <t>", "shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token, created if absent)")
+    .option("--lane <name>", "serve only this lane (repeatable)", collect, [])
+    .option("-y, --yes", "answer yes to prompts (new generation, lane restart)")
+    .option("--allow-stale-app", "serve even if [app] sources are newer than the app")
+    .option("--force-unlock", "take over the campaign lock (only when you know its holder is dead)")
+    .addHelpText(
+      "after",
+      `
+Every host mounts the campaign directory (config, store, fuzzfleet-out/) at the same path.
+Workers pull chunks: fuzzfleet worker --master HOST:PORT -j N (the banner prints the exact command).
+A lane's cursor only moves to the low-water mark of the chunks in flight; a worker that dies or
+stops heartbeating has its chunk reissued. At the deadline the coordinator drains (no new chunks,
+waits up to [distributed] drain_grace_minutes), then stops each worker with a fresh token and waits
+up to stop_grace_seconds for its exact acknowledgement.
+Exit: 0 ok, 1 newly distinct failure, 2 bad config or flag, 3 refused, 4 runtime error,
+70 shutdown incomplete (a worker did not acknowledge the stop; named in the summary).`,
+    )
+    .action(
+      action<{ for: string; port?: number; bind?: string; token?: string; lane: string[]; yes?: boolean; allowStaleApp?: boolean; forceUnlock?: boolean }>(
+        (o) =>
+          coordinate({
+            paths: campaignPaths(o),
+            seconds: parseDuration(o.for),
+            laneNames: o.lane,
+            allowStaleApp: o.allowStaleApp ?? false,
+            forceUnlock: o.forceUnlock ?? false,
+            confirm: makeConfirm(o.yes ?? false),
+            port: o.port ?? null,
+            bind: o.bind ?? null,
+            token: o.token,
+          }),
+      ),
+    );
+
+  program
+    .command("worker")
+    .description("pull chunks from a coordinator and run them here")
+    .requiredOption("--master <host:port>", "the coordinator's address (its banner prints it)")
+    .option("-j, --jobs <n>", "parallel jobs per chunk, passed to the generator as {jobs}", intAtLeast(1), 6)
+    .option("--slots <n>", "chunks held at once (the coordinator allows up to 8)", intAtLeast(1), 1)
+    .option("--token <t>", "shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token)")
+    .option("--wait <seconds>", "how long to wait for a coordinator that is not up yet", intAtLeast(0), 60)
+    .addHelpText(
+      "after",
+      `
+The worker reads no config and no store: it proves at the handshake that it sees the same shared
+directory and the same generator (and app) as the coordinator, then runs what it is given.
+Exit: 0 after the coordinator's stop (or Ctrl-C), 1 lost the coordinator, 2 bad flag,
+3 refused by the coordinator (the reason names what differs), 4 could not reach it.`,
+    )
+    .action(
+      action<{ master: string; jobs: number; slots: number; token?: string; wait: number }>(async (o) => {
+        const { host, port } = parseHostPort(o.master);
+        const paths = campaignPaths(o);
+        const token = clientToken({ flag: o.token, outDir: paths.outDir });
+        const controller = new AbortController();
+        const onSignal = () => controller.abort();
+        process.on("SIGINT", onSignal);
+        process.on("SIGTERM", onSignal);
+        try {
+          return await runWorker({
+            host,
+            port,
+            jobs: o.jobs,
+            slots: o.slots,
+            token,
+            waitSeconds: o.wait,
+            signal: controller.signal,
+            log: (line) => process.stdout.write(line + "\n"),
+          });
+        } finally {
+          process.off("SIGINT", onSignal);
+          process.off("SIGTERM", onSignal);
+        }
+      }),
+    );
+}

@@ -1,0 +1,107 @@
+// The frame codec: ASCII decimal byte length, "\n", then that many bytes of UTF-8 JSON (an object
+// with a string `type`). The length is checked against the cap before a single body byte is
+// buffered, so a peer cannot make us allocate more than MAX_FRAME_BYTES.
+import { ProtocolError } from "../errors.ts";
+
+export const MAX_FRAME_BYTES = 4 << 20;
+/** Enough digits for MAX_FRAME_BYTES; a longer header is rejected without waiting for "\n". */
+const MAX_HEADER_DIGITS = String(MAX_FRAME_BYTES).length;
+
+export function encodeFrame(frame: { type: string }): Buffer {
+  const body = Buffer.from(JSON.stringify(frame), "utf8");
+  if (body.length > MAX_FRAME_BYTES) {
+    throw new ProtocolError(`frame '${frame.type}' is ${body.length} bytes, over the ${MAX_FRAME_BYTES}-byte cap`);
+  }
+  return Buffer.concat([Buffer.from(`${body.length}\n`, "ascii"), body]);
+}
+
+/**
+ * Incremental decoder: push() bytes as they arrive, then take complete frames with next().
+ * Any framing error is sticky: the stream cannot be resynchronised, the connection must close.
+ */
+export class FrameDecoder {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  private expected: number | null = null;
+  private failure: ProtocolError | null = null;
+
+  push(data: Buffer): void {
+    if (this.failure) return;
+    this.chunks.push(data);
+    this.buffered += data.length;
+  }
+
+  /** The next complete frame's parsed JSON, or undefined if more bytes are needed. Throws ProtocolError. */
+  next(): unknown {
+    if (this.failure) throw this.failure;
+    try {
+      return this.decode();
+    } catch (err) {
+      this.failure = err instanceof ProtocolError ? err : new ProtocolError(String(err));
+      this.chunks = [];
+      this.buffered = 0;
+      throw this.failure;
+    }
+  }
+
+  /** Bytes received but not yet returned as a frame. */
+  get pending(): number {
+    return this.buffered;
+  }
+
+  private decode(): unknown {
+    if (this.expected === null) {
+      const all = this.join();
+      const nl = all.indexOf(0x0a);
+      const headerEnd = nl === -1 ? all.length : nl;
+      const header = all.subarray(0, headerEnd).toString("latin1");
+      if (!/^\d*$/.test(header)) throw new ProtocolError(`bad frame header (expected a decimal length, got ${quote(header)})`);
+      if (header.length > MAX_HEADER_DIGITS) throw new ProtocolError(`frame length ${header}… is over the ${MAX_FRAME_BYTES}-byte cap`);
+      if (nl === -1) return undefined;
+      if (header.length === 0) throw new ProtocolError("bad frame header (empty length)");
+      const length = Number(header);
+      if (length > MAX_FRAME_BYTES) throw new ProtocolError(`frame length ${length} is over the ${MAX_FRAME_BYTES}-byte cap`);
+      if (length === 0) throw new ProtocolError("empty frame");
+      this.expected = length;
+      this.consume(nl + 1);
+    }
+    if (this.buffered < this.expected) return undefined;
+    const all = this.join();
+    const body = all.subarray(0, this.expected);
+    this.consume(this.expected);
+    this.expected = null;
+    let text: string;
+    try {
+      text = new TextDecoder("utf-8", { fatal: true }).decode(body);
+    } catch {
+      throw new ProtocolError("frame body is not valid UTF-8");
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      throw new ProtocolError(`frame body is not JSON (${(err as Error).message})`);
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value) || typeof (value as { type?: unknown }).type !== "string") {
+      throw new ProtocolError("frame is not a JSON object with a string 'type'");
+    }
+    return value;
+  }
+
+  private join(): Buffer {
+    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks, this.buffered)];
+    return this.chunks[0] ?? Buffer.alloc(0);
+  }
+
+  private consume(n: number): void {
+    const all = this.join();
+    const rest = all.subarray(n);
+    this.chunks = rest.length ? [rest] : [];
+    this.buffered = rest.length;
+  }
+}
+
+function quote(s: string): string {
+  const shown = s.length > 20 ? s.slice(0, 20) + "…" : s;
+  return JSON.stringify(shown);
+}

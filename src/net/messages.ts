@@ -1,0 +1,189 @@
+// Every frame of the wire, as strict schemas (docs/protocol.md documents each one). A frame
+// that does not match its schema exactly — unknown type, a missing or an extra field, a wrong
+// type — is refused with the reason, and the connection is closed.
+import { z } from "zod";
+
+export const PROTOCOL_VERSION = 1;
+
+const id = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const seed = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const text = (max: number) => z.string().max(max);
+const token = text(256);
+const seconds = z.number().min(0).max(1e9);
+
+// ---- first frames (client -> server) ---------------------------------------------------------
+
+export const Hello = z.strictObject({
+  type: z.literal("hello"),
+  token,
+  protocol: z.number().int(),
+  host: text(255).min(1),
+  jobs: z.number().int().min(1).max(1024),
+  slots: z.number().int().min(1).max(64),
+});
+
+export const StatusRequest = z.strictObject({
+  type: z.literal("status"),
+  token,
+  json: z.boolean(),
+});
+
+export const FailuresRequest = z.strictObject({
+  type: z.literal("failures"),
+  token,
+  state: z.enum(["open", "fixed", "stale", "all"]),
+  bucket: text(64).nullable(),
+  all_generations: z.boolean(),
+  verbose: z.boolean(),
+  lines: z.number().int().min(1).max(100_000),
+  json: z.boolean(),
+});
+
+// ---- handshake (server -> worker, worker -> server) ------------------------------------------
+
+/** What the worker must prove it sees: the same nonce and the same generator and app files. */
+export const Challenge = z.strictObject({
+  type: z.literal("challenge"),
+  nonce_path: text(4096),
+  identity: z
+    .strictObject({
+      command: z.array(text(65536)).max(4096),
+      files: z.array(text(4096)).max(4096),
+      base_dir: text(4096),
+    })
+    .nullable(),
+  app_path: text(4096).nullable(),
+});
+
+export const Prove = z.strictObject({
+  type: z.literal("prove"),
+  nonce: text(256).nullable(),
+  gen_hash: text(128).nullable(),
+  app_build: text(128).nullable(),
+  /** Why a value is null (the file could not be read), for the refusal message. */
+  problem: text(2000).nullable(),
+});
+
+export const Welcome = z.strictObject({
+  type: z.literal("welcome"),
+  worker_id: id,
+  session: id,
+  mode: z.enum(["sweep", "explore"]),
+  lease_seconds: seconds,
+  heartbeat_seconds: seconds,
+  generation: id,
+});
+
+export const Refuse = z.strictObject({ type: z.literal("refuse"), reason: text(8192) });
+
+// ---- sweep work ------------------------------------------------------------------------------
+
+export const Want = z.strictObject({ type: z.literal("want"), slots: z.number().int().min(1).max(64) });
+
+export const AssignedChunk = z.strictObject({
+  chunk_id: id,
+  lane: text(64),
+  seed_from: seed,
+  seed_to: seed,
+  argv: z.array(text(65536)).min(1).max(4096),
+  cwd: text(4096),
+  log_path: text(4096),
+  scratch_dir: text(4096),
+  hard_timeout: seconds,
+  nice: z.number().int().min(0).max(19),
+  idle_io: z.boolean(),
+});
+export type AssignedChunk = z.infer<typeof AssignedChunk>;
+
+export const Assign = z.strictObject({ type: z.literal("assign"), chunks: z.array(AssignedChunk).min(1).max(64) });
+export const Wait = z.strictObject({ type: z.literal("wait"), seconds });
+export const Drain = z.strictObject({ type: z.literal("drain"), reason: text(200) });
+
+export const Heartbeat = z.strictObject({ type: z.literal("heartbeat"), ids: z.array(id).max(64) });
+
+export const ChunkOutcome = z.enum(["complete", "timeout", "interrupted", "error"]);
+
+export const Done = z.strictObject({
+  type: z.literal("done"),
+  chunk_id: id,
+  elapsed: seconds,
+  rc: z.number().int().min(-1).max(255).nullable(),
+  outcome: ChunkOutcome,
+  error: text(2000).nullable(),
+});
+
+export const Ack = z.strictObject({
+  type: z.literal("ack"),
+  drain: z.boolean(),
+  /** Reply to a heartbeat: the ids still held by this worker. */
+  known: z.array(id).max(64).nullable(),
+  /** Reply to a done: what the coordinator made of it. */
+  note: text(200).nullable(),
+});
+
+// ---- shutdown --------------------------------------------------------------------------------
+
+export const Stop = z.strictObject({ type: z.literal("stop"), token: text(128) });
+export const StopAck = z.strictObject({ type: z.literal("stop_ack"), token: text(128) });
+export const Bye = z.strictObject({ type: z.literal("bye"), reason: text(500) });
+
+// ---- read-only replies -----------------------------------------------------------------------
+
+export const TextReply = z.strictObject({ type: z.literal("text"), text: z.string() });
+export const JsonReply = z.strictObject({ type: z.literal("json"), data: z.unknown() });
+
+// ---- what each side accepts ------------------------------------------------------------------
+
+/** The first frame of any connection to a coordinator. */
+export const FirstFrame = z.discriminatedUnion("type", [Hello, StatusRequest, FailuresRequest]);
+/** Frames a worker may send after the handshake. */
+export const WorkerFrame = z.discriminatedUnion("type", [Want, Heartbeat, Done, StopAck, Bye]);
+/** Frames a coordinator may send to a worker in reply to a request. */
+export const CoordinatorReply = z.discriminatedUnion("type", [Assign, Wait, Drain, Ack, Stop, Bye, Refuse]);
+export const HandshakeReply = z.discriminatedUnion("type", [Challenge, Welcome, Refuse]);
+export const ReadReply = z.discriminatedUnion("type", [TextReply, JsonReply, Refuse]);
+
+export type HelloFrame = z.infer<typeof Hello>;
+export type FirstFrameT = z.infer<typeof FirstFrame>;
+export type WorkerFrameT = z.infer<typeof WorkerFrame>;
+export type CoordinatorReplyT = z.infer<typeof CoordinatorReply>;
+export type ChallengeFrame = z.infer<typeof Challenge>;
+export type ProveFrame = z.infer<typeof Prove>;
+export type WelcomeFrame = z.infer<typeof Welcome>;
+export type FailuresRequestFrame = z.infer<typeof FailuresRequest>;
+
+/** Validates `value` against `schema`; returns the frame or a one-line reason. */
+export function check<T>(schema: z.ZodType<T>, value: unknown): { ok: true; frame: T } | { ok: false; reason: string } {
+  const r = schema.safeParse(value);
+  if (r.success) return { ok: true, frame: r.data };
+  const issue = r.error.issues[0]!;
+  const type = typeof (value as { type?: unknown })?.type === "string" ? (value as { type: string }).type : "?";
+  if (issue.code === "invalid_union" && issue.path.length === 1 && issue.path[0] === "type") {
+    return { ok: false, reason: `unknown frame type '${type}'` };
+  }
+  if (issue.code === "unrecognized_keys") return { ok: false, reason: `frame '${type}': unexpected field(s) ${issue.keys.join(", ")}` };
+  const where = issue.path.length ? issue.path.join(".") : "(frame)";
+  return { ok: false, reason: `frame '${type}': ${where}: ${issue.message}` };
+}
+
+/** Every frame either side may send. */
+export type Frame =
+  | z.infer<typeof Hello>
+  | z.infer<typeof StatusRequest>
+  | z.infer<typeof FailuresRequest>
+  | z.infer<typeof Challenge>
+  | z.infer<typeof Prove>
+  | z.infer<typeof Welcome>
+  | z.infer<typeof Refuse>
+  | z.infer<typeof Want>
+  | z.infer<typeof Assign>
+  | z.infer<typeof Wait>
+  | z.infer<typeof Drain>
+  | z.infer<typeof Heartbeat>
+  | z.infer<typeof Done>
+  | z.infer<typeof Ack>
+  | z.infer<typeof Stop>
+  | z.infer<typeof StopAck>
+  | z.infer<typeof Bye>
+  | z.infer<typeof TextReply>
+  | z.infer<typeof JsonReply>;

@@ -1,0 +1,216 @@
+// `coordinate`: one distributed sweep session. The same SweepEngine as `run`, driven by remote
+// workers instead of the local executor; this process sweeps nothing itself.
+import { randomBytes } from "node:crypto";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { isIP } from "node:net";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { formatDuration } from "../config/duration.ts";
+import { formatInt } from "../config/format.ts";
+import type { CampaignPaths } from "../config/paths.ts";
+import { RuntimeFailure } from "../errors.ts";
+import { RemoteWorkers, type ReadService } from "../engine/remote.ts";
+import { SweepEngine } from "../engine/sweep-engine.ts";
+import { serverToken } from "../net/token.ts";
+import { failuresData, renderFailures } from "../report/failures.ts";
+import { renderLive, type LiveData } from "../report/live.ts";
+import { saveSessionSummary, sessionSummary } from "../report/session-summary.ts";
+import { renderStatus, statusData } from "../report/status.ts";
+import { clock, SweepConsole } from "../report/sweep-console.ts";
+import { setSessionPort } from "../store/sessions.ts";
+import type { Confirm } from "./campaign.ts";
+import { closeSweepSession, openSweepSession, type SweepSession } from "./session.ts";
+
+export interface CoordinateOptions {
+  paths: CampaignPaths;
+  seconds: number;
+  laneNames: string[];
+  allowStaleApp: boolean;
+  forceUnlock: boolean;
+  confirm: Confirm;
+  port: number | null;
+  bind: string | null;
+  token: string | undefined;
+  write?: (line: string) => void;
+  /** Seconds between live reports on the console. */
+  liveReportSeconds?: number;
+}
+
+export const EXIT_LIFECYCLE = 70;
+
+export async function coordinate(o: CoordinateOptions): Promise<number> {
+  const write = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
+  const s = await openSweepSession({
+    paths: o.paths,
+    mode: "coordinate",
+    requestedSeconds: o.seconds,
+    laneNames: o.laneNames,
+    allowStaleApp: o.allowStaleApp,
+    forceUnlock: o.forceUnlock,
+    confirm: o.confirm,
+    log: (line) => process.stderr.write(line + "\n"),
+    port: o.port ?? undefined,
+  });
+  const d = s.config.distributed;
+  const port = o.port ?? d.port;
+  const bind = o.bind ?? (d.bind || hostname());
+  const startMs = performance.now();
+  const deadlineMs = startMs + o.seconds * 1000;
+  const controller = new AbortController();
+  let status: "done" | "interrupted" = "interrupted";
+  const nonce = { path: join(s.outDir, "tmp", `nonce-${s.sessionId}`), value: randomBytes(16).toString("hex") };
+  const onSignal = () => {
+    if (!controller.signal.aborted) controller.abort();
+    else write(`[${clock()}] already stopping; waiting for workers (bounded by the drain and stop graces)`);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  let liveTimer: NodeJS.Timeout | null = null;
+  try {
+    const { token, source } = serverToken({ flag: o.token, outDir: s.outDir });
+    mkdirSync(join(s.outDir, "tmp"), { recursive: true });
+    writeFileSync(nonce.path, nonce.value + "\n");
+    const out = new SweepConsole({ live: false, write, remaining: () => (deadlineMs - performance.now()) / 1000, showWorker: true });
+    const engine = new SweepEngine({
+      db: s.db,
+      config: s.config,
+      outDir: s.outDir,
+      generationId: s.generationId,
+      genHash: s.genHash,
+      sessionId: s.sessionId,
+      appBuild: s.appBuild,
+      lanes: s.lanes,
+      mode: "distributed",
+      now: () => performance.now(),
+      deadlineMs,
+      events: out,
+    });
+    let where = "";
+    const live = (): LiveData => ({
+      coordinator: where,
+      session: s.sessionId,
+      elapsed_seconds: (performance.now() - startMs) / 1000,
+      budget_seconds: o.seconds,
+      draining: engine.draining,
+      workers: [...remote.workers.values()].map((w) => ({
+        label: w.label,
+        jobs: w.jobs,
+        chunks: w.chunks,
+        seeds: w.seeds,
+        rates: Object.fromEntries(w.rates),
+        not_taking: [...w.disabled],
+      })),
+      in_flight: engine.inFlightChunks().map((f) => ({
+        chunk_id: f.chunkId,
+        lane: f.lane,
+        seed_from: f.seedFrom,
+        seed_to: f.seedTo,
+        running_seconds: (performance.now() - f.startedMs) / 1000,
+        worker: f.worker.label,
+      })),
+      queued: engine
+        .engineLanes()
+        .filter((l) => l.state.queued() > 0)
+        .map((l) => ({ lane: l.config.name, seeds: l.state.queued() })),
+    });
+    const read: ReadService = {
+      status(json) {
+        const data = statusData(s.db, { genHashNow: s.genHash, appBuildNow: s.appBuild, outDir: s.outDir });
+        return json ? { type: "json", data: { ...data, live: live() } } : { type: "text", text: renderStatus(data) + "\n" + renderLive(live()) };
+      },
+      failures(req) {
+        const data = failuresData(s.db, s.outDir, { state: req.state, bucket: req.bucket, allGenerations: req.all_generations });
+        return req.json ? { type: "json", data } : { type: "text", text: renderFailures(data, { verbose: req.verbose, lines: req.lines }) };
+      },
+    };
+    const remote = new RemoteWorkers({
+      session: s,
+      engine,
+      token,
+      leaseSeconds: d.leaseSeconds,
+      heartbeatSeconds: Math.min(5, d.leaseSeconds / 4),
+      drainGraceSeconds: d.drainGraceMinutes * 60,
+      stopGraceSeconds: d.stopGraceSeconds,
+      nonce,
+      now: () => performance.now(),
+      read,
+      log: (line) => out.line(line),
+    });
+    let addr;
+    try {
+      addr = await remote.listen(bind, port);
+    } catch (err) {
+      throw new RuntimeFailure(`could not listen on ${bind}:${port} — ${(err as Error).message}`, { cause: err });
+    }
+    const shown = isIP(bind) ? addr.address : bind;
+    where = `${shown}:${addr.port}`;
+    s.lock.setPort(addr.port);
+    setSessionPort(s.db, s.sessionId, addr.port);
+    banner(write, s, o.seconds, addr.address, addr.port, shown, source);
+    liveTimer = setInterval(() => out.line("\n" + renderLive(live())), (o.liveReportSeconds ?? 300) * 1000);
+    liveTimer.unref();
+
+    const report = await remote.run(controller.signal);
+    clearInterval(liveTimer);
+    status = controller.signal.aborted ? "interrupted" : "done";
+    const extra: string[] = [];
+    if (report.scratchRemoved > 0) extra.push(`  scratch:       ${report.scratchRemoved} leftover chunk director(ies) removed`);
+    const workers = remote.everyone;
+    extra.push(workers.length === 0 ? "  workers:       none attached" : "  workers:");
+    for (const w of workers) {
+      extra.push(`    ${w.label.padEnd(20)} -j ${String(w.jobs).padEnd(3)} ${formatInt(w.chunks)} chunk(s), ${formatInt(w.seeds)} seeds`);
+    }
+    const oc = report.outcome;
+    const problems = [
+      ...oc.pending.map((n) => `worker ${n} did not acknowledge the stop within ${formatDuration(d.stopGraceSeconds)}`),
+      ...oc.gone.map((g) => `worker ${g.name} left before acknowledging the stop (${g.why})`),
+    ];
+    if (oc.acked.length > 0 || problems.length > 0) {
+      extra.push(problems.length === 0 ? `  shutdown:      all ${oc.acked.length} worker(s) acknowledged the stop` : "  SHUTDOWN INCOMPLETE:");
+    }
+    for (const p of problems) extra.push(`    ${p}`);
+    const summary = sessionSummary(s.db, {
+      sessionId: s.sessionId,
+      generationId: s.generationId,
+      status,
+      elapsedSeconds: (performance.now() - startMs) / 1000,
+      counts: engine.counts,
+      maxShrinks: s.config.defaults.maxShrinks,
+      extra,
+      outDir: s.outDir,
+    });
+    write(summary.replace(/\n$/, ""));
+    write(`(saved as ${saveSessionSummary(s.outDir, s.sessionId, summary)})`);
+    if (problems.length > 0) return EXIT_LIFECYCLE;
+    return engine.counts.newFailures > 0 ? 1 : 0;
+  } finally {
+    if (liveTimer) clearInterval(liveTimer);
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    rmSync(nonce.path, { force: true });
+    closeSweepSession(s, status);
+  }
+}
+
+function banner(write: (l: string) => void, s: SweepSession, seconds: number, ip: string, port: number, shown: string, tokenSource: string): void {
+  const enabled = s.lanes.filter((l) => l.config.enabled);
+  write(`fuzzfleet coordinate: session ${s.sessionId}, generation ${s.generationId} (${s.genHash.slice(0, 12)})${s.appBuild ? `, app ${s.appBuild}` : ""}`);
+  if (s.freshGeneration) write("         new generation — all lanes start at base_seed");
+  for (const [lane, n] of s.uncovered) write(`         ${lane}: ${formatInt(n)} seed(s) left uncovered by an earlier session — re-sweeping them first`);
+  write(`         listening on ${ip}:${port} (${hostname()})`);
+  if (ip.startsWith("127.") || ip === "::1") {
+    write("         !! that is a LOOPBACK address — workers on other hosts cannot reach it.");
+    write('            Set [distributed] bind = "<this host\'s LAN address>" in the config, or pass --bind.');
+    write("            (Debian and Ubuntu map the host name to 127.0.1.1 in /etc/hosts: the usual cause.)");
+  }
+  write(`         token from ${tokenSource}`);
+  write(
+    `         ${formatDuration(seconds)} budget, ~${formatDuration(s.config.defaults.chunkSeconds)} chunks, lanes: ${enabled
+      .map((l) => `${l.config.name}(w${l.config.weight})`)
+      .join(", ")}`,
+  );
+  write(`         ends at ${new Date(Date.now() + seconds * 1000).toTimeString().slice(0, 8)}`);
+  write(`         start workers:  fuzzfleet worker --master ${shown}:${port} -j 12`);
+  write(`         watch it:       fuzzfleet status --master ${shown}:${port}`);
+}
