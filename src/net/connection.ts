@@ -109,7 +109,7 @@ export class Connection {
       this.waiter = null;
       w.reject(this.ended);
     }
-    if (!(err instanceof PeerClosed)) this.socket.destroy();
+    // A framing error leaves the socket open so the owner can send its refusal before closing.
   }
 }
 

@@ -192,7 +192,8 @@ export async function waitFor<T>(what: string, probe: () => T | undefined, timeo
     let v: T | undefined;
     try {
       v = probe();
-    } catch {
+    } catch (err) {
+      if (err instanceof Error && err.message.startsWith("coordinate exited early")) throw err;
       v = undefined;
     }
     if (v !== undefined) return v;
@@ -210,4 +211,49 @@ export function exited(child: ChildProcess): Promise<{ code: number | null; sign
   return new Promise((resolve) => {
     child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
+}
+
+/** The [distributed] table tests use: loopback, a free port, short graces. */
+export function distributedTable(o: { lease?: number; drainGraceMinutes?: number; stopGrace?: number } = {}): string {
+  return `[distributed]
+bind = "127.0.0.1"
+port = 0
+lease_seconds = ${o.lease ?? 20}
+drain_grace_minutes = ${o.drainGraceMinutes ?? 1}
+stop_grace_seconds = ${o.stopGrace ?? 10}
+`;
+}
+
+export interface Running {
+  child: ChildProcess;
+  result: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
+  /** Output so far (stdout + stderr). */
+  output(): string;
+}
+
+/** Spawns the CLI and collects its output from the first byte. */
+export function start(c: Campaign, args: string[], env: NodeJS.ProcessEnv = {}): Running {
+  const child = c.spawn(args, env);
+  let seen = "";
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (seen += d));
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (seen += d));
+  const result = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) => {
+    let out = "";
+    let err = "";
+    child.stdout!.on("data", (d: string) => (out += d));
+    child.stderr!.on("data", (d: string) => (err += d));
+    child.on("close", (code, signal) => resolve({ code, signal, stdout: out, stderr: err }));
+  });
+  return { child, result, output: () => seen };
+}
+
+/** Starts `coordinate` and resolves once it listens, with its port. */
+export async function startCoordinator(c: Campaign, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Running & { port: number }> {
+  const r = start(c, ["coordinate", ...args], env);
+  const port = await waitFor("the coordinator to listen", () => {
+    const m = /listening on 127\.0\.0\.1:(\d+)/.exec(r.output());
+    if (!m && r.child.exitCode !== null) throw new Error(`coordinate exited early:\n${r.output()}`);
+    return m ? Number(m[1]) : undefined;
+  }, 60_000);
+  return { ...r, port };
 }
