@@ -7,6 +7,7 @@
 
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseCommandLine, UsageError, USAGE } from "./cli-args.mjs";
 import { checkProgram, formatProgram, BUCKETS } from "./machine.mjs";
 import { generateProgram } from "./generate.mjs";
@@ -14,10 +15,16 @@ import { shrinkProgram } from "./shrink.mjs";
 import { SeedPool } from "./pool.mjs";
 import { checkSeeds } from "./seeds.mjs";
 
-const SCRIPT = "examples/planted/planted.mjs";
+// The repro line is run from wherever the failure is read (a campaign directory, a bug report),
+// so it names this script by its absolute path, quoted for a POSIX shell when it needs to be.
+const SCRIPT = fileURLToPath(import.meta.url);
+
+function shellWord(text) {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
+}
 
 function repro(seed, size) {
-  return `node ${SCRIPT} --seed ${seed} --size ${size}`;
+  return `node ${shellWord(SCRIPT)} --seed ${seed} --size ${size}`;
 }
 
 async function sweep(opts, settings) {

@@ -3,12 +3,16 @@ import type { ErrorCode } from "../errors.ts";
 
 export const EXIT = {
   ok: 0,
-  /** `run`/`coordinate` recorded at least one newly distinct failure (cron alerts on it). */
+  /** `run`/`coordinate` recorded at least one newly distinct or reopened failure (cron alerts on it). */
   newFailures: 1,
   usage: 2,
   refused: 3,
+  /** Also `run` when every lane got disabled and nothing new was found: the sweep stopped sweeping. */
   runtime: 4,
-  /** explore: the lifecycle did not complete (invalid results, unacknowledged stop, control failure). */
+  /**
+   * Lifecycle incomplete. `coordinate`: a worker did not acknowledge the stop. `explore`: invalid
+   * results, an unacknowledged stop, a control failure.
+   */
   lifecycle: 70,
   /** explore: the final rendezvous timed out. */
   rendezvousTimeout: 71,

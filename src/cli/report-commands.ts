@@ -1,6 +1,7 @@
 // Read-only commands: status, failures, export. They open the store read-only (never creating or
 // migrating it), take no lock, and refuse to read a store that another host's campaign owns.
-import { writeFileSync } from "node:fs";
+// Without a store they say that nothing was swept yet and exit 0.
+import { existsSync, writeFileSync } from "node:fs";
 import { Option, type Command } from "commander";
 import type { Config } from "../config/load.ts";
 import { loadConfig } from "../config/load.ts";
@@ -9,8 +10,9 @@ import { refuseIfRemoteCampaign } from "../lock/campaign-lock.ts";
 import { openStore } from "../store/db.ts";
 import { FAILURE_STATES } from "../store/failures.ts";
 import { exportBundle } from "../report/export.ts";
-import { failuresData, renderFailures, type FailureFilters } from "../report/failures.ts";
-import { renderStatus, statusData } from "../report/status.ts";
+import { effectiveFilters, failuresData, NOTHING_RECORDED, renderFailures, type FailureFilters } from "../report/failures.ts";
+import { emptyStatus, renderStatus, statusData, type StatusContext } from "../report/status.ts";
+import { RuntimeFailure } from "../errors.ts";
 import { appBuildId, tryGenerationHash } from "../sweep/identity.ts";
 import { action, intAtLeast } from "./action.ts";
 import { parseHostPort } from "../net/connection.ts";
@@ -41,7 +43,11 @@ function printRead(reply: { type: "text"; text: string } | { type: "json"; data:
 }
 
 const stateOption = () =>
-  new Option("--state <state>", "which failures").choices([...FAILURE_STATES, "all"]).default("open");
+  new Option("--state <state>", "which failures; stale implies --all-generations (stale failures belong to earlier generations)")
+    .choices([...FAILURE_STATES, "all"])
+    .default("open");
+
+const allGenerationsHelp = "include earlier generations (implied by --state stale)";
 
 export function registerReportCommands(program: Command): void {
   program
@@ -60,15 +66,22 @@ export function registerReportCommands(program: Command): void {
           return EXIT.ok;
         }
         refuseIfRemoteCampaign(paths.outDir, "status");
+        const config = optionalConfig(paths);
+        const ctx: StatusContext = {
+          genHashNow: config ? tryGenerationHash(config) : null,
+          appBuildNow: optionalAppBuild(config),
+          outDir: paths.outDir,
+          laneOrder: config?.lanes.map((l) => l.name) ?? null,
+        };
+        const print = (data: ReturnType<typeof statusData>) =>
+          process.stdout.write(o.json ? JSON.stringify(data, null, 2) + "\n" : renderStatus(data));
+        if (!existsSync(paths.dbPath)) {
+          print(emptyStatus(ctx));
+          return EXIT.ok;
+        }
         const db = openStore(paths.dbPath, { readonly: true });
         try {
-          const config = optionalConfig(paths);
-          const data = statusData(db, {
-            genHashNow: config ? tryGenerationHash(config) : null,
-            appBuildNow: optionalAppBuild(config),
-            outDir: paths.outDir,
-          });
-          process.stdout.write(o.json ? JSON.stringify(data, null, 2) + "\n" : renderStatus(data));
+          print(statusData(db, ctx));
           return EXIT.ok;
         } finally {
           db.close();
@@ -81,7 +94,7 @@ export function registerReportCommands(program: Command): void {
     .description("the distinct failures of the current generation (open ones by default)")
     .addOption(stateOption())
     .option("--bucket <name>", "only this bucket")
-    .option("--all-generations", "include earlier generations")
+    .option("--all-generations", allGenerationsHelp)
     .option("-v, --verbose", "show the head of each report.txt")
     .option("--lines <n>", "report.txt lines shown with -v", intAtLeast(1), 30)
     .option("--json", "print the same data as one JSON object")
@@ -100,6 +113,7 @@ export function registerReportCommands(program: Command): void {
       }>(
         async (o) => {
           const paths = campaignPaths(o);
+          const filters = effectiveFilters({ state: o.state, bucket: o.bucket ?? null, allGenerations: o.allGenerations ?? false });
           if (o.master) {
             const { host, port } = parseHostPort(o.master);
             const token = clientToken({ flag: o.token, outDir: paths.outDir });
@@ -107,9 +121,9 @@ export function registerReportCommands(program: Command): void {
               await remoteRead(host, port, {
                 type: "failures",
                 token,
-                state: o.state,
-                bucket: o.bucket ?? null,
-                all_generations: o.allGenerations ?? false,
+                state: filters.state,
+                bucket: filters.bucket,
+                all_generations: filters.allGenerations,
                 verbose: o.verbose ?? false,
                 lines: o.lines,
                 json: o.json ?? false,
@@ -118,13 +132,13 @@ export function registerReportCommands(program: Command): void {
             return EXIT.ok;
           }
           refuseIfRemoteCampaign(paths.outDir, "failures");
+          if (!existsSync(paths.dbPath)) {
+            process.stdout.write(o.json ? JSON.stringify({ generation: null, filters, failures: [] }, null, 2) + "\n" : `${NOTHING_RECORDED}\n`);
+            return EXIT.ok;
+          }
           const db = openStore(paths.dbPath, { readonly: true });
           try {
-            const data = failuresData(db, paths.outDir, {
-              state: o.state,
-              bucket: o.bucket ?? null,
-              allGenerations: o.allGenerations ?? false,
-            });
+            const data = failuresData(db, paths.outDir, filters);
             process.stdout.write(
               o.json ? JSON.stringify(data, null, 2) + "\n" : renderFailures(data, { verbose: o.verbose ?? false, lines: o.lines }),
             );
@@ -142,7 +156,7 @@ export function registerReportCommands(program: Command): void {
     .option("--id <n>", "only this failure (ignores the other filters)", intAtLeast(1))
     .addOption(stateOption())
     .option("--bucket <name>", "only this bucket")
-    .option("--all-generations", "include earlier generations")
+    .option("--all-generations", allGenerationsHelp)
     .option("--full", "include every artifact file, not only the minimized input and report.txt")
     .option("--lines <n>", "lines shown per file section", intAtLeast(1), 200)
     .option("-o, --output <file>", "write the bundle to a file instead of stdout")
@@ -158,6 +172,11 @@ export function registerReportCommands(program: Command): void {
       }>((o) => {
         const paths = campaignPaths(o);
         refuseIfRemoteCampaign(paths.outDir, "export");
+        // The bundle goes to stdout; everything said about it goes to stderr.
+        if (!existsSync(paths.dbPath)) {
+          process.stderr.write(`${NOTHING_RECORDED}\n`);
+          return EXIT.ok;
+        }
         const db = openStore(paths.dbPath, { readonly: true });
         try {
           const config = optionalConfig(paths);
@@ -165,7 +184,7 @@ export function registerReportCommands(program: Command): void {
             id: o.id ?? null,
             state: o.state,
             bucket: o.bucket ?? null,
-            allGenerations: o.allGenerations ?? false,
+            allGenerations: effectiveFilters({ state: o.state, bucket: null, allGenerations: o.allGenerations ?? false }).allGenerations,
             full: o.full ?? false,
             lines: o.lines,
             outDir: paths.outDir,
@@ -173,7 +192,7 @@ export function registerReportCommands(program: Command): void {
             check: config?.generator.check ?? null,
           });
           if (!bundle) {
-            process.stdout.write("nothing recorded yet\n");
+            process.stderr.write(`${NOTHING_RECORDED}\n`);
             return EXIT.ok;
           }
           if (bundle.failures === 0) {
@@ -181,7 +200,12 @@ export function registerReportCommands(program: Command): void {
             return EXIT.ok;
           }
           if (o.output) {
-            writeFileSync(o.output, bundle.text);
+            try {
+              writeFileSync(o.output, bundle.text);
+            } catch (err) {
+              const reason = (err as Error).message.replace(/, \w+ '.*'$/, "");
+              throw new RuntimeFailure(`cannot write the export to ${o.output} (${reason}); pick a writable path for -o`, { cause: err });
+            }
             process.stderr.write(`wrote ${o.output} (${bundle.failures} failure(s), ${Buffer.byteLength(bundle.text)} bytes)\n`);
           } else {
             process.stdout.write(bundle.text);

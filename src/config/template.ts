@@ -41,7 +41,8 @@ check = ["node", "examples/planted/planted.mjs", "--check", "--seeds", "{seeds}"
 # Changing base_seed or args restarts the lane; weight, enabled and jobs can change at any time.
 [lanes.small]
 base_seed = 1             # first seed of the lane
-weight = 2                # share of chunks relative to the other lanes (0 = never picked)
+weight = 2                # share of chunks relative to the other lanes. 0 still runs one chunk per
+                          # session (more while every other lane is disabled): park with enabled = false
 enabled = true            # false parks the lane
 # jobs = 6                # single-host jobs for this lane (default: defaults.jobs)
 args = ["--size", "small"]  # appended to the command; may use the placeholders too

@@ -22,6 +22,6 @@ export async function runLocal(engine: SweepEngine, worker: WorkerView, signal: 
       idleIo: a.idleIo,
       signal,
     });
-    engine.finish(worker, a.chunkId, { outcome: r.outcome, exitCode: r.exitCode, seconds: r.seconds, error: r.error });
+    engine.finish(worker, a.chunkId, { outcome: r.outcome, exitCode: r.exitCode, signal: r.signal, seconds: r.seconds, error: r.error });
   }
 }

@@ -73,7 +73,10 @@ export type ChunkOutcome = "complete" | "timeout" | "interrupted" | "error";
 
 export interface ChunkReport {
   outcome: ChunkOutcome;
+  /** null when the child was killed by a signal, or when a remote worker did not say. */
   exitCode: number | null;
+  /** The signal that killed the child, when known (the local executor knows; the wire does not carry it). */
+  signal?: NodeJS.Signals | null;
   seconds: number;
   /** Set for outcome "error": why the child could not run. */
   error?: string;
@@ -124,6 +127,8 @@ export interface SessionCounts {
   seedsSwept: number;
   finds: number;
   newFailures: number;
+  /** Fixed failures hit again (regressions); they alert like new ones. */
+  reopened: number;
   unshrunk: number;
   quarantine: number;
   malformed: number;
@@ -131,7 +136,7 @@ export interface SessionCounts {
 
 export class SweepEngine {
   readonly floorSeconds: number;
-  readonly counts: SessionCounts = { chunks: 0, seedsSwept: 0, finds: 0, newFailures: 0, unshrunk: 0, quarantine: 0, malformed: 0 };
+  readonly counts: SessionCounts = { chunks: 0, seedsSwept: 0, finds: 0, newFailures: 0, reopened: 0, unshrunk: 0, quarantine: 0, malformed: 0 };
   private readonly lanes = new Map<string, EngineLane>();
   private readonly chunksRun = new Map<string, number>();
   private readonly inFlight = new Map<number, InFlight>();
@@ -320,6 +325,7 @@ export class SweepEngine {
     this.counts.seedsSwept += n;
     this.counts.finds += ingest.finds;
     this.counts.newFailures += ingest.newFailures;
+    this.counts.reopened += ingest.reopened;
     this.counts.unshrunk += ingest.unshrunk;
     this.counts.quarantine += ingest.quarantine;
     this.counts.malformed += ingest.malformed.length;
@@ -329,13 +335,7 @@ export class SweepEngine {
   }
 
   private abort(lane: EngineLane, f: InFlight, worker: WorkerView, r: ChunkReport, alreadyQueued: boolean): void {
-    const why =
-      r.outcome === "complete"
-        ? `exit ${r.exitCode}`
-        : r.outcome === "error"
-          ? `error: ${r.error ?? "the generator could not run"}`
-          : r.outcome;
-    const status = r.outcome === "complete" ? `aborted:exit ${r.exitCode}` : r.outcome === "error" ? "aborted:error" : `aborted:${r.outcome}`;
+    const { why, status, generatorDid } = abortWording(r);
     markChunkEnded(this.o.db, f.chunkId, status, r.seconds);
     if (!alreadyQueued) lane.state.requeue(f.seedFrom, f.seedTo);
     this.counts.chunks++;
@@ -364,7 +364,7 @@ export class SweepEngine {
       }
     } else if (r.outcome === "complete" || r.outcome === "error") {
       worker.disabled.add(f.lane);
-      this.o.events.laneDisabled(f.lane, worker, `the generator ${why}; see ${f.logPath}`);
+      this.o.events.laneDisabled(f.lane, worker, `the generator ${generatorDid}; see ${f.logPath}`);
     }
   }
 
@@ -389,6 +389,26 @@ export class SweepEngine {
 
   assertIdle(): void {
     assert.equal(this.inFlight.size, 0, "chunks still in flight at the end of the session");
+  }
+}
+
+/**
+ * How an aborted chunk is described: `why` on the console line, `status` in the chunk table,
+ * `generatorDid` completing "the generator …". A complete outcome with neither an exit code nor a
+ * signal comes from a remote worker, whose report carries no signal: "exit ?".
+ */
+export function abortWording(r: ChunkReport): { why: string; status: string; generatorDid: string } {
+  switch (r.outcome) {
+    case "complete":
+      if (r.signal) return { why: `killed by ${r.signal}`, status: `aborted:signal ${r.signal}`, generatorDid: `was killed by ${r.signal}` };
+      if (r.exitCode === null) return { why: "exit ?", status: "aborted:exit ?", generatorDid: "ended with no exit code (killed by a signal on the worker?)" };
+      return { why: `exit ${r.exitCode}`, status: `aborted:exit ${r.exitCode}`, generatorDid: `exited with ${r.exitCode}` };
+    case "error": {
+      const error = r.error ?? "the generator could not run";
+      return { why: `error: ${error}`, status: "aborted:error", generatorDid: `could not run: ${error}` };
+    }
+    default:
+      return { why: r.outcome, status: `aborted:${r.outcome}`, generatorDid: r.outcome === "timeout" ? "timed out" : "was interrupted" };
   }
 }
 

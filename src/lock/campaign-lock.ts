@@ -160,11 +160,25 @@ export function formatAge(seconds: number): string {
   return `${Math.floor(s / 86400)}d${pad(Math.floor(s / 3600) % 24)}h`;
 }
 
+/** What the holder is doing, in words: campaigns run for hours, resweep and reset are one-off commands. */
+function holderActivity(mode: string): string {
+  switch (mode) {
+    case "run":
+    case "coordinate":
+    case "explore":
+      return `${/^[aeiou]/i.test(mode) ? "an" : "a"} ${mode} campaign`;
+    case "resweep":
+    case "reset":
+      return `a ${mode}`;
+    default:
+      return `a fuzzfleet '${mode}'`;
+  }
+}
+
 export function describeHolder(h: LockHolder): string {
-  const article = /^[aeiou]/i.test(h.mode) ? "an" : "a";
   const where = h.local ? "on this host" : `on host ${h.host}`;
   const port = h.port === null ? "" : `, ${h.mode === "coordinate" || h.mode === "explore" ? "coordinating" : "serving"} on port ${h.port}`;
-  return `${article} ${h.mode} campaign is running ${where} (pid ${h.pid}, started ${h.started}${port}; lock touched ${formatAge(h.ageSeconds)} ago)`;
+  return `${holderActivity(h.mode)} is running ${where} (pid ${h.pid}, started ${h.started}${port}; lock touched ${formatAge(h.ageSeconds)} ago)`;
 }
 
 function sleepSync(ms: number): void {
@@ -363,17 +377,24 @@ export class CampaignLock {
   }
 }
 
+/** Read commands that can ask a running coordinator instead of the store. */
+const HAS_MASTER_FLAG: ReadonlySet<string> = new Set(["status", "failures"]);
+
 /**
  * For status, failures and export without --master: returns if there is no live lock or it is
  * this host's (reading beside a local campaign is fine), otherwise throws RefusedError saying
- * where to run `what` instead.
+ * where to run `what` instead. Only status and failures have a --master form to suggest.
  */
 export function refuseIfRemoteCampaign(outDir: string, what: string, opts: { hostname?: string } = {}): void {
   const holder = readLock(outDir, opts);
   if (holder === null || holder.local) return;
-  const advice =
-    holder.mode === "coordinate" && holder.port !== null
-      ? `  Ask the coordinator instead:  fuzzfleet ${what} --master ${holder.host}:${holder.port}`
-      : `  That host's campaign owns this store; run 'fuzzfleet ${what}' there.`;
+  let advice: string;
+  if (holder.mode === "coordinate" && holder.port !== null && HAS_MASTER_FLAG.has(what)) {
+    advice = `  Ask the coordinator instead:  fuzzfleet ${what} --master ${holder.host}:${holder.port}`;
+  } else if (HAS_MASTER_FLAG.has(what)) {
+    advice = `  That host's campaign owns this store; run 'fuzzfleet ${what}' there.`;
+  } else {
+    advice = `  That host's campaign owns this store, and '${what}' cannot ask it remotely: run 'fuzzfleet ${what}' on ${holder.host}, or here once that campaign ends.`;
+  }
   throw new RefusedError(`${describeHolder(holder)}\n${advice}\n  (${lockPath(outDir)})`);
 }

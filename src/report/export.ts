@@ -14,6 +14,7 @@ export interface ExportOptions {
   id: number | null;
   state: FailureState | "all";
   bucket: string | null;
+  /** Implied by state 'stale'. */
   allGenerations: boolean;
   /** Include every artifact file, not only the minimized input and report.txt. */
   full: boolean;
@@ -41,7 +42,7 @@ export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
     id: o.id,
     state: o.state,
     bucket: o.bucket,
-    generationId: o.allGenerations ? null : gen.id,
+    generationId: o.allGenerations || o.state === "stale" ? null : gen.id,
   }).sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : b.hits - a.hits || a.id - b.id));
   const out: string[] = [];
   let truncated = 0;

@@ -10,8 +10,16 @@ import { resolveStorePath } from "../sweep/ingest.ts";
 export interface FailureFilters {
   state: FailureState | "all";
   bucket: string | null;
+  /** Implied by state 'stale': stale failures always belong to earlier generations. */
   allGenerations: boolean;
 }
+
+/** The filters as applied: --state stale reads every generation, since only earlier ones have stale failures. */
+export function effectiveFilters(filters: FailureFilters): FailureFilters {
+  return filters.state === "stale" ? { ...filters, allGenerations: true } : filters;
+}
+
+export const NOTHING_RECORDED = "no sweeps recorded yet — fuzzfleet run --for 30m";
 
 export interface FailureEntry {
   id: number;
@@ -41,7 +49,8 @@ export interface FailuresData {
 
 const SEEDS_SHOWN = 20;
 
-export function failuresData(db: Db, outDir: string, filters: FailureFilters): FailuresData {
+export function failuresData(db: Db, outDir: string, requested: FailureFilters): FailuresData {
+  const filters = effectiveFilters(requested);
   const gen = currentGeneration(db);
   const generationId = filters.allGenerations ? null : (gen?.id ?? -1);
   const rows = gen ? listFailures(db, { state: filters.state, bucket: filters.bucket, generationId }) : [];
@@ -76,7 +85,7 @@ export interface RenderFailureOptions {
 }
 
 export function renderFailures(d: FailuresData, opts: RenderFailureOptions): string {
-  if (d.generation === null) return "nothing recorded yet — fuzzfleet run --for 30m\n";
+  if (d.generation === null) return `${NOTHING_RECORDED}\n`;
   if (d.failures.length === 0) {
     const state = d.filters.state === "all" ? "" : `${d.filters.state} `;
     const bucket = d.filters.bucket ? ` in bucket '${d.filters.bucket}'` : "";

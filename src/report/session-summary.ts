@@ -28,6 +28,9 @@ export function sessionSummary(db: Db, s: SummaryInput): string {
   out.push(`session ${s.sessionId} ${s.status} — ${formatDuration(s.elapsedSeconds)} of sweeping, ${c.chunks} chunk(s)`);
   out.push(`  seeds swept:   ${formatInt(c.seedsSwept)}`);
   out.push(`  failures:      ${formatInt(c.finds)} (${formatInt(c.newFailures)} newly distinct)`);
+  if (c.reopened > 0) {
+    out.push(`  REOPENED:      ${formatInt(c.reopened)} failure(s) marked fixed were hit again — a regression; they are open again`);
+  }
   if (c.unshrunk > 0) {
     out.push(`  unshrunk:      ${formatInt(c.unshrunk)} — hit the ${s.maxShrinks}-per-chunk shrink cap; these dedupe by full input`);
   }

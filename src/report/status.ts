@@ -8,6 +8,7 @@ import { failureGroups, staleFailureCount, type FailureGroup } from "../store/fa
 import { currentGeneration } from "../store/generations.ts";
 import { activeLanes, doneAheadOfCursor } from "../store/lanes.ts";
 import { recentSessions } from "../store/sessions.ts";
+import { NOTHING_RECORDED } from "./failures.ts";
 
 export interface LaneStatus {
   name: string;
@@ -48,11 +49,13 @@ export interface StatusContext {
   genHashNow: string | null;
   appBuildNow: string | null;
   outDir: string;
+  /** Lane names in config order, when the config loads; lanes are listed in this order, others after in row order. */
+  laneOrder?: readonly string[] | null;
 }
 
-export function statusData(db: Db, ctx: StatusContext): StatusData {
-  const gen = currentGeneration(db);
-  const empty: StatusData = {
+/** What status reports for a campaign that has recorded nothing (no store, or no generation yet). */
+export function emptyStatus(ctx: StatusContext): StatusData {
+  return {
     generation: null,
     generator_now: null,
     app_build: ctx.appBuildNow,
@@ -63,8 +66,12 @@ export function statusData(db: Db, ctx: StatusContext): StatusData {
     quarantine_samples: null,
     sessions: [],
   };
-  if (!gen) return empty;
-  const lanes = activeLanes(db, gen.id).map(
+}
+
+export function statusData(db: Db, ctx: StatusContext): StatusData {
+  const gen = currentGeneration(db);
+  if (!gen) return emptyStatus(ctx);
+  const lanes = inConfigOrder(activeLanes(db, gen.id), ctx.laneOrder ?? null).map(
     (l): LaneStatus => ({
       name: l.name,
       base_seed: l.base_seed,
@@ -106,8 +113,18 @@ export function statusData(db: Db, ctx: StatusContext): StatusData {
   };
 }
 
+/** Config order first (the order users wrote and the tie-break order), then unconfigured lanes by row id. */
+function inConfigOrder<T extends { name: string; id: number }>(rows: T[], order: readonly string[] | null): T[] {
+  if (order === null) return rows;
+  const rank = (name: string) => {
+    const i = order.indexOf(name);
+    return i === -1 ? order.length : i;
+  };
+  return [...rows].sort((a, b) => rank(a.name) - rank(b.name) || a.id - b.id);
+}
+
 export function renderStatus(d: StatusData): string {
-  if (!d.generation) return "no sweeps recorded yet — fuzzfleet run --for 30m\n";
+  if (!d.generation) return `${NOTHING_RECORDED}\n`;
   const g = d.generation;
   const out: string[] = [];
   out.push(`generation ${g.id}  ${g.gen_hash.slice(0, 12)}  (started ${g.created_at})`);
@@ -149,7 +166,8 @@ export function renderStatus(d: StatusData): string {
   for (const s of d.sessions) {
     const requested = s.requested_seconds != null ? `  (${formatDuration(s.requested_seconds)} requested)` : "";
     const where = s.mode === "distributed" ? `  [distributed on ${s.coordinator_host ?? "?"}]` : "";
-    out.push(`  #${s.id} ${s.status}  ${s.started_at} -> ${s.ended_at ?? "…"}${requested}${where}`);
+    const end = s.status === "crashed" ? "?  (the process died without closing the session)" : (s.ended_at ?? "…");
+    out.push(`  #${s.id} ${s.status}  ${s.started_at} -> ${end}${requested}${where}`);
   }
   return out.join("\n") + "\n";
 }

@@ -68,6 +68,7 @@ export class SweepConsole implements EngineEvents {
     this.current = null;
     const parts = [`${formatInt(clean)} clean`];
     if (r.finds > 0) parts.push(`${r.finds} find(s), ${r.newFailures} new`);
+    if (r.reopened > 0) parts.push(`${r.reopened} reopened`);
     if (r.unshrunk > 0) parts.push(`${r.unshrunk} unshrunk`);
     if (r.quarantine > 0) parts.push(`${r.quarantine} QUARANTINE`);
     if (r.malformed.length > 0) parts.push(`${r.malformed.length} MALFORMED (kept in ${r.malformed[0]!.keptAt})`);

@@ -1,6 +1,7 @@
 // chunk rows: one per generator invocation over an inclusive seed range [seed_from, seed_to].
 // Status: running (single host) or leased (distributed) while in flight; then complete,
-// reissued, or aborted:<why>. Only 'complete' counts as coverage.
+// reissued, or aborted:<why>. A chunk still in flight when its process died becomes
+// aborted:lost at the next start. Only 'complete' counts as coverage.
 import { type Db, isoNow, stmt } from "./db.ts";
 
 export interface ChunkRecord {
@@ -71,6 +72,15 @@ export function markChunkEnded(db: Db, chunkId: number, status: string, seconds:
     seconds,
     chunkId,
   );
+}
+
+/**
+ * Marks every chunk still 'running' or 'leased' as 'aborted:lost' (ended_at stays NULL: nobody
+ * saw it end) and returns how many. Only call it while holding the campaign lock, before the new
+ * session hands out anything: then every such chunk belongs to a process that died.
+ */
+export function abortLostChunks(db: Db): number {
+  return stmt(db, "UPDATE chunk SET status = 'aborted:lost' WHERE status IN ('running', 'leased')").run().changes;
 }
 
 export function touchChunkHeartbeat(db: Db, chunkId: number): void {

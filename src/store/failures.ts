@@ -1,6 +1,9 @@
 // failure rows: one per distinct finding of a generation, keyed by the dedup key
 // (SHA-256 of bucket + "\n" + minimized input). failure_seed is the source of truth for hits:
 // hits = number of distinct (failure, seed) rows, so re-sweeping a range never inflates it.
+//
+// State: open -> fixed (resweep: every re-checked seed passed) -> open again (reopenFailure: a
+// sweep hit it, a regression); open -> stale (its generation ended; final).
 import { type Db, isoNow, stmt } from "./db.ts";
 
 export type FailureState = "open" | "fixed" | "stale";
@@ -77,6 +80,36 @@ export function failureSeeds(db: Db, failureId: number): number[] {
 
 export function markFailureFixed(db: Db, failureId: number, appBuild: string | null): void {
   stmt(db, "UPDATE failure SET state = 'fixed', resolved_at = ?, resolved_app_build = ? WHERE id = ?").run(isoNow(), appBuild, failureId);
+}
+
+/** A fixed failure that was hit again: back to open, its resolution cleared. */
+export function reopenFailure(db: Db, failureId: number): void {
+  stmt(db, "UPDATE failure SET state = 'open', resolved_at = NULL, resolved_app_build = NULL WHERE id = ? AND state = 'fixed'").run(failureId);
+}
+
+export interface SeedLane {
+  seed: number;
+  /** Identity JSON of the lane whose chunk recorded the seed; the failure's own lane when the chunk is unknown. */
+  lane_params: string;
+}
+
+/**
+ * The lowest `limit` seeds that hit a failure, each with the lane that produced it: a seed only
+ * means the same test under the args of the lane that swept it.
+ */
+export function failureSeedLanes(db: Db, failureId: number, limit: number): SeedLane[] {
+  return stmt(
+    db,
+    `SELECT fs.seed AS seed, COALESCE(cl.params_json, fl.params_json) AS lane_params
+       FROM failure_seed fs
+       JOIN failure f ON f.id = fs.failure_id
+       JOIN lane fl ON fl.id = f.lane_id
+       LEFT JOIN chunk c ON c.id = fs.chunk_id
+       LEFT JOIN lane cl ON cl.id = c.lane_id
+      WHERE fs.failure_id = ?
+      ORDER BY fs.seed
+      LIMIT ?`,
+  ).all(failureId, limit) as SeedLane[];
 }
 
 export function touchFailure(db: Db, failureId: number): void {

@@ -1,7 +1,10 @@
-// session rows: one per `run` or `coordinate`. A crashed session stays 'running'.
+// session rows: one per `run` or `coordinate`.
+// Status: running -> done | interrupted when the process ends the session itself. A process that
+// dies leaves its row 'running'; the next `run` or `coordinate` (holding the lock, so no live
+// process can own the row) marks it 'crashed', with ended_at left NULL because nobody saw it end.
 import { type Db, isoNow, stmt } from "./db.ts";
 
-export type SessionStatus = "running" | "done" | "interrupted";
+export type SessionStatus = "running" | "done" | "interrupted" | "crashed";
 
 export interface SessionRow {
   id: number;
@@ -34,8 +37,18 @@ export function insertSession(db: Db, s: NewSession): number {
   return Number(info.lastInsertRowid);
 }
 
-export function endSession(db: Db, sessionId: number, status: Exclude<SessionStatus, "running">): void {
+export function endSession(db: Db, sessionId: number, status: "done" | "interrupted"): void {
   stmt(db, "UPDATE session SET ended_at = ?, status = ? WHERE id = ?").run(isoNow(), status, sessionId);
+}
+
+/**
+ * Marks every session still 'running' as 'crashed' and returns their ids. Only call it while
+ * holding the campaign lock: then no live process owns a 'running' session.
+ */
+export function markCrashedSessions(db: Db): number[] {
+  const ids = (stmt(db, "SELECT id FROM session WHERE status = 'running' ORDER BY id").all() as { id: number }[]).map((r) => r.id);
+  stmt(db, "UPDATE session SET status = 'crashed' WHERE status = 'running'").run();
+  return ids;
 }
 
 export function setSessionPort(db: Db, sessionId: number, port: number): void {

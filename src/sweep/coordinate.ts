@@ -10,7 +10,9 @@ import { formatDuration } from "../config/duration.ts";
 import { formatInt } from "../config/format.ts";
 import type { CampaignPaths } from "../config/paths.ts";
 import { RuntimeFailure } from "../errors.ts";
-import { RemoteWorkers, type ReadService } from "../engine/remote.ts";
+import { EXIT } from "../cli/exit-codes.ts";
+import { RemoteWorkers } from "../engine/remote.ts";
+import type { ReadService } from "../net/worker-server.ts";
 import { SweepEngine } from "../engine/sweep-engine.ts";
 import { serverToken } from "../net/token.ts";
 import { failuresData, renderFailures } from "../report/failures.ts";
@@ -36,8 +38,6 @@ export interface CoordinateOptions {
   /** Seconds between live reports on the console. */
   liveReportSeconds?: number;
 }
-
-export const EXIT_LIFECYCLE = 70;
 
 export async function coordinate(o: CoordinateOptions): Promise<number> {
   const write = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
@@ -116,7 +116,12 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
     });
     const read: ReadService = {
       status(json) {
-        const data = statusData(s.db, { genHashNow: s.genHash, appBuildNow: s.appBuild, outDir: s.outDir });
+        const data = statusData(s.db, {
+          genHashNow: s.genHash,
+          appBuildNow: s.appBuild,
+          outDir: s.outDir,
+          laneOrder: s.config.lanes.map((l) => l.name),
+        });
         return json ? { type: "json", data: { ...data, live: live() } } : { type: "text", text: renderStatus(data) + "\n" + renderLive(live()) };
       },
       failures(req) {
@@ -135,7 +140,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
       nonce,
       now: () => performance.now(),
       read,
-      log: (line) => out.line(line),
+      log: (line) => out.line(`[${clock()}] ${line}`),
     });
     let addr;
     try {
@@ -182,8 +187,8 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
     });
     write(summary.replace(/\n$/, ""));
     write(`(saved as ${saveSessionSummary(s.outDir, s.sessionId, summary)})`);
-    if (problems.length > 0) return EXIT_LIFECYCLE;
-    return engine.counts.newFailures > 0 ? 1 : 0;
+    if (problems.length > 0) return EXIT.lifecycle;
+    return engine.counts.newFailures + engine.counts.reopened > 0 ? EXIT.newFailures : EXIT.ok;
   } finally {
     if (liveTimer) clearInterval(liveTimer);
     process.off("SIGINT", onSignal);
@@ -197,7 +202,10 @@ function banner(write: (l: string) => void, s: SweepSession, seconds: number, ip
   const enabled = s.lanes.filter((l) => l.config.enabled);
   write(`fuzzfleet coordinate: session ${s.sessionId}, generation ${s.generationId} (${s.genHash.slice(0, 12)})${s.appBuild ? `, app ${s.appBuild}` : ""}`);
   if (s.freshGeneration) write("         new generation — all lanes start at base_seed");
-  for (const [lane, n] of s.uncovered) write(`         ${lane}: ${formatInt(n)} seed(s) left uncovered by an earlier session — re-sweeping them first`);
+  for (const [lane, n] of s.uncovered) {
+    if (!enabled.some((l) => l.config.name === lane)) continue;
+    write(`         ${lane}: ${formatInt(n)} seed(s) left uncovered by an earlier session — re-sweeping them first`);
+  }
   write(`         listening on ${ip}:${port} (${hostname()})`);
   if (ip.startsWith("127.") || ip === "::1") {
     write("         !! that is a LOOPBACK address — workers on other hosts cannot reach it.");

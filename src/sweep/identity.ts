@@ -4,7 +4,7 @@
 // - the app build id: which build of the system under test a chunk exercised.
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative, sep } from "node:path";
+import { isAbsolute, join, relative, sep } from "node:path";
 import { ConfigError, RefusedError } from "../errors.ts";
 import type { Config } from "../config/schema.ts";
 
@@ -22,7 +22,11 @@ export interface GeneratorIdentity {
   command: string[];
   /** Absolute paths or absolute globs. */
   files: string[];
-  /** Paths are hashed relative to this directory (the config's), so every host agrees. */
+  /**
+   * Files inside this directory (the config's) are hashed by their path relative to it, so every
+   * host that mounts the campaign directory agrees wherever it is mounted; files outside it (a
+   * system-wide generator binary) by their absolute path, so moving the campaign keeps the id.
+   */
   baseDir: string;
 }
 
@@ -50,12 +54,23 @@ export function hashIdentity(id: GeneratorIdentity, where = "the config"): strin
         { cause: err },
       );
     }
-    h.update(relative(id.baseDir, file).split(sep).join("/"));
+    h.update(hashedPath(id.baseDir, file));
     h.update("\0");
     h.update(createHash("sha256").update(bytes).digest("hex"));
     h.update("\n");
   }
   return h.digest("hex");
+}
+
+function hashedPath(baseDir: string, file: string): string {
+  const rel = relative(baseDir, file);
+  const inside = rel !== "" && rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
+  return (inside ? rel : file).split(sep).join("/");
+}
+
+/** Only these make an entry a glob; `[` and every other character are literal (see globToRegExp). */
+function isGlob(text: string): boolean {
+  return /[*?]/.test(text);
 }
 
 /** The identity entries with globs expanded (each glob sorted); a glob that matches nothing is an error. */
@@ -66,7 +81,7 @@ export function identityFiles(config: Config): string[] {
 function expandIdentity(entries: readonly string[], where: string): string[] {
   const files: string[] = [];
   for (const entry of entries) {
-    if (!/[*?[]/.test(entry)) {
+    if (!isGlob(entry)) {
       files.push(entry);
       continue;
     }
@@ -138,10 +153,10 @@ function newestMtime(path: string): number {
   return Math.max(st.mtimeMs, ...listFiles(path).map((f) => statSync(f).mtimeMs));
 }
 
-/** Files matching an absolute glob with `*`, `?` and `**` segments. */
+/** Files matching an absolute glob with `*`, `?` and `**` segments; a pattern without them names one file. */
 export function globFiles(pattern: string): string[] {
   const parts = pattern.split("/");
-  const firstGlob = parts.findIndex((p) => /[*?[]/.test(p));
+  const firstGlob = parts.findIndex(isGlob);
   if (firstGlob === -1) {
     try {
       return statSync(pattern).isFile() ? [pattern] : [];

@@ -8,7 +8,7 @@ import { copyFileSync, lstatSync, mkdirSync, readdirSync, readFileSync, existsSy
 import { isAbsolute, join, relative } from "node:path";
 import { z } from "zod";
 import type { Db } from "../store/db.ts";
-import { addFailureSeed, failureByKey, insertFailure } from "../store/failures.ts";
+import { addFailureSeed, failureByKey, insertFailure, reopenFailure } from "../store/failures.ts";
 
 export const QUARANTINE_SAMPLES = 40;
 const META_MAX_BYTES = 1 << 20;
@@ -50,6 +50,9 @@ export interface IngestResult {
   finds: number;
   newFailures: number;
   newFailureIds: number[];
+  /** Failures marked fixed that this chunk hit again (regressions): reopened, and as alarming as new ones. */
+  reopened: number;
+  reopenedIds: number[];
   unshrunk: number;
   quarantine: number;
   /** Failure entries that did not validate; kept under <out>/malformed/. */
@@ -57,7 +60,16 @@ export interface IngestResult {
 }
 
 export function ingestChunk(db: Db, t: IngestTarget): IngestResult {
-  const result: IngestResult = { finds: 0, newFailures: 0, newFailureIds: [], unshrunk: 0, quarantine: 0, malformed: [] };
+  const result: IngestResult = {
+    finds: 0,
+    newFailures: 0,
+    newFailureIds: [],
+    reopened: 0,
+    reopenedIds: [],
+    unshrunk: 0,
+    quarantine: 0,
+    malformed: [],
+  };
   const entries = failureEntries(join(t.resultsDir, "failures"));
   const parsed = entries.map((entry) => readFailure(entry, t));
 
@@ -73,6 +85,11 @@ export function ingestChunk(db: Db, t: IngestTarget): IngestResult {
       let failureId: number;
       if (existing) {
         failureId = existing.id;
+        if (existing.state === "fixed") {
+          reopenFailure(db, failureId);
+          result.reopened++;
+          result.reopenedIds.push(failureId);
+        }
       } else {
         const dest = artifactDestination(t.outDir, p.dedupKey, t.generationId);
         copyTree(p.dir, dest);
@@ -145,13 +162,11 @@ function readFailure(dir: string, t: IngestTarget): ParsedFailure | { dir: strin
   if (m.seed < t.seedFrom || m.seed > t.seedTo) {
     return { dir, reason: `meta.json: seed ${m.seed} is outside the chunk's range ${t.seedFrom}..${t.seedTo}` };
   }
+  // Without a minimized input the key would be the bucket alone, merging unrelated findings.
   const keyName = m.key_file ?? pickKeyFile(dir);
-  let keyBytes: Buffer = Buffer.alloc(0);
-  if (keyName !== null) {
-    const read = readRegularFile(join(dir, keyName), KEY_FILE_MAX_BYTES);
-    if (typeof read === "string") return { dir, reason: `${keyName}: ${read}` };
-    keyBytes = read;
-  }
+  if (keyName === null) return { dir, reason: "no minimized input: set key_file or write input.min.* / input.*" };
+  const keyBytes = readRegularFile(join(dir, keyName), KEY_FILE_MAX_BYTES);
+  if (typeof keyBytes === "string") return { dir, reason: `${keyName}: ${keyBytes}` };
   const dedupKey = createHash("sha256").update(m.bucket + "\n").update(keyBytes).digest("hex");
   return {
     dir,
@@ -164,12 +179,16 @@ function readFailure(dir: string, t: IngestTarget): ParsedFailure | { dir: strin
   };
 }
 
-/** The minimized input when meta.json names none: the first input.min.*, else the first input.*. */
+/**
+ * The minimized input when meta.json names none: the first input.min.*, else the first input.*.
+ * Symlinks and special files are candidates too, so that readRegularFile rejects them exactly as
+ * it rejects an explicit key_file, instead of the choice silently falling to another file.
+ */
 function pickKeyFile(dir: string): string | null {
   let names: string[];
   try {
     names = readdirSync(dir, { withFileTypes: true })
-      .filter((d) => d.isFile())
+      .filter((d) => !d.isDirectory())
       .map((d) => d.name)
       .sort();
   } catch {

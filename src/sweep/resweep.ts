@@ -1,6 +1,8 @@
 // `resweep`: re-check the seeds of open failures with the [generator] check command and close
 // the ones that now pass. Nothing is shrunk and no artifact is written; the generator answers one
 // JSON object per seed, {"seed": N, "bucket": "ok" | "<bucket>", "msg": "..."}, on stdout.
+// Each seed is checked with the args of the lane that swept it; a failure is fixed only when
+// every sampled seed, whatever its lane, passes.
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
@@ -11,8 +13,8 @@ import { fillTemplate } from "./command.ts";
 import { RefusedError, UsageError } from "../errors.ts";
 import { runChild } from "../exec/run-child.ts";
 import { CampaignLock } from "../lock/campaign-lock.ts";
-import { openStore } from "../store/db.ts";
-import { failureSeeds, listFailures, markFailureFixed, touchFailure, type FailureListRow } from "../store/failures.ts";
+import { openStore, type Db } from "../store/db.ts";
+import { failureSeedLanes, listFailures, markFailureFixed, touchFailure, type FailureListRow, type SeedLane } from "../store/failures.ts";
 import { currentGeneration } from "../store/generations.ts";
 import { appBuildId, generationHash } from "./identity.ts";
 
@@ -95,21 +97,39 @@ export async function resweepCommand(o: ResweepOptions): Promise<number> {
       write(o.id != null ? `failure #${o.id} is not an open failure of generation ${gen.id}` : "no open failures to re-sweep");
       return 0;
     }
-    const groups = new Map<string, FailureListRow[]>();
-    for (const f of open) groups.set(f.lane_params, [...(groups.get(f.lane_params) ?? []), f]);
+    const plan = planChecks(db, open);
+    const verdicts = new Map<string, Map<number, Verdict>>();
+    const decided = new Set<number>();
     let fixed = 0;
     let still = 0;
     let n = 0;
-    for (const [params, failures] of groups) {
-      const seedsOf = new Map<number, number[]>();
-      for (const f of failures) {
-        const seeds = failureSeeds(db, f.id).slice(0, SEEDS_PER_FAILURE);
-        seedsOf.set(f.id, seeds.length > 0 ? seeds : [f.first_seed]);
-      }
-      const all = [...new Set([...seedsOf.values()].flat())].sort((a, b) => a - b);
-      const verdicts = new Map<number, Verdict>();
+    // Decides (in one transaction) every failure whose lane groups have all been checked.
+    const decideReady = () =>
+      db.transaction(() => {
+        for (const f of open) {
+          if (decided.has(f.id)) continue;
+          const seeds = plan.seedsOf.get(f.id)!;
+          if (!seeds.every((s) => verdicts.has(s.lane_params))) continue;
+          decided.add(f.id);
+          const bad = seeds.filter((s) => verdicts.get(s.lane_params)!.get(s.seed)?.bucket !== "ok");
+          if (bad.length > 0) {
+            still++;
+            touchFailure(db, f.id);
+            const now = [...new Set(bad.map((s) => verdicts.get(s.lane_params)!.get(s.seed)?.bucket ?? "no verdict"))];
+            const differs = now.length !== 1 || now[0] !== f.bucket ? `  (now: ${now.join(", ")})` : "";
+            const shown = bad.map((s) => s.seed);
+            write(`  still failing  #${f.id} ${f.bucket} seeds ${shown.slice(0, 6).join(", ")}${shown.length > 6 ? " …" : ""}${differs}`);
+          } else {
+            fixed++;
+            markFailureFixed(db, f.id, appBuild);
+            write(`  FIXED          #${f.id} ${f.bucket} (${seeds.length} seed(s) now clean)`);
+          }
+        }
+      })();
+    for (const [params, seeds] of plan.groups) {
+      const got = new Map<number, Verdict>();
       let lastOutput = "";
-      for (const batch of batches(all)) {
+      for (const batch of batches(seeds)) {
         const logPath = join(o.paths.outDir, "tmp", `resweep-${process.pid}-${n++}.log`);
         const r = await runChild({
           argv: checkCommand(config.generator.check, laneArgs(params), batch, o.jobs),
@@ -121,35 +141,18 @@ export async function resweepCommand(o: ResweepOptions): Promise<number> {
         lastOutput = readLog(logPath);
         rmSync(logPath, { force: true });
         if (r.outcome === "interrupted") {
-          write("interrupted — nothing of the unfinished group was changed");
-          write(`\n${fixed} fixed, ${still + countRemaining(groups, params)} still open`);
+          write("interrupted — failures with seeds not yet checked were left unchanged");
+          write(`\n${fixed} fixed, ${open.length - fixed} still open`);
           return 0;
         }
-        for (const [seed, v] of parseVerdicts(lastOutput)) verdicts.set(seed, v);
+        for (const [seed, v] of parseVerdicts(lastOutput)) got.set(seed, v);
       }
-      if (verdicts.size === 0) {
+      if (got.size === 0) {
         write(`  the check command produced no verdicts for lane args ${laneArgs(params).join(" ") || "(none)"}:`);
         write(lastOutput.slice(-800));
-        still += failures.length;
-        continue;
       }
-      db.transaction(() => {
-        for (const f of failures) {
-          const seeds = seedsOf.get(f.id)!;
-          const bad = seeds.filter((s) => verdicts.get(s)?.bucket !== "ok");
-          if (bad.length > 0) {
-            still++;
-            touchFailure(db, f.id);
-            const now = [...new Set(bad.map((s) => verdicts.get(s)?.bucket ?? "no verdict"))];
-            const differs = now.length !== 1 || now[0] !== f.bucket ? `  (now: ${now.join(", ")})` : "";
-            write(`  still failing  #${f.id} ${f.bucket} seeds ${bad.slice(0, 6).join(", ")}${bad.length > 6 ? " …" : ""}${differs}`);
-          } else {
-            fixed++;
-            markFailureFixed(db, f.id, appBuild);
-            write(`  FIXED          #${f.id} ${f.bucket} (${seeds.length} seed(s) now clean)`);
-          }
-        }
-      })();
+      verdicts.set(params, got);
+      decideReady();
     }
     write(`\n${fixed} fixed, ${still} still open`);
     return 0;
@@ -179,14 +182,33 @@ function batches(seeds: number[]): number[][] {
   return out;
 }
 
-function countRemaining(groups: Map<string, FailureListRow[]>, from: string): number {
-  let seen = false;
-  let n = 0;
-  for (const [k, v] of groups) {
-    if (k === from) seen = true;
-    if (seen) n += v.length;
+interface CheckPlan {
+  /** Per failure: its sampled seeds, each with the lane that swept it. */
+  seedsOf: Map<number, SeedLane[]>;
+  /** Per lane identity: the seeds to check with that lane's args, deduplicated and sorted. */
+  groups: Map<string, number[]>;
+}
+
+/**
+ * A seed only means the same test under the args of the lane that swept it, and one failure
+ * collects seeds from every lane that hit its minimized input: seeds are grouped by the lane of
+ * the chunk that recorded them, not by the lane of the first find.
+ */
+function planChecks(db: Db, failures: readonly FailureListRow[]): CheckPlan {
+  const seedsOf = new Map<number, SeedLane[]>();
+  const grouped = new Map<string, Set<number>>();
+  for (const f of failures) {
+    const sampled = failureSeedLanes(db, f.id, SEEDS_PER_FAILURE);
+    const seeds = sampled.length > 0 ? sampled : [{ seed: f.first_seed, lane_params: f.lane_params }];
+    seedsOf.set(f.id, seeds);
+    for (const s of seeds) {
+      const set = grouped.get(s.lane_params) ?? new Set<number>();
+      set.add(s.seed);
+      grouped.set(s.lane_params, set);
+    }
   }
-  return n;
+  const groups = new Map([...grouped].map(([params, set]) => [params, [...set].sort((a, b) => a - b)]));
+  return { seedsOf, groups };
 }
 
 function readLog(path: string): string {

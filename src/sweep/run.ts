@@ -8,6 +8,7 @@ import { localWorker, SweepEngine } from "../engine/sweep-engine.ts";
 import { runLocal } from "../engine/local.ts";
 import { saveSessionSummary, sessionSummary } from "../report/session-summary.ts";
 import { SweepConsole } from "../report/sweep-console.ts";
+import { EXIT } from "../cli/exit-codes.ts";
 import type { Confirm } from "./campaign.ts";
 import { closeSweepSession, openSweepSession } from "./session.ts";
 
@@ -24,7 +25,11 @@ export interface RunSweepOptions {
   write?: (line: string) => void;
 }
 
-/** Returns the exit code: 1 when the session recorded a newly distinct failure, else 0. */
+/**
+ * Returns the exit code: 1 when the session recorded a newly distinct (or reopened) failure;
+ * else 4 when every lane got disabled, so an unattended job notices a sweep that stopped
+ * sweeping; else 0.
+ */
 export async function runSweep(o: RunSweepOptions): Promise<number> {
   const write = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
   const s = await openSweepSession({
@@ -72,6 +77,7 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
     write(`fuzzfleet run: session ${s.sessionId}, generation ${s.generationId} (${s.genHash.slice(0, 12)})${s.appBuild ? `, app ${s.appBuild}` : ""} on ${hostname()}`);
     if (s.freshGeneration) write("         new generation — all lanes start at base_seed");
     for (const [lane, n] of s.uncovered) {
+      if (!enabled.some((l) => l.config.name === lane)) continue;
       write(`         ${lane}: ${formatInt(n)} seed(s) left uncovered by an earlier session — re-sweeping them first`);
     }
     write(
@@ -81,7 +87,8 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
     );
     write(`         ends at ${new Date(Date.now() + o.seconds * 1000).toTimeString().slice(0, 8)}`);
     await runLocal(engine, localWorker(s.lanes, s.lastCounts), controller.signal);
-    if (engine.draining === "all lanes disabled" && !controller.signal.aborted) out.line("all lanes disabled — stopping early");
+    const allDisabled = engine.draining === "all lanes disabled" && !controller.signal.aborted;
+    if (allDisabled) out.line("all lanes disabled — stopping early");
     status = controller.signal.aborted ? "interrupted" : "done";
     out.close();
     const summary = sessionSummary(s.db, {
@@ -91,13 +98,21 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
       elapsedSeconds: (performance.now() - startMs) / 1000,
       counts: engine.counts,
       maxShrinks: s.config.defaults.maxShrinks,
-      extra: [],
+      extra: allDisabled ? ["  LANES DISABLED: every lane was disabled for this session; see the lines above"] : [],
       outDir: s.outDir,
     });
     write(summary.replace(/\n$/, ""));
     const path = saveSessionSummary(s.outDir, s.sessionId, summary);
     write(`(saved as ${path})`);
-    return engine.counts.newFailures > 0 ? 1 : 0;
+    const alarming = engine.counts.newFailures + engine.counts.reopened > 0;
+    if (allDisabled) {
+      process.stderr.write(
+        "fuzzfleet: every lane was disabled (timeouts or unexpected generator exits, see above), so the session stopped early" +
+          (alarming ? "; exiting 1 for the new failures it found\n" : "; exiting 4\n"),
+      );
+    }
+    if (alarming) return EXIT.newFailures;
+    return allDisabled ? EXIT.runtime : EXIT.ok;
   } finally {
     out.close();
     process.off("SIGINT", onSignal);

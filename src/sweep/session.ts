@@ -1,15 +1,19 @@
 // Opening and closing a sweep session, shared by `run` (local executor) and `coordinate`
-// (remote workers). Order: config and app checks first (a bad config never takes the lock),
-// then the lock, then the store; everything opened is closed again on any failure.
+// (remote workers). Order: config, budget and app checks first (a bad config never takes the
+// lock), then the lock, then the store: sessions a dead process left 'running' are marked
+// crashed before anything else; everything opened is closed again on any failure.
 import { mkdirSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
+import { formatDuration } from "../config/duration.ts";
 import { loadConfig, type Config } from "../config/load.ts";
 import type { LaneConfig } from "../config/schema.ts";
-import { RefusedError } from "../errors.ts";
+import { deadlineFloor } from "../core/schedule.ts";
+import { RefusedError, UsageError } from "../errors.ts";
 import { CampaignLock, type LockMode } from "../lock/campaign-lock.ts";
 import { openStore, type Db } from "../store/db.ts";
-import { endSession, insertSession } from "../store/sessions.ts";
+import { abortLostChunks } from "../store/chunks.ts";
+import { endSession, insertSession, markCrashedSessions } from "../store/sessions.ts";
 import type { EngineLane } from "../engine/sweep-engine.ts";
 import { ensureGeneration, recoverLanes, selectLanes, syncLanes, type Confirm } from "./campaign.ts";
 import { appBuildId, generationHash, staleAppSource } from "./identity.ts";
@@ -45,6 +49,7 @@ export interface SweepSession {
 
 export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSession> {
   const config = loadConfig(o.paths.configPath);
+  checkBudget(o.requestedSeconds, config);
   const selected = selectLanes(config, o.laneNames);
   if (!selected.some((l) => l.enabled)) {
     throw new RefusedError(`no enabled lanes in ${config.path} — enable one, or name lanes with --lane NAME`);
@@ -66,6 +71,7 @@ export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSess
   let db: Db | null = null;
   try {
     db = openStore(o.paths.dbPath);
+    recordCrashes(db, o.log);
     const { generation, fresh } = await ensureGeneration(db, genHash, o.confirm, o.log);
     const rows = await syncLanes(db, generation.id, config, o.confirm, o.log);
     mkdirSync(join(outDir, "failures"), { recursive: true });
@@ -99,6 +105,35 @@ export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSess
     lock.release();
     throw err;
   }
+}
+
+/** No chunk starts once less than the deadline floor remains, so a budget within it would run nothing. */
+function checkBudget(seconds: number, config: Config): void {
+  const floor = deadlineFloor(config.defaults.chunkSeconds);
+  if (seconds <= floor) {
+    throw new UsageError(
+      `--for ${formatDuration(seconds)} leaves no time for a chunk: nothing starts once less than the deadline floor ` +
+        `(${formatDuration(floor)} = half a chunk, between 10 s and 60 s) remains; ask for more`,
+    );
+  }
+}
+
+/**
+ * Sessions still 'running' belong to a process that died (we hold the lock): mark them crashed
+ * and their chunks in flight aborted:lost. Recovery re-sweeps those ranges like any other
+ * non-complete chunk.
+ */
+function recordCrashes(db: Db, log: (line: string) => void): void {
+  let crashed: number[] = [];
+  let lost = 0;
+  db.transaction(() => {
+    crashed = markCrashedSessions(db);
+    lost = abortLostChunks(db);
+  })();
+  if (crashed.length === 0 && lost === 0) return;
+  const which = crashed.length === 0 ? "" : `session(s) ${crashed.map((id) => `#${id}`).join(", ")} ended without closing (the process died): marked crashed`;
+  const chunks = lost === 0 ? "" : `${lost} chunk(s) left in flight marked aborted:lost; their seeds are queued to be swept again`;
+  log([which, chunks].filter((x) => x !== "").join("; "));
 }
 
 export function closeSweepSession(s: SweepSession, status: "done" | "interrupted"): void {

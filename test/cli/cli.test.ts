@@ -5,6 +5,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { EXIT } from "../../src/cli/exit-codes.ts";
 import { CLI } from "../helpers/campaign.ts";
 
 const fuzzfleet = (args: string[], env: NodeJS.ProcessEnv = {}) =>
@@ -53,4 +54,15 @@ test("demo runs a real campaign in a fresh directory and ends with status and fa
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
+});
+
+test("run and coordinate --help give their exit codes from the one table: 4 when every lane got disabled, 70 lifecycle incomplete", () => {
+  const run = fuzzfleet(["run", "--help"]);
+  assert.equal(run.status, 0);
+  assert.match(run.stdout, /4 runtime error, or every lane got disabled/);
+  assert.match(run.stdout, /--for must be longer than that/);
+  const coordinate = fuzzfleet(["coordinate", "--help"]);
+  assert.equal(coordinate.status, 0);
+  assert.match(coordinate.stdout, new RegExp(`\\n${EXIT.lifecycle} lifecycle incomplete \\(a worker did not acknowledge the stop`));
+  assert.equal(EXIT.lifecycle, 70);
 });

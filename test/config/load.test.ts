@@ -98,6 +98,7 @@ port = 0
 bind = "127.0.0.1"
 lease_seconds = 7.5
 drain_grace_minutes = 0
+stop_grace_seconds = 4
 `);
   const dir = join(file, "..");
   const config = loadConfig(file);
@@ -117,7 +118,7 @@ drain_grace_minutes = 0
   assert.deepStrictEqual(config.lanes, [
     { name: "deep", baseSeed: 10000000, weight: 2.5, enabled: false, jobs: 12, args: ["--max-depth", "8", "--tag={count}"] },
   ]);
-  assert.deepStrictEqual(config.distributed, { port: 0, bind: "127.0.0.1", leaseSeconds: 7.5, drainGraceMinutes: 0 });
+  assert.deepStrictEqual(config.distributed, { port: 0, bind: "127.0.0.1", leaseSeconds: 7.5, drainGraceMinutes: 0, stopGraceSeconds: 4 });
 });
 
 test("chunk_minutes becomes whole seconds, never less than one", () => {

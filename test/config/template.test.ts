@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { DEFAULT_CONFIG_NAME, loadConfig } from "../../src/config/load.ts";
 import { knownKeys } from "../../src/config/schema.ts";
 import { initTemplate } from "../../src/config/template.ts";
+import { pickLane } from "../../src/core/schedule.ts";
 
 const scratchDirs: string[] = [];
 function scratchDir(): string {
@@ -44,7 +45,7 @@ test("the init template loads and is set up for the bundled example generator", 
   assert.deepStrictEqual(config.defaults, {
     jobs: 6, nice: 19, idleIo: true, chunkSeconds: 600, bootstrapSeeds: 40, maxShrinks: 20, hardTimeoutFloor: 180,
   });
-  assert.deepStrictEqual(config.distributed, { port: 9999, bind: "", leaseSeconds: 120, drainGraceMinutes: 35 });
+  assert.deepStrictEqual(config.distributed, { port: 9999, bind: "", leaseSeconds: 120, drainGraceMinutes: 35, stopGraceSeconds: 15 });
 });
 
 test("the init template mentions every key of every table, with a comment", () => {
@@ -70,4 +71,22 @@ test("the init template mentions every key of every table, with a comment", () =
   writeFileSync(file, initTemplate().replace(/^# (\[app\]|path =|sources =)/gm, "$1"));
   const config = loadConfig(file);
   assert.ok(config.app !== null && config.app.path.endsWith("/app/build/app"));
+});
+
+test("the template says what weight 0 does: one chunk per session, not never; enabled = false parks a lane", () => {
+  const lines = initTemplate().split("\n");
+  const at = lines.findIndex((l) => l.startsWith("weight = "));
+  const comment = lines.slice(at, at + 2).join(" ");
+  assert.doesNotMatch(comment, /never picked/);
+  assert.match(comment, /0 still runs one chunk per\s+#?\s*session/);
+  assert.match(comment, /enabled = false/);
+  // What the comment promises, as the scheduler does it.
+  const chunks = new Map<string, number>();
+  const picks: string[] = [];
+  for (let i = 0; i < 10; i++) {
+    const lane = pickLane([{ name: "busy", weight: 1 }, { name: "zero", weight: 0 }], chunks, new Set())!;
+    chunks.set(lane, (chunks.get(lane) ?? 0) + 1);
+    picks.push(lane);
+  }
+  assert.equal(picks.filter((p) => p === "zero").length, 1);
 });

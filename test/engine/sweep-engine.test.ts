@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { loadConfig } from "../../src/config/load.ts";
 import { LaneState } from "../../src/core/lane-state.ts";
-import { localWorker, SweepEngine, type Assignment, type EngineEvents, type EngineLane, type WorkerView } from "../../src/engine/sweep-engine.ts";
+import { abortWording, localWorker, SweepEngine, type Assignment, type EngineEvents, type EngineLane, type WorkerView } from "../../src/engine/sweep-engine.ts";
 import { openStore, type Db } from "../../src/store/db.ts";
 import { insertGeneration } from "../../src/store/generations.ts";
 import { insertLane } from "../../src/store/lanes.ts";
@@ -158,4 +158,46 @@ test("an interrupted chunk is re-queued and does not count as a strike", () => {
   assert.equal(status(h, a.chunkId), "aborted:interrupted");
   assert.equal(h.worker.strikes.get("a") ?? 0, 0);
   assert.deepEqual([h.next().seedFrom], [a.seedFrom]);
+});
+
+test("a chunk killed by a signal is booked aborted:signal SIG and named on the console; a worker's report without a code is 'exit ?'", () => {
+  const h = harness({ lanes: "[lanes.a]\n[lanes.b]\nbase_seed = 1000\n" });
+  const a = h.next();
+  h.engine.finish(h.worker, a.chunkId, { outcome: "complete", exitCode: null, signal: "SIGSEGV", seconds: 1 });
+  assert.equal(status(h, a.chunkId), "aborted:signal SIGSEGV");
+  const b = h.next();
+  h.engine.finish(h.worker, b.chunkId, { outcome: "complete", exitCode: null, seconds: 1 });
+  assert.equal(status(h, b.chunkId), "aborted:exit ?");
+  assert.ok(h.worker.disabled.has("a") && h.worker.disabled.has("b"), "both lanes are disabled");
+  for (const [report, expectWhy, expectDid] of [
+    [{ outcome: "complete", exitCode: null, signal: "SIGSEGV", seconds: 1 }, "killed by SIGSEGV", "was killed by SIGSEGV"],
+    [{ outcome: "complete", exitCode: 3, seconds: 1 }, "exit 3", "exited with 3"],
+    [{ outcome: "complete", exitCode: null, seconds: 1 }, "exit ?", "ended with no exit code (killed by a signal on the worker?)"],
+  ] as const) {
+    const w = abortWording(report);
+    assert.equal(w.why, expectWhy);
+    assert.equal(w.generatorDid, expectDid);
+  }
+});
+
+test("a fixed failure found again by a chunk is reopened and counted in the session's reopened", () => {
+  const h = harness({ lanes: "[lanes.a]\n" });
+  const writeFind = (a: Assignment, seed: number) => {
+    const dir = join(a.scratchDir, "failures", String(seed));
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "meta.json"), JSON.stringify({ seed, bucket: "crash" }));
+    writeFileSync(join(dir, "input.min.txt"), "same minimized input");
+  };
+  const a1 = h.next();
+  writeFind(a1, a1.seedFrom);
+  h.engine.finish(h.worker, a1.chunkId, { ...ok, exitCode: 1 });
+  h.db.prepare("UPDATE failure SET state = 'fixed', resolved_at = '2026-01-01T00:00:00Z'").run();
+  const a2 = h.next();
+  writeFind(a2, a2.seedFrom);
+  h.engine.finish(h.worker, a2.chunkId, { ...ok, exitCode: 1 });
+  assert.deepEqual(
+    { newFailures: h.engine.counts.newFailures, reopened: h.engine.counts.reopened, finds: h.engine.counts.finds },
+    { newFailures: 1, reopened: 1, finds: 2 },
+  );
+  assert.deepEqual(h.db.prepare("SELECT state, resolved_at FROM failure").all(), [{ state: "open", resolved_at: null }]);
 });

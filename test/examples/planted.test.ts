@@ -289,7 +289,7 @@ describe("planted bugs over 20,000 seeds of each size", () => {
         assert.ok((BUCKETS as readonly string[]).includes(meta.bucket));
         assert.equal(meta.shrunk, true);
         assert.ok(meta.msg.length > 0 && !meta.msg.includes("\n"));
-        assert.equal(meta.repro, `node examples/planted/planted.mjs --seed ${seed} --size ${size}`);
+        assert.equal(meta.repro, `node ${SCRIPT} --seed ${seed} --size ${size}`, "the script by its absolute path");
         assert.equal(meta.key_file, "input.min.txt");
         assert.deepEqual(readdirSync(join(dir, "failures", String(seed))).sort(), [
           "input.min.txt",
@@ -306,12 +306,13 @@ describe("planted bugs over 20,000 seeds of each size", () => {
     });
   }
 
-  test("the repro command replays the seed verbosely, writes nothing and exits 1 (0 for an ok seed)", () => {
+  test("the repro command replays the seed verbosely from any directory, writes nothing and exits 1 (0 for an ok seed)", () => {
     const { dir } = runs.get("small")!;
     const seed = findsByBucket(dir).get("hang-detected")![0];
     const meta = readMeta(dir, seed);
-    const [, script, ...args] = meta.repro.split(" ");
-    const r = spawnSync(process.execPath, [script, ...args], { cwd: REPO, env: childEnv(), encoding: "utf8" });
+    // As a user runs it: through a shell, from a campaign directory rather than the repository.
+    const elsewhere = mkdtempSync(join(scratch, "campaign-"));
+    const r = spawnSync("sh", ["-c", meta.repro], { cwd: elsewhere, env: childEnv(), encoding: "utf8" });
     assert.equal(r.status, 1, r.stderr);
     assert.ok(r.stdout.includes(`verdict:   ${meta.bucket}`), r.stdout);
     assert.ok(r.stdout.includes(`message:   ${meta.msg}`), r.stdout);
@@ -319,8 +320,9 @@ describe("planted bugs over 20,000 seeds of each size", () => {
     assert.ok(r.stdout.includes("minimized (3 instructions):"), r.stdout);
 
     const cwd = mkdtempSync(join(scratch, "replay-cwd-"));
-    assert.equal(planted(args, { cwd }).stdout, r.stdout);
+    assert.equal(planted(meta.repro.split(" ").slice(2), { cwd }).stdout, r.stdout);
     assert.deepEqual(readdirSync(cwd), [], "a replay writes nothing");
+    assert.deepEqual(readdirSync(elsewhere), []);
 
     const ok = planted(["--seed", "0"]);
     assert.equal(ok.status, 0, ok.stderr);

@@ -319,6 +319,13 @@ describe("describeHolder", () => {
     );
     assert.match(describeHolder({ ...remote, mode: "explore", ageSeconds: 7500 }), /^an explore campaign .*lock touched 2h05m ago\)$/);
   });
+
+  it("words one-off commands as what they are, not as campaigns", () => {
+    const local: LockHolder = { host: "h", pid: 42, started: "2026-07-25T11:52:33Z", mode: "resweep", port: null, ageSeconds: 3, local: true };
+    assert.equal(describeHolder(local), "a resweep is running on this host (pid 42, started 2026-07-25T11:52:33Z; lock touched 3s ago)");
+    assert.match(describeHolder({ ...local, mode: "reset" }), /^a reset is running on this host \(pid 42,/);
+    assert.match(describeHolder({ ...local, mode: "coordinate" }), /^a coordinate campaign is running on this host/);
+  });
 });
 
 describe("refuseIfRemoteCampaign", () => {
@@ -340,6 +347,17 @@ describe("refuseIfRemoteCampaign", () => {
     const err = refusal(() => refuseIfRemoteCampaign(out, "status"));
     assert.equal(err.message.split("\n")[1], "  That host's campaign owns this store; run 'fuzzfleet status' there.");
     assert.ok(!err.message.includes("--force-unlock"));
+    assert.ok(!err.message.includes("--master"));
+  });
+
+  it("never suggests --master for export, which has none", () => {
+    const out = freshDir();
+    writeLockLine(out, `otherhost 4242 2026-07-25T11:52:33Z coordinate 9999\n`);
+    const err = refusal(() => refuseIfRemoteCampaign(out, "export"));
+    assert.equal(
+      err.message.split("\n")[1],
+      "  That host's campaign owns this store, and 'export' cannot ask it remotely: run 'fuzzfleet export' on otherhost, or here once that campaign ends.",
+    );
     assert.ok(!err.message.includes("--master"));
   });
 

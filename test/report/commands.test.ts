@@ -1,10 +1,10 @@
 // status, failures, export and init as a user runs them; read commands never write.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { Campaign } from "../helpers/campaign.ts";
+import { Campaign, PLANTED } from "../helpers/campaign.ts";
 
 const digest = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 
@@ -52,7 +52,7 @@ describe("reports on a swept campaign", () => {
     assert.equal(text.code, 0);
     const first = all.failures[0]!;
     assert.match(text.stdout, new RegExp(`#${first.id}\\s+${first.bucket}`));
-    assert.match(text.stdout, /repro: node examples\/planted\/planted\.mjs --seed \d+/);
+    assert.ok(text.stdout.includes(`repro: node ${PLANTED} --seed `), "the repro names the generator by its absolute path");
     assert.match(text.stdout, /\| /, "-v shows report.txt lines");
     assert.ok(existsSync(join(first.artifact_dir, "meta.json")));
     const none = c.cli(["failures", "--state", "fixed"]);
@@ -82,6 +82,48 @@ describe("reports on a swept campaign", () => {
     assert.match(one.stderr, /wrote .*bug\.txt \(1 failure\(s\)/);
   });
 
+  test("export -o to a path that cannot be written is a runtime error naming the path and the OS error", () => {
+    const target = join(c.dir, "no-such-dir", "bug.txt");
+    const r = c.cli(["export", "-o", target]);
+    assert.equal(r.code, 4);
+    assert.equal(r.stderr, `fuzzfleet: cannot write the export to ${target} (ENOENT: no such file or directory); pick a writable path for -o\n`);
+    assert.equal(r.stdout, "");
+  });
+
+  test("export with no matching failure says so on stderr, keeping stdout for the bundle", () => {
+    const r = c.cli(["export", "--bucket", "no-such-bucket"]);
+    assert.equal(r.code, 0);
+    assert.equal(r.stdout, "");
+    assert.equal(r.stderr, "no matching failures\n");
+  });
+
+  test("status lists lanes in config order, whatever order their rows were created in", () => {
+    const original = readFileSync(c.configPath, "utf8");
+    try {
+      c.writeConfig({
+        lanes: {
+          large: 'base_seed = 1000000\nargs = ["--size", "large"]',
+          small: 'base_seed = 1\nweight = 2\nargs = ["--size", "small"]',
+        },
+      });
+      const d = JSON.parse(c.cli(["status", "--json"]).stdout) as { lanes: { name: string }[] };
+      assert.deepEqual(
+        d.lanes.map((l) => l.name),
+        ["large", "small"],
+      );
+      assert.match(c.cli(["status"]).stdout, /\nlarge .*\nsmall /);
+      // Without a readable config the store's row order is all there is.
+      writeFileSync(c.configPath, "not toml [");
+      const rows = JSON.parse(c.cli(["status", "--json"]).stdout) as { lanes: { name: string }[] };
+      assert.deepEqual(
+        rows.lanes.map((l) => l.name),
+        ["small", "large"],
+      );
+    } finally {
+      writeFileSync(c.configPath, original);
+    }
+  });
+
   test("status, failures and export never write the store", () => {
     // TRUNCATE mode leaves an empty -journal file behind the writer; readers must not touch either.
     const snapshot = () => ({
@@ -95,16 +137,46 @@ describe("reports on a swept campaign", () => {
     }
     assert.deepEqual(snapshot(), before);
   });
+
+  test("--state stale lists the failures an earlier generation left stale, without --all-generations", () => {
+    const open = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE state = 'open'").n;
+    assert.ok(open > 0);
+    assert.equal(c.cli(["reset", "--yes"]).code, 0);
+    const data = JSON.parse(c.cli(["failures", "--state", "stale", "--json"]).stdout) as {
+      filters: { allGenerations: boolean };
+      failures: { state: string; generation_id: number }[];
+    };
+    assert.equal(data.failures.length, open);
+    assert.ok(data.failures.every((f) => f.state === "stale" && f.generation_id === 1));
+    assert.equal(data.filters.allGenerations, true);
+    const bundle = c.cli(["export", "--state", "stale"]);
+    assert.equal(bundle.code, 0, bundle.stderr);
+    assert.match(bundle.stdout, new RegExp(`end of export -- ${open} failure\\(s\\)`));
+    const help = c.cli(["failures", "--help"]);
+    assert.match(help.stdout, /stale implies --all-generations/);
+  });
 });
 
 describe("read commands without a store", () => {
   const c = new Campaign();
   after(() => c.cleanup());
+  const nothing = "no sweeps recorded yet — fuzzfleet run --for 30m\n";
 
-  test("status on a campaign that never ran does not create the store", () => {
-    const r = c.cli(["status"]);
-    assert.equal(r.code, 4);
-    assert.match(r.stderr, /no store at .*fuzzfleet run/);
+  test("status and failures on a campaign that never ran say so, exit 0 and do not create the store", () => {
+    for (const what of ["status", "failures"]) {
+      const r = c.cli([what]);
+      assert.deepEqual({ code: r.code, stdout: r.stdout, stderr: r.stderr }, { code: 0, stdout: nothing, stderr: "" }, what);
+    }
+    const json = JSON.parse(c.cli(["status", "--json"]).stdout) as { generation: unknown; lanes: unknown[] };
+    assert.deepEqual([json.generation, json.lanes], [null, []]);
+    const failures = JSON.parse(c.cli(["failures", "--json"]).stdout) as { generation: unknown; failures: unknown[] };
+    assert.deepEqual([failures.generation, failures.failures], [null, []]);
+    assert.ok(!existsSync(c.dbPath));
+  });
+
+  test("export on a campaign that never ran says so on stderr, exits 0 and does not create the store", () => {
+    const r = c.cli(["export"]);
+    assert.deepEqual({ code: r.code, stdout: r.stdout, stderr: r.stderr }, { code: 0, stdout: "", stderr: nothing });
     assert.ok(!existsSync(c.dbPath));
   });
 });
@@ -124,7 +196,8 @@ describe("init", () => {
     assert.match(ok.stdout, /wrote .*fuzzfleet\.toml/);
     assert.equal(c.cli(["--config", path, "init"]).code, 3);
     assert.equal(c.cli(["--config", path, "init", "--force"]).code, 0);
-    const run = c.cli(["--config", path, "run", "--for", "11s"], { env: { PLANTED_COST_MS: "0" } });
+    // Its 10-minute chunks put the deadline floor at 60 s.
+    const run = c.cli(["--config", path, "run", "--for", "61s"], { env: { PLANTED_COST_MS: "0" } });
     assert.ok([0, 1].includes(run.code!), run.stderr);
     assert.ok(existsSync(join(dir, "fuzzfleet.db")));
   });

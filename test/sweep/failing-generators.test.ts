@@ -1,10 +1,11 @@
-// Generators that misbehave: a hang (hard timeout, rate halving, two strikes) and an
-// unexpected exit code (chunk aborted, log kept, lane disabled).
+// Generators that misbehave: a hang (hard timeout, rate halving, two strikes), an unexpected
+// exit code or a fatal signal (chunk aborted, log kept, lane disabled). A run whose every lane
+// got disabled exits 4 unless it found something new: an unattended job must notice.
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { Campaign, coverageViolations, processesMentioning } from "../helpers/campaign.ts";
+import { Campaign, coverageViolations, PLANTED, processesMentioning } from "../helpers/campaign.ts";
 
 interface ChunkRow {
   id: number;
@@ -18,7 +19,8 @@ test("a hanging generator: aborted:timeout, rate halved, and a second consecutiv
   const c = new Campaign({ defaults: { chunk_minutes: 0.02, hard_timeout_floor: 1, bootstrap_seeds: 50 } });
   try {
     const r = c.cli(["run", "--for", "40s"], { env: { PLANTED_HANG_SEED: "10" } });
-    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.code, 4, r.stderr);
+    assert.match(r.stderr, /every lane was disabled .*; exiting 4/);
     const chunks = c.query<ChunkRow>("SELECT * FROM chunk ORDER BY id");
     assert.deepEqual(
       chunks.map((ch) => ch.status),
@@ -48,7 +50,9 @@ test("an unexpected exit code aborts the chunk, keeps its log and disables the l
   });
   try {
     const r = c.cli(["run", "--for", "30s"], { env: { PLANTED_EXIT: "3" } });
-    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.code, 4, "every lane disabled and nothing new found: exit 4");
+    assert.match(r.stderr, /fuzzfleet: every lane was disabled \(timeouts or unexpected generator exits, see above\), so the session stopped early; exiting 4/);
+    assert.match(r.stdout, /LANES DISABLED: every lane was disabled for this session/);
     const chunks = c.query<ChunkRow & { lane_id: number }>("SELECT * FROM chunk ORDER BY id");
     assert.deepEqual(
       chunks.map((ch) => ch.status),
@@ -58,10 +62,48 @@ test("an unexpected exit code aborts the chunk, keeps its log and disables the l
     const log = join(c.outDir, "tmp", `chunk-${chunks[0]!.id}.log`);
     assert.ok(existsSync(log), "the log is kept for the post-mortem");
     assert.match(r.stdout, new RegExp(`see ${log.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
-    assert.match(r.stdout, /lane 'a' disabled for the rest of this session: the generator exit 3/);
+    assert.match(r.stdout, /chunk \d+ aborted \(exit 3\) after/);
+    assert.match(r.stdout, /lane 'a' disabled for the rest of this session: the generator exited with 3; see /);
     assert.ok(readFileSync(log, "utf8").length >= 0);
     for (const lane of c.query<{ cursor: number; base_seed: number }>("SELECT * FROM lane")) assert.equal(lane.cursor, lane.base_seed);
     assert.deepEqual(coverageViolations(c), []);
+  } finally {
+    c.cleanup();
+  }
+});
+
+test("a generator killed by a signal is reported by the signal's name, in the chunk table and on the console", () => {
+  const c = new Campaign({
+    generator: `[generator]
+command = ["sh", "-c", "kill -USR1 $$", "generator", "{seed_from}", "{count}", "{out}"]
+identity = [${JSON.stringify(PLANTED)}]
+`,
+  });
+  try {
+    const r = c.cli(["run", "--for", "30s"]);
+    assert.equal(r.code, 4, r.stdout + r.stderr);
+    assert.deepEqual(
+      c.query<ChunkRow>("SELECT * FROM chunk").map((ch) => ch.status),
+      ["aborted:signal SIGUSR1"],
+    );
+    assert.match(r.stdout, /chunk \d+ aborted \(killed by SIGUSR1\) after/);
+    assert.match(r.stdout, /lane 'small' disabled for the rest of this session: the generator was killed by SIGUSR1; see /);
+    assert.ok(!r.stdout.includes("exit null"));
+    assert.equal(c.one<{ cursor: number }>("SELECT cursor FROM lane").cursor, 1);
+  } finally {
+    c.cleanup();
+  }
+});
+
+test("a run whose lanes all get disabled still exits 1 when it found a newly distinct failure first", () => {
+  const c = new Campaign({ defaults: { chunk_minutes: 0.02, hard_timeout_floor: 1, bootstrap_seeds: 2000 } });
+  try {
+    // The first chunk, seeds 1..2,000, holds finds; every later chunk starts at 2,001 and holds
+    // the hang (a chunk has at least 10 seeds), so two consecutive timeouts disable the lane.
+    const r = c.cli(["run", "--for", "40s"], { env: { PLANTED_HANG_SEED: "2005" } });
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.match(r.stderr, /every lane was disabled .*; exiting 1 for the new failures it found/);
+    assert.ok(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n > 0);
   } finally {
     c.cleanup();
   }

@@ -84,6 +84,26 @@ identity = ["gen/planted.mjs"]
   });
 });
 
+describe("a time budget within the deadline floor", () => {
+  const c = new Campaign();
+  after(() => c.cleanup());
+
+  test("run and coordinate refuse a --for no longer than the deadline floor (exit 2), naming both, before taking the lock", () => {
+    // chunk_minutes = 0.05: 3 s chunks, so the floor is its minimum, 10 s.
+    for (const cmd of ["run", "coordinate"]) {
+      const r = c.cli([cmd, "--for", "10s"]);
+      assert.equal(r.code, 2, `${cmd}: ${r.stdout}${r.stderr}`);
+      assert.equal(
+        r.stderr,
+        "fuzzfleet: --for 10s leaves no time for a chunk: nothing starts once less than the deadline floor " +
+          "(10s = half a chunk, between 10 s and 60 s) remains; ask for more\n",
+      );
+    }
+    assert.ok(!existsSync(c.dbPath), "no store was created");
+    assert.ok(!existsSync(join(c.outDir, "fuzzfleet.lock")));
+  });
+});
+
 describe("a lock held by another host", () => {
   const c = new Campaign();
   after(() => c.cleanup());
@@ -103,6 +123,10 @@ describe("a lock held by another host", () => {
       assert.equal(r.code, 3, r.stderr);
       assert.match(r.stderr, new RegExp(`fuzzfleet ${what} --master otherhost:9999`));
     }
+    const exp = c.cli(["export"]);
+    assert.equal(exp.code, 3, exp.stderr);
+    assert.doesNotMatch(exp.stderr, /--master/, "export has no --master");
+    assert.match(exp.stderr, /'export' cannot ask it remotely: run 'fuzzfleet export' on otherhost, or here once that campaign ends/);
     assert.equal(readFileSync(lock(), "utf8"), "otherhost 4242 2026-01-01T00:00:00Z coordinate 9999\n", "nobody touched it");
   });
 

@@ -1,6 +1,6 @@
 // Generation id, app build id and the stale-app guard.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -76,4 +76,35 @@ test("glob syntax: * stays in one directory, ** crosses directories, ? is one ch
   assert.ok(globToRegExp("/a/?.c").test("/a/x.c"));
   assert.ok(!globToRegExp("/a/?.c").test("/a/xy.c"));
   assert.ok(!globToRegExp("/a/x.c").test("/a/xxc"), "dots are literal");
+});
+
+test("identity files outside the campaign directory are hashed by absolute path, so moving the campaign keeps the generation", () => {
+  const tool = join(root, "system", "bin", "tool");
+  mkdirSync(join(root, "system", "bin"), { recursive: true });
+  writeFileSync(tool, "a generator binary outside the campaign");
+  const generator = gen(JSON.stringify(["gen/*.mjs", tool]));
+  const here = setup("moved-from", generator);
+  const deeper = setup(join("one", "two", "moved-to"), generator);
+  assert.equal(generationHash(deeper.load()), generationHash(here.load()));
+  // The path still counts: the same bytes elsewhere are another generator.
+  const elsewhere = join(root, "system", "other-tool");
+  writeFileSync(elsewhere, "a generator binary outside the campaign");
+  assert.notEqual(generationHash(setup("other", gen(JSON.stringify(["gen/*.mjs", elsewhere]))).load()), generationHash(here.load()));
+});
+
+test("only * and ? make an identity entry or an app source a glob; [ is a literal character", () => {
+  const missing = setup("bracket-missing", gen('["gen/[v2].mjs"]'));
+  assert.throws(() => generationHash(missing.load()), /identity file .*gen\/\[v2\]\.mjs cannot be read \(ENOENT\)/);
+  // A literal entry is read through a symlink, as any other listed file.
+  const linked = setup("bracket-link", gen('["gen/[v2].mjs"]'), `[app]\npath = "app.bin"\nsources = ["src/[core].c"]`);
+  symlinkSync(join(linked.dir, "gen", "main.mjs"), join(linked.dir, "gen", "[v2].mjs"));
+  assert.deepEqual(identityFiles(linked.load()), [join(linked.dir, "gen", "[v2].mjs")]);
+  assert.match(generationHash(linked.load()), /^[0-9a-f]{64}$/);
+  writeFileSync(join(linked.dir, "app.bin"), "app");
+  const past = new Date(Date.now() - 3600_000);
+  utimesSync(join(linked.dir, "app.bin"), past, past);
+  mkdirSync(join(linked.dir, "src"));
+  writeFileSync(join(linked.dir, "src", "real.c"), "int x;");
+  symlinkSync(join(linked.dir, "src", "real.c"), join(linked.dir, "src", "[core].c"));
+  assert.equal(staleAppSource(linked.load())?.file, join(linked.dir, "src", "[core].c"));
 });

@@ -10,6 +10,7 @@ import { insertGeneration } from "../../src/store/generations.ts";
 import { insertLane } from "../../src/store/lanes.ts";
 import { insertSession } from "../../src/store/sessions.ts";
 import { insertChunk } from "../../src/store/chunks.ts";
+import { markFailureFixed } from "../../src/store/failures.ts";
 import { ingestChunk, QUARANTINE_SAMPLES, type IngestTarget } from "../../src/sweep/ingest.ts";
 
 const key = (bucket: string, min: string) => createHash("sha256").update(`${bucket}\n`).update(min).digest("hex");
@@ -121,6 +122,53 @@ describe("ingestChunk", () => {
     assert.equal((db.prepare("SELECT COUNT(*) AS n FROM failure").get() as { n: number }).n, 0);
   });
 
+  test("an implicit key file that is a symlink, and an entry with no minimized input at all, are malformed", () => {
+    const results = join(root, "r4");
+    writeFailure(results, 2, { seed: 2, bucket: "crash" }, { "input.txt": "full" });
+    writeFileSync(join(root, "outside-min"), "not yours");
+    symlinkSync(join(root, "outside-min"), join(results, "failures", "2", "input.min.txt"));
+    writeFailure(results, 3, { seed: 3, bucket: "crash" }, { "report.txt": "only a report" });
+    writeFailure(results, 4, { seed: 4, bucket: "crash" }, { "input.min.c": "A" });
+    const r = ingestChunk(db, target(results, 1, 10));
+    assert.deepEqual(
+      r.malformed.map((m) => [m.entry.split("/").pop(), m.reason]),
+      [
+        ["2", "input.min.txt: not a regular file"],
+        ["3", "no minimized input: set key_file or write input.min.* / input.*"],
+      ],
+    );
+    assert.equal(r.finds, 1);
+    assert.deepEqual(
+      (db.prepare("SELECT first_seed, dedup_key FROM failure").all() as { first_seed: number; dedup_key: string }[]).map((f) => [f.first_seed, f.dedup_key]),
+      [[4, key("crash", "A")]],
+    );
+  });
+
+  test("a fixed failure that is hit again is reopened and counted apart from new ones", () => {
+    const first = join(root, "re1");
+    writeFailure(first, 2, { seed: 2, bucket: "crash" }, { "input.min.txt": "A" });
+    ingestChunk(db, target(first, 1, 10));
+    const id = (db.prepare("SELECT id FROM failure").get() as { id: number }).id;
+    markFailureFixed(db, id, "app1");
+    const again = join(root, "re2");
+    writeFailure(again, 12, { seed: 12, bucket: "crash" }, { "input.min.txt": "A" });
+    writeFailure(again, 13, { seed: 13, bucket: "crash" }, { "input.min.txt": "A" });
+    writeFailure(again, 14, { seed: 14, bucket: "crash" }, { "input.min.txt": "B" });
+    const r = ingestChunk(db, target(again, 11, 20));
+    assert.deepEqual(
+      { finds: r.finds, newFailures: r.newFailures, reopened: r.reopened, reopenedIds: r.reopenedIds },
+      { finds: 3, newFailures: 1, reopened: 1, reopenedIds: [id] },
+    );
+    assert.deepEqual(db.prepare("SELECT state, resolved_at, resolved_app_build, hits FROM failure WHERE id = ?").get(id), {
+      state: "open",
+      resolved_at: null,
+      resolved_app_build: null,
+      hits: 3,
+    });
+    const open = ingestChunk(db, target(again, 11, 20));
+    assert.equal(open.reopened, 0, "an open failure hit again is just a hit");
+  });
+
   test(`quarantine is counted in full and sampled up to ${QUARANTINE_SAMPLES} per generation`, () => {
     const a = join(root, "q1");
     mkdirSync(join(a, "quarantine"), { recursive: true });
@@ -135,6 +183,6 @@ describe("ingestChunk", () => {
 
   test("a chunk without failures/ or quarantine/ ingests as clean", () => {
     const r = ingestChunk(db, target(join(root, "nothing-here"), 1, 10));
-    assert.deepEqual(r, { finds: 0, newFailures: 0, newFailureIds: [], unshrunk: 0, quarantine: 0, malformed: [] });
+    assert.deepEqual(r, { finds: 0, newFailures: 0, newFailureIds: [], reopened: 0, reopenedIds: [], unshrunk: 0, quarantine: 0, malformed: [] });
   });
 });

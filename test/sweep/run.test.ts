@@ -2,6 +2,14 @@
 // child process, and the real SQLite store.
 import assert from "node:assert/strict";
 import { existsSync, readdirSync } from "node:fs";
+import { loadConfig } from "../../src/config/load.ts";
+import { laneIdentity } from "../../src/config/schema.ts";
+import { insertChunk } from "../../src/store/chunks.ts";
+import { openStore } from "../../src/store/db.ts";
+import { insertGeneration } from "../../src/store/generations.ts";
+import { insertLane } from "../../src/store/lanes.ts";
+import { insertSession } from "../../src/store/sessions.ts";
+import { generationHash } from "../../src/sweep/identity.ts";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { Campaign, coverageViolations, exited, processesMentioning, waitFor } from "../helpers/campaign.ts";
@@ -113,6 +121,9 @@ describe("interruptions", () => {
       const r = c.cli(["run", "--for", "12s", "--yes"]);
       assert.ok(r.code === 0 || r.code === 1, `reclaimed without --force-unlock\n${r.stderr}`);
       assert.match(r.stdout, /left uncovered by an earlier session/);
+      assert.match(r.stderr, /session\(s\) #1 ended without closing \(the process died\): marked crashed; 1 chunk\(s\) left in flight marked aborted:lost/);
+      assert.deepEqual(c.one("SELECT status, ended_at FROM session WHERE id = 1"), { status: "crashed", ended_at: null });
+      assert.equal(c.one<ChunkRow>("SELECT * FROM chunk WHERE id = ?", chunk.id).status, "aborted:lost");
       const lane = c.one<{ id: number; cursor: number }>("SELECT id, cursor FROM lane WHERE retired = 0");
       const next = c.query<ChunkRow>("SELECT * FROM chunk WHERE lane_id = ? AND id > ? ORDER BY id", lane.id, chunk.id)[0]!;
       assert.equal(next.seed_from, chunk.seed_from, "the lost range is swept first");
@@ -121,5 +132,62 @@ describe("interruptions", () => {
     } finally {
       c.cleanup();
     }
+  });
+});
+
+describe("a store left behind by a process that died", () => {
+  // Forged as a killed coordinator leaves it: session 1 'running', one chunk of each lane in flight.
+  const c = new Campaign({
+    lanes: {
+      small: 'base_seed = 1\nargs = ["--size", "small"]',
+      large: 'base_seed = 1000000\nargs = ["--size", "large"]',
+    },
+  });
+  after(() => c.cleanup());
+  const config = loadConfig(c.configPath);
+  const db = openStore(c.dbPath);
+  const gen = insertGeneration(db, generationHash(config), "initial");
+  const session = insertSession(db, { generationId: gen, requestedSeconds: 600, appBuild: null, mode: "distributed", host: "h", port: 9 });
+  const lost = config.lanes.map((l) => {
+    const laneId = insertLane(db, gen, l.name, laneIdentity(l), l.baseSeed);
+    const chunkId = insertChunk(db, { sessionId: session, laneId, seedFrom: l.baseSeed, seedTo: l.baseSeed + 99, appBuild: null, status: "leased", workerId: null });
+    return { lane: l.name, chunkId, seedFrom: l.baseSeed };
+  });
+  db.close();
+
+  test("run marks the dead session crashed and its chunks aborted:lost, and names uncovered seeds only of the lanes it sweeps", () => {
+    const r = c.cli(["run", "--lane", "small", "--for", "11s"]);
+    assert.ok(r.code === 0 || r.code === 1, r.stderr);
+    assert.match(r.stdout, /small: 100 seed\(s\) left uncovered by an earlier session/);
+    assert.doesNotMatch(r.stdout, /large: .*left uncovered/, "lane large is not swept by this session");
+    assert.deepEqual(c.one("SELECT status, ended_at FROM session WHERE id = ?", session), { status: "crashed", ended_at: null });
+    assert.deepEqual(
+      lost.map((l) => c.one<{ status: string }>("SELECT status FROM chunk WHERE id = ?", l.chunkId).status),
+      ["aborted:lost", "aborted:lost"],
+    );
+    const first = c.one<ChunkRow>("SELECT * FROM chunk WHERE session_id = 2 ORDER BY id LIMIT 1");
+    assert.deepEqual([first.seed_from, first.seed_to], [1, 100], "the lost range of the swept lane goes first");
+    assert.deepEqual(coverageViolations(c), []);
+  });
+
+  test("status shows the crashed session and counts lost chunks as aborted", () => {
+    const json = JSON.parse(c.cli(["status", "--json"]).stdout) as {
+      sessions: { id: number; status: string }[];
+      totals: { aborted: number };
+    };
+    assert.deepEqual(json.sessions.find((s) => s.id === session)?.status, "crashed");
+    assert.equal(json.totals.aborted, c.one<{ n: number }>("SELECT COUNT(*) AS n FROM chunk WHERE status LIKE 'aborted%'").n);
+    assert.ok(json.totals.aborted >= 2);
+    const text = c.cli(["status"]).stdout;
+    assert.match(text, new RegExp(`#${session} crashed  \\S+ -> \\?  \\(the process died without closing the session\\)`));
+  });
+
+  test("the lane that was not swept still has its lost range queued for the next session that sweeps it", () => {
+    const r = c.cli(["run", "--lane", "large", "--for", "11s"]);
+    assert.ok(r.code === 0 || r.code === 1, r.stderr);
+    assert.match(r.stdout, /large: 100 seed\(s\) left uncovered by an earlier session/);
+    const first = c.one<ChunkRow>("SELECT c.* FROM chunk c JOIN lane l ON l.id = c.lane_id WHERE l.name = 'large' AND c.session_id = 3 ORDER BY c.id LIMIT 1");
+    assert.equal(first.seed_from, lost[1]!.seedFrom);
+    assert.deepEqual(coverageViolations(c), []);
   });
 });
