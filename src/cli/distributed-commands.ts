@@ -40,8 +40,8 @@ A lane's cursor only moves to the low-water mark of the chunks in flight; a work
 stops heartbeating has its chunk reissued. At the deadline the coordinator drains (no new chunks,
 waits up to [distributed] drain_grace_minutes), then stops each worker with a fresh token and waits
 up to stop_grace_seconds for its exact acknowledgement.
-Exit: 0 ok, 1 newly distinct failure, 2 bad config or flag, 3 refused, 4 runtime error,
-70 shutdown incomplete (a worker did not acknowledge the stop; named in the summary).`,
+Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refused, 4 runtime error,
+70 lifecycle incomplete (a worker did not acknowledge the stop; named in the summary).`,
     )
     .action(
       action<{ for: string; port?: number; bind?: string; token?: string; lane: string[]; yes?: boolean; allowStaleApp?: boolean; forceUnlock?: boolean }>(

@@ -9,6 +9,7 @@ import { registerSweepCommands } from "./sweep-commands.ts";
 import { registerReportCommands } from "./report-commands.ts";
 import { registerDemo } from "./demo.ts";
 import { registerDistributedCommands } from "./distributed-commands.ts";
+import { registerExplore } from "./explore-command.ts";
 
 export function buildProgram(): Command {
   const program = new Command("fuzzfleet")
@@ -42,6 +43,7 @@ Exit codes: 0 ok, 1 'run' recorded a newly distinct failure, 2 usage or config e
   registerSweepCommands(program);
   registerReportCommands(program);
   registerDistributedCommands(program);
+  registerExplore(program);
   registerDemo(program);
   for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError("(run with --help for usage)");
   return program;

@@ -64,6 +64,20 @@ export const Prove = z.strictObject({
   problem: text(2000).nullable(),
 });
 
+/** What an explore worker needs to run tasks; null for sweeps. */
+export const ExploreSetup = z.strictObject({
+  corpus_dir: text(4096),
+  /** This worker's staging directory: stages go to <stage_root>/<staging_id>/. */
+  stage_root: text(4096),
+  target: z.array(text(65536)).min(1).max(4096),
+  target_cwd: text(4096),
+  simulate: z.boolean(),
+  max_children: z.number().int().min(1).max(1_000_000),
+  max_result_bytes: z.number().int().min(1),
+  max_input_bytes: z.number().int().min(1),
+});
+export type ExploreSetupT = z.infer<typeof ExploreSetup>;
+
 export const Welcome = z.strictObject({
   type: z.literal("welcome"),
   worker_id: id,
@@ -72,6 +86,7 @@ export const Welcome = z.strictObject({
   lease_seconds: seconds,
   heartbeat_seconds: seconds,
   generation: id,
+  explore: ExploreSetup.nullable(),
 });
 
 export const Refuse = z.strictObject({ type: z.literal("refuse"), reason: text(8192) });
@@ -121,6 +136,43 @@ export const Ack = z.strictObject({
   note: text(200).nullable(),
 });
 
+// ---- explore work ----------------------------------------------------------------------------
+
+const hash = z.string().regex(/^[0-9a-f]{64}$/, "a 64-character lowercase hex SHA-256");
+
+export const TaskItem = z.strictObject({
+  task_id: id,
+  hash,
+  /** The lease token this task was dispatched under; echoed in the result. */
+  fence: text(512),
+  timeout: seconds,
+});
+export type TaskItemT = z.infer<typeof TaskItem>;
+
+export const Task = z.strictObject({ type: z.literal("task"), tasks: z.array(TaskItem).min(1).max(64) });
+
+export const ProtocolErrorKind = z.enum(["", "input-copy-error", "input-budget-exceeded", "result-budget-exceeded", "execution-error", "corpus-publication", "interrupted"]);
+
+export const Result = z.strictObject({
+  type: z.literal("result"),
+  task_id: id,
+  fence: text(512),
+  /** SHA-256 of the bytes the worker actually executed (recomputed while copying). */
+  input_hash: hash.nullable(),
+  /** One entry per child file, duplicates allowed. */
+  new_hashes: z.array(hash).max(1_000_000),
+  num_generated: z.number().int().min(0),
+  staged_bytes: z.number().int().min(0),
+  /** 32 lowercase hex when there are children, "" when there are none. */
+  staging_id: z.string().regex(/^([0-9a-f]{32})?$/, "32 lowercase hex characters or empty"),
+  retcode: z.number().int().min(-1).max(255).nullable(),
+  elapsed: seconds,
+  protocol_error: ProtocolErrorKind,
+  budget: z.strictObject({ resource: text(32), observed: z.number().min(0), limit: z.number().min(0) }).nullable(),
+  detail: text(2000).nullable(),
+});
+export type ResultFrame = z.infer<typeof Result>;
+
 // ---- shutdown --------------------------------------------------------------------------------
 
 export const Stop = z.strictObject({ type: z.literal("stop"), token: text(128) });
@@ -137,9 +189,9 @@ export const JsonReply = z.strictObject({ type: z.literal("json"), data: z.unkno
 /** The first frame of any connection to a coordinator. */
 export const FirstFrame = z.discriminatedUnion("type", [Hello, StatusRequest, FailuresRequest]);
 /** Frames a worker may send after the handshake. */
-export const WorkerFrame = z.discriminatedUnion("type", [Want, Heartbeat, Done, StopAck, Bye]);
+export const WorkerFrame = z.discriminatedUnion("type", [Want, Heartbeat, Done, Result, StopAck, Bye]);
 /** Frames a coordinator may send to a worker in reply to a request. */
-export const CoordinatorReply = z.discriminatedUnion("type", [Assign, Wait, Drain, Ack, Stop, Bye, Refuse]);
+export const CoordinatorReply = z.discriminatedUnion("type", [Assign, Task, Wait, Drain, Ack, Stop, Bye, Refuse]);
 export const HandshakeReply = z.discriminatedUnion("type", [Challenge, Welcome, Refuse]);
 export const ReadReply = z.discriminatedUnion("type", [TextReply, JsonReply, Refuse]);
 
@@ -181,6 +233,8 @@ export type Frame =
   | z.infer<typeof Drain>
   | z.infer<typeof Heartbeat>
   | z.infer<typeof Done>
+  | z.infer<typeof Task>
+  | z.infer<typeof Result>
   | z.infer<typeof Ack>
   | z.infer<typeof Stop>
   | z.infer<typeof StopAck>

@@ -2,6 +2,14 @@
 // of the coordinator itself.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { loadConfig } from "../../src/config/load.ts";
+import { laneIdentity } from "../../src/config/schema.ts";
+import { insertChunk } from "../../src/store/chunks.ts";
+import { openStore } from "../../src/store/db.ts";
+import { insertGeneration } from "../../src/store/generations.ts";
+import { insertLane } from "../../src/store/lanes.ts";
+import { insertSession } from "../../src/store/sessions.ts";
+import { generationHash } from "../../src/sweep/identity.ts";
 import { Campaign, coverageViolations, distributedTable, processesMentioning, start, startCoordinator, waitFor } from "../helpers/campaign.ts";
 
 interface ChunkRow {
@@ -81,6 +89,9 @@ test("after SIGKILL of the coordinator, a new one reclaims the lock and re-sweep
 
     const again = await startCoordinator(c, ["--for", "25s"]);
     assert.match(again.output(), /small: [\d,]+ seed\(s\) left uncovered by an earlier session — re-sweeping them first/);
+    assert.match(again.output(), /session\(s\) #1 ended without closing \(the process died\): marked crashed/);
+    assert.deepEqual(c.one("SELECT status, ended_at FROM session WHERE id = 1"), { status: "crashed", ended_at: null });
+    assert.equal(c.one<ChunkRow>("SELECT * FROM chunk WHERE id = ?", held.id).status, "aborted:lost");
     const w2 = start(c, ["worker", "--master", `127.0.0.1:${again.port}`, "-j", "1"], { PLANTED_COST_MS: "1" });
     const [rc, r2] = await Promise.all([again.result, w2.result]);
     assert.ok(rc.code === 0 || rc.code === 1, rc.stdout + rc.stderr);
@@ -89,6 +100,40 @@ test("after SIGKILL of the coordinator, a new one reclaims the lock and re-sweep
     assert.equal(first.seed_from, held.seed_from, "the in-flight range is swept first");
     assert.ok(c.one<{ cursor: number }>("SELECT cursor FROM lane").cursor > held.seed_to);
     assert.deepEqual(coverageViolations(c), []);
+  } finally {
+    c.cleanup();
+  }
+});
+
+test("coordinate --lane names the uncovered seeds of the lanes it serves only, and marks a dead session crashed", async () => {
+  const c = new Campaign({
+    extra: distributedTable(),
+    lanes: {
+      small: 'base_seed = 1\nargs = ["--size", "small"]',
+      large: 'base_seed = 1000000\nargs = ["--size", "large"]',
+    },
+  });
+  try {
+    // As a killed coordinator leaves the store: its session 'running', a chunk of each lane leased.
+    const config = loadConfig(c.configPath);
+    const db = openStore(c.dbPath);
+    const gen = insertGeneration(db, generationHash(config), "initial");
+    const session = insertSession(db, { generationId: gen, requestedSeconds: 600, appBuild: null, mode: "distributed", host: "h", port: 9 });
+    for (const l of config.lanes) {
+      const laneId = insertLane(db, gen, l.name, laneIdentity(l), l.baseSeed);
+      insertChunk(db, { sessionId: session, laneId, seedFrom: l.baseSeed, seedTo: l.baseSeed + 49, appBuild: null, status: "leased", workerId: null });
+    }
+    db.close();
+    const coord = await startCoordinator(c, ["--lane", "small", "--for", "11s"]);
+    const r = await coord.result;
+    assert.ok(r.code === 0 || r.code === 1, r.stdout + r.stderr);
+    assert.match(r.stdout, /small: 50 seed\(s\) left uncovered by an earlier session/);
+    assert.doesNotMatch(r.stdout, /large: .*left uncovered/);
+    assert.deepEqual(c.one("SELECT status FROM session WHERE id = ?", session), { status: "crashed" });
+    assert.deepEqual(
+      c.query<{ status: string }>("SELECT status FROM chunk ORDER BY id").map((ch) => ch.status),
+      ["aborted:lost", "aborted:lost"],
+    );
   } finally {
     c.cleanup();
   }

@@ -1,0 +1,101 @@
+// `explore`: run a target over a content-addressed corpus until the frontier is exhausted.
+import { Option, type Command } from "commander";
+import { UsageError } from "../errors.ts";
+import { action, intAtLeast } from "./action.ts";
+
+function seconds(flag: string, min: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === "" || !Number.isFinite(n) || n < min) throw new UsageError(`${flag} wants a number of seconds >= ${min} (got '${value}')`);
+    return n;
+  };
+}
+
+export function registerExplore(program: Command): void {
+  program
+    .command("explore")
+    .description("explore a corpus: run TARGET on every unique input, publish its children, until nothing new is left")
+    .usage("-i INPUT_DIR -o CORPUS_DIR [options] -- TARGET [ARGS...]")
+    .argument("[target...]", "the target command; put it after --. An argument containing @@ gets the input's path, else the input is on stdin")
+    .requiredOption("-i, --input-dir <dir>", "seed inputs; rescanned about every second, so a producer may keep adding files")
+    .requiredOption("-o, --output-dir <dir>", "the shared content-addressed corpus (files named by their SHA-256)")
+    .option("-j, --jobs <n>", "local slots: executions run in this process", intAtLeast(0), 1)
+    .option("-t, --timeout <sec>", "per-execution time limit", seconds("-t", 0.001), 90)
+    .option("--max-idle <sec>", "end this long (monotonic, exact) after the last work, once nothing is pending or running", seconds("--max-idle", 0), 60)
+    .option("--wall-timeout <sec>", "whole-campaign budget; 0 = none. No run is started that could not finish inside it", seconds("--wall-timeout", 0), 0)
+    .option("--simulate", "when a run produced no child, synthesise 5 seeded byte mutants (for targets not built with SymCC)")
+    .addOption(new Option("--port <n>", "also serve remote workers on this port (0 = a free one)").argParser(intAtLeast(0)))
+    .option("--bind <addr>", "listen address with --port (default: this host's name)")
+    .option("--token <t>", "shared secret for workers (default: $FUZZFLEET_TOKEN, else a fresh one printed in the banner)")
+    .option("--stats-json <file>", "also write the final statistics as one JSON object")
+    .option("--resume <epoch>", "continue the crashed or interrupted campaign with this epoch (redo commits, take over leases, rescan)")
+    .option("--lease-ttl <sec>", "a task whose holder stopped renewing it for this long may be taken over (default max(120, 4 x -t))", seconds("--lease-ttl", 0.1))
+    .option("--max-children <n>", "children one execution may produce", intAtLeast(1), 4096)
+    .option("--max-result-bytes <n>", "bytes of children one execution may produce", intAtLeast(1), 256 << 20)
+    .option("--max-input-bytes <n>", "bytes of one corpus input", intAtLeast(1), 256 << 20)
+    .addHelpText(
+      "after",
+      `
+Target contract (SymCC's): SYMCC_OUTPUT_DIR is a fresh directory; every regular file the target
+writes there (except *.hints) is a child input. With @@ in the argv the input is a file and
+SYMCC_INPUT_FILE names it; otherwise it arrives on stdin.
+Every unique content is executed once; children become public in the corpus only after their
+parent's result was verified and committed. Hidden state lives in CORPUS_DIR/.fuzzfleet/ and is
+removed after a clean end.
+Exit: 0 clean, 2 bad flag, 3 refused (lock held), 4 runtime error, 70 lifecycle incomplete
+(invalid results, digest mismatch, unacknowledged stop), 71 final rendezvous timed out.`,
+    )
+    .action(
+      action<{
+        inputDir: string;
+        outputDir: string;
+        jobs: number;
+        timeout: number;
+        maxIdle: number;
+        wallTimeout: number;
+        simulate?: boolean;
+        port?: number;
+        bind?: string;
+        token?: string;
+        statsJson?: string;
+        resume?: string;
+        leaseTtl?: number;
+        maxChildren: number;
+        maxResultBytes: number;
+        maxInputBytes: number;
+      }>(async (o, cmd) => {
+        const target = cmd.args;
+        if (target.length === 0) throw new UsageError("no target command: put it after --, e.g. fuzzfleet explore -i seeds -o corpus -- ./target @@");
+        if (o.jobs === 0 && o.port === undefined) throw new UsageError("-j 0 needs --port: with no local slot and no remote worker nothing would run");
+        if (o.maxResultBytes > o.maxInputBytes) throw new UsageError("--max-result-bytes must not exceed --max-input-bytes: every child becomes an input");
+        const { explore } = await import("../explore/run.ts");
+        const controller = new AbortController();
+        const onSignal = () => controller.abort();
+        process.on("SIGINT", onSignal);
+        process.on("SIGTERM", onSignal);
+        try {
+          return await explore({
+            inputDir: o.inputDir,
+            corpusDir: o.outputDir,
+            target,
+            slots: o.jobs,
+            timeoutSeconds: o.timeout,
+            maxIdleSeconds: o.maxIdle,
+            wallTimeoutSeconds: o.wallTimeout,
+            simulate: o.simulate ?? false,
+            port: o.port ?? null,
+            bind: o.bind ?? null,
+            token: o.token,
+            statsJson: o.statsJson ?? null,
+            resumeEpoch: o.resume ?? null,
+            leaseTtlSeconds: o.leaseTtl ?? null,
+            budgets: { maxChildren: o.maxChildren, maxResultBytes: o.maxResultBytes, maxInputBytes: o.maxInputBytes },
+            signal: controller.signal,
+          });
+        } finally {
+          process.off("SIGINT", onSignal);
+          process.off("SIGTERM", onSignal);
+        }
+      }),
+    );
+}

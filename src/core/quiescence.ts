@@ -1,0 +1,411 @@
+// Two-phase quiescence of a multi-master explore campaign, as two pure state machines: the root
+// decides when the whole fleet is out of work, every other master takes part. They consume
+// decoded messages and local observations, and return what to send; the caller owns the
+// sockets, the clock and the frontier refresh. Messages arrive as `unknown` and are checked
+// field by field here; fields beyond the ones named below (a frame `type`, say) are ignored.
+//
+// Root (RootQuiescence):
+//   watching   --tick: root idle and every peer status fresh and idle for maxIdleMs--> refreshing
+//   refreshing --afterRefresh(idle, still globally idle for the window)--> proposing  [PREPARE]
+//   refreshing --afterRefresh(busy) | window broken meanwhile--> watching (window restarts)
+//   proposing  --BUSY vote | BUSY status | stale/missing status | root busy--> watching [ABORT]
+//   proposing  --every peer voted YES and still globally idle--> committing           [COMMIT]
+//   committing --every peer ACKed committed=true--> committed                    ["committed"]
+//   committing | committed --BUSY status | root busy | rejected ACK--> conflict ["conflict"]
+// An ABORT carries the exact token of the cancelled PREPARE and goes to the peers that were
+// sent it, once. After COMMIT nothing is ever proposed again.
+//
+// Participant (ParticipantQuiescence):
+//   open   --PREPARE t--> refresh the frontier, then vote: idle => accept t, frozen; busy => open
+//   frozen --PREPARE t (same)--> vote current idleness, no refresh
+//   frozen --ABORT t (exact)--> open
+//   frozen --COMMIT t (exact) while locally idle--> left (ACK committed=true)
+//   left   --local work appears--> conflict
+// While frozen the caller discovers no new work (no input, corpus or lease-recovery scans): the
+// YES vote is the linearisation point, and whatever arrives later belongs to a later campaign.
+import assert from "node:assert/strict";
+
+export type Action =
+  | { kind: "prepare"; token: string; to: number[] }
+  | { kind: "abort"; token: string; to: number[] }
+  | { kind: "commit"; token: string; to: number[] }
+  /** Refresh the root's own frontier, then call afterRefresh. */
+  | { kind: "refresh" }
+  /** Fatal control-plane conflict: the campaign fails (exit 70). */
+  | { kind: "conflict"; reason: string }
+  /** Every peer acknowledged the commit exactly: leave the scheduling loop. */
+  | { kind: "committed" };
+
+export type StatusClass = "current" | "stale" | "malformed" | "unowned" | "conflict";
+export type VoteClass = "yes" | "busy" | "stale" | "malformed" | "unowned";
+export type AckClass = "committed" | "rejected" | "stale" | "malformed" | "unowned";
+export type RootPhase = "watching" | "refreshing" | "proposing" | "committing" | "committed" | "conflict";
+
+/** status {rank, sequence, idle}: sequence starts at 1 and strictly increases per sender. */
+export interface StatusMessage {
+  rank: number;
+  sequence: number;
+  idle: boolean;
+}
+/** vote {rank, token, idle}: the answer to a PREPARE. */
+export interface VoteMessage {
+  rank: number;
+  token: string;
+  idle: boolean;
+}
+/** commit_ack {rank, token, committed}. */
+export interface CommitAckMessage {
+  rank: number;
+  token: string;
+  committed: boolean;
+}
+/** prepare / abort / commit {token}, root to participant. */
+export interface DecisionMessage {
+  token: string;
+}
+
+const TOKEN = /^[0-9a-f]{64}$/;
+
+export function isQuiescenceToken(value: unknown): value is string {
+  return typeof value === "string" && TOKEN.test(value);
+}
+
+interface PeerStatus {
+  sequence: number;
+  idle: boolean;
+  receivedAt: number;
+}
+
+interface Round {
+  token: string;
+  to: number[];
+  /** Peers that voted YES (proposal) or ACKed committed=true (decision). */
+  answered: Set<number>;
+}
+
+export class RootQuiescence {
+  /** Ignored messages, keyed `<message>.<class>` (e.g. `status.stale`, `vote.unowned`). */
+  readonly counters: Record<string, number> = {};
+  private readonly peers: readonly number[];
+  private readonly peerSet: ReadonlySet<number>;
+  private readonly maxIdleMs: number;
+  private readonly freshMs: number;
+  private readonly statuses = new Map<number, PeerStatus>();
+  private local = false;
+  /** Start of the current stretch of global idleness; null while not globally idle. */
+  private idleSince: number | null = null;
+  private refreshing = false;
+  private proposal: Round | null = null;
+  private decision: Round | null = null;
+  private conflictReason: string | null = null;
+  private readonly usedTokens = new Set<string>();
+
+  constructor(opts: { peers: readonly number[]; maxIdleMs: number; freshMs: number }) {
+    assert.ok(opts.peers.length > 0, "quiescence needs at least one peer master");
+    for (const p of opts.peers) assert.ok(Number.isSafeInteger(p) && p >= 0, `peer rank must be a non-negative integer, got ${p}`);
+    assert.equal(new Set(opts.peers).size, opts.peers.length, `peer ranks must be unique, got ${opts.peers.join(",")}`);
+    assert.ok(Number.isFinite(opts.maxIdleMs) && opts.maxIdleMs >= 0, `maxIdleMs must be >= 0, got ${opts.maxIdleMs}`);
+    assert.ok(Number.isFinite(opts.freshMs) && opts.freshMs > 0, `freshMs must be > 0, got ${opts.freshMs}`);
+    this.peers = [...opts.peers].sort((a, b) => a - b);
+    this.peerSet = new Set(this.peers);
+    this.maxIdleMs = opts.maxIdleMs;
+    this.freshMs = opts.freshMs;
+  }
+
+  get phase(): RootPhase {
+    if (this.conflictReason !== null) return "conflict";
+    if (this.decision) return this.decision.answered.size === this.decision.to.length ? "committed" : "committing";
+    if (this.proposal) return "proposing";
+    return this.refreshing ? "refreshing" : "watching";
+  }
+
+  /** The root's own idleness (empty queue, no active work). The root starts busy. */
+  localIdle(idle: boolean, now: number): Action[] {
+    if (this.conflictReason !== null) return [];
+    if (this.decision) return idle ? [] : this.conflict("the root found work after COMMIT was sent");
+    this.local = idle;
+    return this.reassess(now);
+  }
+
+  onStatus(from: number, msg: unknown, now: number): { class: StatusClass; actions: Action[] } {
+    if (!this.peerSet.has(from)) return { class: this.ignore("status", "unowned"), actions: [] };
+    const status = parseStatus(msg);
+    if (!status || status.rank !== from) return { class: this.ignore("status", "malformed"), actions: [] };
+    const prev = this.statuses.get(from);
+    if (prev && status.sequence <= prev.sequence) return { class: this.ignore("status", "stale"), actions: [] };
+    this.statuses.set(from, { sequence: status.sequence, idle: status.idle, receivedAt: now });
+    if (this.conflictReason !== null) return { class: "current", actions: [] };
+    if (this.decision) {
+      if (status.idle) return { class: "current", actions: [] };
+      return { class: "conflict", actions: this.conflict(`master ${from} reported busy after COMMIT was sent`) };
+    }
+    return { class: "current", actions: this.reassess(now) };
+  }
+
+  /**
+   * Call periodically. Once the fleet has been globally idle for maxIdleMs with nothing open,
+   * returns [{kind:"refresh"}]; the caller refreshes its own frontier and calls afterRefresh.
+   * Also cancels an open proposal whose peers stopped being fresh and idle.
+   */
+  tick(now: number): Action[] {
+    if (this.conflictReason !== null || this.decision) return [];
+    const actions = this.reassess(now);
+    if (this.windowElapsed(now) && !this.proposal && !this.refreshing) {
+      this.refreshing = true;
+      actions.push({ kind: "refresh" });
+    }
+    return actions;
+  }
+
+  /**
+   * The root refreshed its frontier after a `refresh` action. Still idle, and the fleet still
+   * globally idle for the whole window: PREPARE with `token` (fresh, 64 lowercase hex). Busy:
+   * the root counts as busy until localIdle(true) and the window restarts; no token is used.
+   */
+  afterRefresh(stillIdle: boolean, now: number, token: string): Action[] {
+    assert.ok(this.refreshing, "afterRefresh called without a pending refresh");
+    this.refreshing = false;
+    if (this.conflictReason !== null || this.decision) return [];
+    if (!stillIdle) {
+      this.local = false;
+      return this.reassess(now);
+    }
+    const actions = this.reassess(now);
+    if (!this.windowElapsed(now)) return actions;
+    assert.ok(isQuiescenceToken(token), `a PREPARE token must be 64 lowercase hex characters, got ${JSON.stringify(token)}`);
+    assert.ok(!this.usedTokens.has(token), "a PREPARE token must never be reused");
+    this.usedTokens.add(token);
+    this.proposal = { token, to: [...this.peers], answered: new Set() };
+    actions.push({ kind: "prepare", token, to: [...this.peers] });
+    return actions;
+  }
+
+  onVote(from: number, msg: unknown, now: number): { class: VoteClass; actions: Action[] } {
+    if (!this.peerSet.has(from)) return { class: this.ignore("vote", "unowned"), actions: [] };
+    const vote = parseVote(msg);
+    if (!vote || vote.rank !== from) return { class: this.ignore("vote", "malformed"), actions: [] };
+    const proposal = this.proposal;
+    if (this.conflictReason !== null || !proposal || vote.token !== proposal.token) {
+      return { class: this.ignore("vote", "stale"), actions: [] };
+    }
+    if (!vote.idle) {
+      this.idleSince = null;
+      return { class: "busy", actions: this.cancelProposal() };
+    }
+    proposal.answered.add(from);
+    if (proposal.answered.size < proposal.to.length) return { class: "yes", actions: [] };
+    if (!this.globallyIdle(now)) return { class: "yes", actions: this.reassess(now) };
+    this.proposal = null;
+    this.decision = { token: proposal.token, to: proposal.to, answered: new Set() };
+    return { class: "yes", actions: [{ kind: "commit", token: proposal.token, to: [...proposal.to] }] };
+  }
+
+  onAck(from: number, msg: unknown): { class: AckClass; actions: Action[] } {
+    if (!this.peerSet.has(from)) return { class: this.ignore("ack", "unowned"), actions: [] };
+    const ack = parseCommitAck(msg);
+    if (!ack || ack.rank !== from) return { class: this.ignore("ack", "malformed"), actions: [] };
+    const decision = this.decision;
+    if (!decision || ack.token !== decision.token || decision.answered.has(from)) {
+      return { class: this.ignore("ack", "stale"), actions: [] };
+    }
+    if (!ack.committed) {
+      return { class: "rejected", actions: this.conflict(`master ${from} rejected the COMMIT`) };
+    }
+    decision.answered.add(from);
+    const done = decision.answered.size === decision.to.length && this.conflictReason === null;
+    return { class: "committed", actions: done ? [{ kind: "committed" }] : [] };
+  }
+
+  private globallyIdle(now: number): boolean {
+    if (!this.local) return false;
+    return this.peers.every((p) => {
+      const s = this.statuses.get(p);
+      return s !== undefined && s.idle && now - s.receivedAt <= this.freshMs;
+    });
+  }
+
+  private windowElapsed(now: number): boolean {
+    return this.idleSince !== null && now - this.idleSince >= this.maxIdleMs;
+  }
+
+  /** Starts or breaks the idle window; breaking it cancels an open proposal. */
+  private reassess(now: number): Action[] {
+    assert.equal(this.decision, null, "no reassessment after COMMIT");
+    if (this.globallyIdle(now)) {
+      this.idleSince ??= now;
+      return [];
+    }
+    this.idleSince = null;
+    return this.cancelProposal();
+  }
+
+  private cancelProposal(): Action[] {
+    const p = this.proposal;
+    if (!p) return [];
+    this.proposal = null;
+    return [{ kind: "abort", token: p.token, to: [...p.to] }];
+  }
+
+  private conflict(reason: string): Action[] {
+    if (this.conflictReason !== null) return [];
+    this.conflictReason = reason;
+    return [{ kind: "conflict", reason }];
+  }
+
+  private ignore<C extends string>(message: string, cls: C): C {
+    const key = `${message}.${cls}`;
+    this.counters[key] = (this.counters[key] ?? 0) + 1;
+    return cls;
+  }
+}
+
+export type PrepareClass = "refresh" | "repeat" | "ignored";
+
+export class ParticipantQuiescence {
+  /** Ignored messages, keyed `<message>.<reason>` (e.g. `prepare.foreign`, `commit.rejected`). */
+  readonly counters: Record<string, number> = {};
+  readonly rank: number;
+  readonly root: number;
+  /** The token this master voted YES on; set while frozen and after leaving. */
+  private accepted: string | null = null;
+  /** The token of the PREPARE whose refresh is under way. */
+  private requested: string | null = null;
+  /** Tokens aborted or superseded before this master voted on them: a late vote never accepts them. */
+  private readonly retired = new Set<string>();
+  private hasLeft = false;
+
+  constructor(opts: { rank: number; root: number }) {
+    assert.ok(Number.isSafeInteger(opts.rank) && opts.rank >= 0, `rank must be a non-negative integer, got ${opts.rank}`);
+    assert.ok(Number.isSafeInteger(opts.root) && opts.root >= 0, `root must be a non-negative integer, got ${opts.root}`);
+    assert.notEqual(opts.rank, opts.root, "the root does not take part as a participant");
+    this.rank = opts.rank;
+    this.root = opts.root;
+  }
+
+  /** Discovery of new work is suspended: a YES vote is outstanding or the commit happened. */
+  get frozen(): boolean {
+    return this.accepted !== null;
+  }
+
+  /** This master committed and leaves the scheduling loop. */
+  get left(): boolean {
+    return this.hasLeft;
+  }
+
+  /**
+   * "refresh": refresh the frontier (inputs, corpus, expired leases), then vote(token, idle).
+   * "repeat": the accepted token again; vote(token, idle) with the current idleness, no refresh.
+   * "ignored": not from the root, malformed, a retired token, a different token while one is
+   * accepted, or after the commit; counted.
+   */
+  onPrepare(from: number, msg: unknown): { class: PrepareClass; token?: string } {
+    if (from !== this.root) return this.ignorePrepare("unowned");
+    const prepare = parseDecision(msg);
+    if (!prepare) return this.ignorePrepare("malformed");
+    if (this.hasLeft) return this.ignorePrepare("after-commit");
+    if (this.accepted !== null) {
+      if (prepare.token === this.accepted) return { class: "repeat", token: prepare.token };
+      return this.ignorePrepare("foreign");
+    }
+    if (this.retired.has(prepare.token)) return this.ignorePrepare("retired");
+    if (this.requested !== null && this.requested !== prepare.token) this.retired.add(this.requested);
+    this.requested = prepare.token;
+    return { class: "refresh", token: prepare.token };
+  }
+
+  /** The answer to a PREPARE that onPrepare passed on. Idle on a live token accepts it and freezes. */
+  vote(token: string, idle: boolean): { frozen: boolean; reply: VoteMessage } {
+    const known = token === this.accepted || token === this.requested || this.retired.has(token);
+    assert.ok(known, "vote on a token that onPrepare never passed on");
+    if (token === this.requested) {
+      this.requested = null;
+      if (idle) this.accepted = token;
+    }
+    return { frozen: this.frozen, reply: { rank: this.rank, token, idle } };
+  }
+
+  /** Only the exact accepted token unfreezes; any other ABORT is idempotent. */
+  onAbort(from: number, msg: unknown): { unfrozen: boolean } {
+    if (from !== this.root) return this.ignoreAbort("unowned");
+    const abort = parseDecision(msg);
+    if (!abort) return this.ignoreAbort("malformed");
+    if (this.hasLeft) return this.ignoreAbort("after-commit");
+    if (abort.token === this.requested) this.requested = null;
+    this.retired.add(abort.token);
+    if (abort.token !== this.accepted) return { unfrozen: false };
+    this.accepted = null;
+    return { unfrozen: true };
+  }
+
+  /**
+   * committed = the token is the accepted one and this master is locally idle; the reply is
+   * sent either way. A malformed or foreign-sender COMMIT gets no reply.
+   */
+  onCommit(from: number, msg: unknown, locallyIdle: boolean): { reply: CommitAckMessage | null; leave: boolean } {
+    if (from !== this.root) return this.ignoreCommit("unowned");
+    const commit = parseDecision(msg);
+    if (!commit) return this.ignoreCommit("malformed");
+    const committed = this.accepted !== null && commit.token === this.accepted && locallyIdle;
+    if (committed) this.hasLeft = true;
+    else this.count("commit.rejected");
+    return { reply: { rank: this.rank, token: commit.token, committed }, leave: committed };
+  }
+
+  /** Call when local work appears. After the commit it is a conflict, never a silent success. */
+  busyAfterCommit(): { kind: "conflict"; reason: string } | null {
+    if (!this.hasLeft) return null;
+    return { kind: "conflict", reason: `master ${this.rank} found work after committing quiescence` };
+  }
+
+  private ignorePrepare(reason: string): { class: "ignored" } {
+    this.count(`prepare.${reason}`);
+    return { class: "ignored" };
+  }
+
+  private ignoreAbort(reason: string): { unfrozen: false } {
+    this.count(`abort.${reason}`);
+    return { unfrozen: false };
+  }
+
+  private ignoreCommit(reason: string): { reply: null; leave: false } {
+    this.count(`commit.${reason}`);
+    return { reply: null, leave: false };
+  }
+
+  private count(key: string): void {
+    this.counters[key] = (this.counters[key] ?? 0) + 1;
+  }
+}
+
+function asObject(msg: unknown): Record<string, unknown> | null {
+  return typeof msg === "object" && msg !== null && !Array.isArray(msg) ? (msg as Record<string, unknown>) : null;
+}
+
+function isRank(v: unknown): v is number {
+  return typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+}
+
+function parseStatus(msg: unknown): StatusMessage | null {
+  const o = asObject(msg);
+  if (!o || !isRank(o.rank) || typeof o.idle !== "boolean") return null;
+  if (typeof o.sequence !== "number" || !Number.isSafeInteger(o.sequence) || o.sequence < 1) return null;
+  return { rank: o.rank, sequence: o.sequence, idle: o.idle };
+}
+
+function parseVote(msg: unknown): VoteMessage | null {
+  const o = asObject(msg);
+  if (!o || !isRank(o.rank) || !isQuiescenceToken(o.token) || typeof o.idle !== "boolean") return null;
+  return { rank: o.rank, token: o.token, idle: o.idle };
+}
+
+function parseCommitAck(msg: unknown): CommitAckMessage | null {
+  const o = asObject(msg);
+  if (!o || !isRank(o.rank) || !isQuiescenceToken(o.token) || typeof o.committed !== "boolean") return null;
+  return { rank: o.rank, token: o.token, committed: o.committed };
+}
+
+function parseDecision(msg: unknown): DecisionMessage | null {
+  const o = asObject(msg);
+  if (!o || !isQuiescenceToken(o.token)) return null;
+  return { token: o.token };
+}

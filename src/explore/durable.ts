@@ -1,0 +1,103 @@
+// Crash-durable file-system steps for hidden explore state. A rename is only durable once the
+// directory holding the new name has been fsynced, so callers that batch several renames into
+// one directory use replaceFileSynced per file and fsyncDir once at the end.
+import { randomBytes } from "node:crypto";
+import { closeSync, constants, fsyncSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+
+/** Flushes a directory's entries (created, renamed, removed names) to stable storage. */
+export function fsyncDir(dir: string): void {
+  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Writes `data` to a fresh temporary file beside `path`, fsyncs it and renames it over `path`.
+ * Readers see the old content or the new, never a part. The directory is NOT fsynced: the new
+ * name is durable only after fsyncDir(dirname(path)). On failure the temporary file is removed
+ * and the error propagates; `path` is untouched.
+ */
+export function replaceFileSynced(path: string, data: string | Uint8Array, mode = 0o600): void {
+  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  let renamed = false;
+  try {
+    try {
+      const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
+      let written = 0;
+      while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temp, path);
+    renamed = true;
+  } finally {
+    if (!renamed) {
+      try {
+        unlinkSync(temp);
+      } catch {
+        // Best effort: the original error matters more than a leftover temporary file.
+      }
+    }
+  }
+}
+
+/** replaceFileSynced, then fsync of the directory: the new content survives a crash. */
+export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o600): void {
+  replaceFileSynced(path, data, mode);
+  fsyncDir(dirname(path));
+}
+
+/** Unlinks `path` and fsyncs its directory. Returns false if it did not exist. */
+export function unlinkDurable(path: string): boolean {
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw err;
+  }
+  fsyncDir(dirname(path));
+  return true;
+}
+
+/**
+ * Creates `dir` and any missing ancestors, fsyncing the parent of every directory it creates,
+ * so the whole chain survives a crash. Returns the number of directory fsyncs made.
+ */
+export function mkdirDurable(dir: string): number {
+  const missing: string[] = [];
+  for (let at = dir; !exists(at); at = dirname(at)) {
+    missing.unshift(at);
+    if (dirname(at) === at) break;
+  }
+  let syncs = 0;
+  for (const created of missing) {
+    try {
+      mkdirSync(created);
+    } catch (err) {
+      // A racing creator may not have fsynced the parent yet, so sync it regardless.
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+    fsyncDir(dirname(created));
+    syncs++;
+  }
+  if (!statSync(dir).isDirectory()) {
+    throw Object.assign(new Error(`ENOTDIR: '${dir}' exists and is not a directory`), { code: "ENOTDIR" });
+  }
+  return syncs;
+}
+
+function exists(path: string): boolean {
+  try {
+    statSync(path);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw err;
+  }
+}

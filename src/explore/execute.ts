@@ -1,0 +1,101 @@
+// One explore task, worker side (used by remote workers and by the master's local slots alike):
+// copy the assigned input while hashing it, run the target on it the way SymCC runs targets,
+// stage its children in a hidden per-result directory under their hash names, and describe all
+// of it in a `result` frame. Nothing here writes the public corpus; the master verifies and
+// promotes after the parent passed its commit fence.
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { runChild } from "../exec/run-child.ts";
+import type { ResultFrame, TaskItemT } from "../net/messages.ts";
+import { copyHashing, FileProblem, type Budgets } from "./corpus.ts";
+import { simulateMutants, seededRandom } from "./simulate.ts";
+import { BudgetError, collectOutputs, stageOutputs } from "./staging.ts";
+
+export interface ExecuteSetup {
+  corpusDir: string;
+  /** Stages go to <stageRoot>/<staging_id>/ (shared with the master). */
+  stageRoot: string;
+  /** Target argv; an argument containing "@@" gets the input's path (file mode), else the input is stdin. */
+  target: readonly string[];
+  targetCwd: string;
+  simulate: boolean;
+  budgets: Budgets;
+  /** Private scratch space of this executor (inputs, raw outputs, logs). */
+  scratchRoot: string;
+  killGraceMs?: number;
+}
+
+export function usesFileMode(target: readonly string[]): boolean {
+  return target.some((a) => a.includes("@@"));
+}
+
+export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: AbortSignal): Promise<ResultFrame> {
+  const base: ResultFrame = {
+    type: "result",
+    task_id: task.task_id,
+    fence: task.fence,
+    input_hash: null,
+    new_hashes: [],
+    num_generated: 0,
+    staged_bytes: 0,
+    staging_id: "",
+    retcode: null,
+    elapsed: 0,
+    protocol_error: "",
+    budget: null,
+    detail: null,
+  };
+  mkdirSync(s.scratchRoot, { recursive: true });
+  const scratch = mkdtempSync(join(s.scratchRoot, "task-"));
+  try {
+    const input = join(scratch, "input");
+    let copied: { hash: string; size: number };
+    try {
+      copied = copyHashing(join(s.corpusDir, task.hash), input, s.budgets.maxInputBytes);
+    } catch (err) {
+      if (err instanceof FileProblem && err.problem === "too-large") {
+        return { ...base, protocol_error: "input-budget-exceeded", budget: { resource: "input-bytes", observed: err.observed ?? 0, limit: err.limit ?? s.budgets.maxInputBytes }, detail: err.message };
+      }
+      return { ...base, protocol_error: "input-copy-error", detail: (err as Error).message.slice(0, 2000) };
+    }
+    if (copied.hash !== task.hash) {
+      // The bytes behind the name are not the assigned content: report them, do not execute.
+      return { ...base, input_hash: copied.hash, protocol_error: "input-copy-error", detail: "the corpus file's content does not match its name" };
+    }
+    const withInput = { ...base, input_hash: copied.hash };
+    const outDir = join(scratch, "out");
+    mkdirSync(outDir);
+    const fileMode = usesFileMode(s.target);
+    const r = await runChild({
+      argv: fileMode ? s.target.map((a) => a.replaceAll("@@", input)) : s.target,
+      cwd: s.targetCwd,
+      env: { ...process.env, SYMCC_OUTPUT_DIR: outDir, ...(fileMode ? { SYMCC_INPUT_FILE: input } : {}) },
+      logPath: join(scratch, "target.log"),
+      hardTimeoutMs: task.timeout * 1000,
+      stdin: fileMode ? "ignore" : input,
+      signal,
+      killGraceMs: s.killGraceMs ?? 5000,
+    });
+    const ran = { ...withInput, retcode: r.exitCode ?? -1, elapsed: r.seconds };
+    if (r.outcome === "interrupted") return { ...ran, protocol_error: "interrupted", detail: "the execution was interrupted" };
+    if (r.outcome === "error") return { ...ran, protocol_error: "execution-error", detail: (r.error ?? "the target could not run").slice(0, 2000) };
+    // A timed-out run still produced whatever children it wrote before the deadline.
+    try {
+      let outputs = collectOutputs(outDir, s.budgets);
+      if (outputs.files.length === 0 && s.simulate) {
+        simulateMutants(input, outDir, s.budgets, seededRandom(task.hash));
+        outputs = collectOutputs(outDir, s.budgets);
+      }
+      if (outputs.files.length === 0) return ran;
+      const staged = stageOutputs(s.stageRoot, outputs, s.budgets);
+      return { ...ran, new_hashes: staged.hashes, num_generated: staged.hashes.length, staged_bytes: staged.stagedBytes, staging_id: staged.stageId };
+    } catch (err) {
+      if (err instanceof BudgetError) {
+        return { ...ran, protocol_error: "result-budget-exceeded", budget: { resource: err.resource, observed: err.observed, limit: err.limit }, detail: err.message };
+      }
+      return { ...ran, protocol_error: "corpus-publication", detail: (err as Error).message.slice(0, 2000) };
+    }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,461 @@
+// ExploreMaster: the frontier of one master. It admits inputs into the content-addressed corpus,
+// claims the tasks it owns in the fenced lease table, hands them to executors (local slots or
+// remote workers), and turns their results into commits: verify the stage, pass the commit fence,
+// promote the children, complete, then claim the children it owns. It does no I/O on sockets and
+// keeps no timers: the campaign runner (run.ts) drives it.
+//
+// A task: pending (hash, token) -> active on one executor -> committed | requeued (front, same
+// fence) | dropped (fence lost). Only the current token of a hash may be dispatched, committed
+// or completed; a late result under an old fence changes nothing.
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { owner as rendezvousOwner } from "../core/rendezvous.ts";
+import type { ResultFrame, TaskItemT } from "../net/messages.ts";
+import { FileProblem, HASH_RE, IntegrityError, listCorpus, listRegularFiles, publishFile, STAGE_ID_RE, verifyPublic, type Budgets } from "./corpus.ts";
+import { canonicalManifest, LeaseTable, type Origin } from "./lease-table.ts";
+import { promoteChildren, verifyStage } from "./staging.ts";
+
+export type Ownership = "rendezvous" | "broadcast";
+
+export interface MasterOptions {
+  corpusDir: string;
+  inputDir: string;
+  /** <work>/staging: executor stages live in <stagingRoot>/<executor key>/<staging id>. */
+  stagingRoot: string;
+  leases: LeaseTable;
+  epoch: string;
+  rank: number;
+  ranks: number[];
+  ownership: Ownership;
+  budgets: Budgets;
+  /** Per-run timeout in seconds, carried by every task. */
+  timeoutSeconds: number;
+  leaseTtlMs: number;
+  /** Wall-clock ms (lease records compare across processes). */
+  wallNow: () => number;
+  log: (line: string) => void;
+}
+
+export interface ActiveTask {
+  taskId: number;
+  hash: string;
+  token: string;
+  executor: string;
+}
+
+export interface MasterCounters {
+  /** Results whose commit this master won. */
+  observations: number;
+  generated: number;
+  /** Tasks recovered from expired leases (any master's). */
+  recovered: number;
+  replayedCommits: number;
+  /** Results refused: bad fields, failed stage verification, wrong input hash, unowned. */
+  invalidResults: number;
+  /** Results under a fence that is no longer current. */
+  staleResults: number;
+  requeued: number;
+  lostLeases: number;
+  budgetErrors: number;
+  integrityErrors: number;
+  /** External inputs dropped into the input directory after this master froze discovery. */
+  lateInputs: number;
+}
+
+export class ExploreMaster {
+  readonly counters: MasterCounters = {
+    observations: 0,
+    generated: 0,
+    recovered: 0,
+    replayedCommits: 0,
+    invalidResults: 0,
+    staleResults: 0,
+    requeued: 0,
+    lostLeases: 0,
+    budgetErrors: 0,
+    integrityErrors: 0,
+    lateInputs: 0,
+  };
+  /** Content hashes seen in the input directory. */
+  readonly external = new Set<string>();
+  readonly quarantined = new Map<string, string>();
+  /** Problems that make the campaign end non-zero (integrity, invalid results…), in order. */
+  readonly problems: string[] = [];
+  private readonly held = new Map<string, string>();
+  private pending: { hash: string; token: string }[] = [];
+  private readonly active = new Map<number, ActiveTask>();
+  /** Corpus names already considered by the scan. */
+  private readonly observed = new Set<string>();
+  private readonly inputSeen = new Map<string, string>();
+  private readonly ownerName: string;
+  private nextTaskId = 1;
+  /** While frozen (a quiescence vote is pending), no new work is discovered. */
+  frozen = false;
+
+  constructor(private readonly o: MasterOptions) {
+    this.ownerName = `${o.epoch.slice(0, 16)}:${o.rank}`;
+  }
+
+  get idle(): boolean {
+    return this.pending.length === 0 && this.active.size === 0;
+  }
+
+  get pendingCount(): number {
+    return this.pending.length;
+  }
+
+  activeTasks(): ActiveTask[] {
+    return [...this.active.values()];
+  }
+
+  /** Whether this master admits `hash` (rendezvous owner, or everyone under broadcast). */
+  owns(hash: string): boolean {
+    return this.o.ownership === "broadcast" || rendezvousOwner(hash, this.o.ranks) === this.o.rank;
+  }
+
+  // ---- discovery --------------------------------------------------------------------------------
+
+  /** Scans the input directory: new or changed regular files are published and, if owned, claimed. */
+  admitInputs(): number {
+    if (this.frozen) return 0;
+    let added = 0;
+    let files: ReturnType<typeof listRegularFiles>;
+    try {
+      files = listRegularFiles(this.o.inputDir);
+    } catch (err) {
+      this.problem(`cannot read the input directory ${this.o.inputDir}: ${(err as Error).message}`);
+      return 0;
+    }
+    for (const f of files) {
+      const key = `${f.identity.dev}:${f.identity.ino}:${f.identity.size}:${f.identity.mtimeMs}:${f.identity.ctimeMs}`;
+      if (this.inputSeen.get(f.name) === key) continue;
+      let published: { hash: string };
+      try {
+        published = publishFile(this.o.corpusDir, join(this.o.inputDir, f.name), this.o.budgets.maxInputBytes);
+      } catch (err) {
+        if (err instanceof IntegrityError) {
+          this.integrity(err.message);
+          this.inputSeen.set(f.name, key);
+        } else if (err instanceof FileProblem && err.problem === "too-large") {
+          this.o.log(`input ${f.name} is larger than the input budget (${err.observed} > ${err.limit} bytes): skipped`);
+          this.inputSeen.set(f.name, key);
+        }
+        // Unreadable or changing while read: not remembered, so the next scan retries it.
+        continue;
+      }
+      this.inputSeen.set(f.name, key);
+      this.external.add(published.hash);
+      this.observed.add(published.hash);
+      if (this.claim(published.hash, "initial")) added++;
+    }
+    return added;
+  }
+
+  /** Scans the public corpus for objects this master owns and has not considered yet. */
+  scanCorpus(): number {
+    if (this.frozen) return 0;
+    let added = 0;
+    for (const hash of listCorpus(this.o.corpusDir)) {
+      if (this.observed.has(hash)) continue;
+      if (!this.owns(hash)) continue;
+      this.observed.add(hash);
+      try {
+        verifyPublic(this.o.corpusDir, hash, this.o.budgets.maxInputBytes);
+      } catch (err) {
+        if (err instanceof IntegrityError) this.integrity(err.message);
+        else this.observed.delete(hash);
+        continue;
+      }
+      if (this.claim(hash, this.external.has(hash) ? "initial" : "generated")) added++;
+    }
+    return added;
+  }
+
+  /** Takes over expired `leased` records (any master's: progress when an owner stalls). */
+  recoverExpired(ttlMs = this.o.leaseTtlMs): number {
+    if (this.frozen) return 0;
+    let added = 0;
+    for (const r of this.o.leases.recoverExpired(this.o.wallNow(), ttlMs)) {
+      if (this.held.has(r.id)) continue;
+      const token = this.o.leases.claim(r.id, r.payload, this.ownerName, { now: this.o.wallNow(), ttlMs, worker: this.o.rank });
+      if (!token) continue;
+      try {
+        verifyPublic(this.o.corpusDir, r.id, this.o.budgets.maxInputBytes);
+      } catch (err) {
+        if (err instanceof IntegrityError) {
+          this.integrity(err.message);
+        } else {
+          // The corpus file is gone: nothing can execute it; release the record at once.
+          this.o.leases.abandon(r.id, token);
+          this.o.log(`recovered task ${r.id.slice(0, 12)} has no corpus file: abandoned`);
+        }
+        continue;
+      }
+      this.observed.add(r.id);
+      this.held.set(r.id, token);
+      this.pending.push({ hash: r.id, token });
+      this.counters.recovered++;
+      added++;
+    }
+    return added;
+  }
+
+  /** Redoes commits that passed their fence but were not finished (a crashed master's). */
+  replayCommitting(): number {
+    let n = 0;
+    for (const c of this.o.leases.recoverCommitting()) {
+      const stage = join(this.o.stagingRoot, c.commit.worker, c.commit.staging_id);
+      const r = this.o.leases.replayCommit(
+        c.id,
+        c.token,
+        (m) => promoteChildren(stage, this.o.corpusDir, m.hashes, this.o.budgets.maxInputBytes),
+        this.o.wallNow(),
+      );
+      if (r === "completed") {
+        n++;
+        this.counters.replayedCommits++;
+        rmSync(stage, { recursive: true, force: true });
+        for (const child of c.commit.hashes) this.claimChild(child);
+      }
+    }
+    return n;
+  }
+
+  /** Everything a quiescence refresh looks at: inputs, the corpus, expired leases. Returns whether work appeared. */
+  refresh(): boolean {
+    const before = this.pending.length;
+    this.admitInputs();
+    this.scanCorpus();
+    this.recoverExpired();
+    return this.pending.length > before;
+  }
+
+  /** Files in the input directory not admitted (because discovery was frozen): left for the next campaign. */
+  countLateInputs(): number {
+    let late = 0;
+    try {
+      for (const f of listRegularFiles(this.o.inputDir)) {
+        const key = `${f.identity.dev}:${f.identity.ino}:${f.identity.size}:${f.identity.mtimeMs}:${f.identity.ctimeMs}`;
+        if (this.inputSeen.get(f.name) !== key) late++;
+      }
+    } catch {
+      return 0;
+    }
+    this.counters.lateInputs = late;
+    return late;
+  }
+
+  /** Renews every held token (one batch); lost ones are dropped. */
+  heartbeat(): void {
+    if (this.held.size === 0) return;
+    const { lost } = this.o.leases.heartbeatMany(this.held, this.o.wallNow());
+    for (const id of lost) {
+      this.held.delete(id);
+      this.counters.lostLeases++;
+    }
+    if (lost.length) this.pending = this.pending.filter((p) => this.held.get(p.hash) === p.token);
+  }
+
+  private claim(hash: string, origin: Origin): boolean {
+    if (!this.owns(hash) || this.held.has(hash)) return false;
+    const token = this.o.leases.claim(hash, { hash, origin }, this.ownerName, {
+      now: this.o.wallNow(),
+      ttlMs: this.o.leaseTtlMs,
+      worker: this.o.rank,
+    });
+    if (!token) return false;
+    this.held.set(hash, token);
+    this.pending.push({ hash, token });
+    return true;
+  }
+
+  private claimChild(hash: string): void {
+    this.observed.add(hash);
+    this.claim(hash, this.external.has(hash) ? "initial" : "generated");
+  }
+
+  // ---- dispatch ---------------------------------------------------------------------------------
+
+  /** The next task for `executor`, if it may work and there is one under a current fence. */
+  nextTask(executor: string): TaskItemT | null {
+    if (this.quarantined.has(executor)) return null;
+    while (this.pending.length > 0) {
+      const p = this.pending.shift()!;
+      if (this.held.get(p.hash) !== p.token) continue;
+      const taskId = this.nextTaskId++;
+      this.active.set(taskId, { taskId, hash: p.hash, token: p.token, executor });
+      return { task_id: taskId, hash: p.hash, fence: p.token, timeout: this.o.timeoutSeconds };
+    }
+    return null;
+  }
+
+  /** The executor is gone or interrupted: its tasks go back to the front under the same fence. */
+  release(executor: string): number {
+    let n = 0;
+    for (const [id, t] of this.active) {
+      if (t.executor !== executor) continue;
+      this.active.delete(id);
+      if (this.requeueFront(t)) n++;
+    }
+    return n;
+  }
+
+  private requeueFront(t: { hash: string; token: string }): boolean {
+    if (this.held.get(t.hash) !== t.token) {
+      this.counters.staleResults++;
+      return false;
+    }
+    this.pending.unshift({ hash: t.hash, token: t.token });
+    this.counters.requeued++;
+    return true;
+  }
+
+  // ---- results ----------------------------------------------------------------------------------
+
+  /** Where an executor's stages live: derived from the executor key the master chose, never from the worker. */
+  stageRoot(executor: string): string {
+    return join(this.o.stagingRoot, executor);
+  }
+
+  /**
+   * Consumes one result (also during shutdown: late results are never dropped). Returns the note
+   * for the worker's ack.
+   */
+  consumeResult(executor: string, r: ResultFrame): string {
+    const stage = STAGE_ID_RE.test(r.staging_id) ? join(this.stageRoot(executor), r.staging_id) : null;
+    const removeStage = () => {
+      if (stage) rmSync(stage, { recursive: true, force: true });
+    };
+    const task = this.active.get(r.task_id);
+    if (!task || task.executor !== executor) {
+      removeStage();
+      this.invalid(executor, `result for task ${r.task_id}, which it does not hold`);
+      return "unknown task";
+    }
+    this.active.delete(r.task_id);
+    if (r.protocol_error === "interrupted") {
+      removeStage();
+      this.requeueFront(task);
+      return "requeued";
+    }
+    if (r.protocol_error === "result-budget-exceeded" || r.protocol_error === "input-budget-exceeded") {
+      removeStage();
+      return this.budgetFailure(task, r);
+    }
+    const why = this.resultProblem(task, r);
+    if (why === null && stage) {
+      const verdict = verifyStage(stage, r.new_hashes, r.staged_bytes, this.o.budgets.maxInputBytes);
+      if (!verdict.ok) return this.refuseResult(executor, task, `stage ${r.staging_id}: ${verdict.reason}`, removeStage);
+    }
+    if (why !== null) return this.refuseResult(executor, task, why, removeStage);
+    return this.commit(executor, task, r, stage, removeStage);
+  }
+
+  /** Strict checks of a result against the task it answers (concolic-spec §7.4). */
+  private resultProblem(task: ActiveTask, r: ResultFrame): string | null {
+    if (r.fence !== task.token) return "the fence does not match the task's";
+    if (r.protocol_error !== "") return `the worker reported ${r.protocol_error}${r.detail ? `: ${r.detail}` : ""}`;
+    if (r.input_hash !== task.hash) return `input hash ${r.input_hash ?? "(none)"} is not the assigned ${task.hash}`;
+    if (r.new_hashes.length > this.o.budgets.maxChildren) return `${r.new_hashes.length} children exceed the budget of ${this.o.budgets.maxChildren}`;
+    if (r.num_generated !== r.new_hashes.length) return `num_generated ${r.num_generated} differs from the ${r.new_hashes.length} hashes reported`;
+    if (r.new_hashes.length === 0 && (r.staging_id !== "" || r.staged_bytes !== 0)) return "a stage without children";
+    if (r.new_hashes.length > 0 && !STAGE_ID_RE.test(r.staging_id)) return "children without a stage id";
+    if (r.staged_bytes > this.o.budgets.maxResultBytes) return `${r.staged_bytes} staged bytes exceed the budget of ${this.o.budgets.maxResultBytes}`;
+    if (!r.new_hashes.every((h) => HASH_RE.test(h))) return "a child hash is not 64 lowercase hex";
+    return null;
+  }
+
+  private refuseResult(executor: string, task: ActiveTask, why: string, removeStage: () => void): string {
+    removeStage();
+    this.invalid(executor, why);
+    // The content itself must still be what its name says, or nobody can execute it.
+    try {
+      verifyPublic(this.o.corpusDir, task.hash, this.o.budgets.maxInputBytes);
+    } catch (err) {
+      if (err instanceof IntegrityError) {
+        this.integrity(err.message);
+        this.dropFence(task);
+        return "refused";
+      }
+    }
+    this.requeueFront(task);
+    return "refused";
+  }
+
+  private budgetFailure(task: ActiveTask, r: ResultFrame): string {
+    this.counters.budgetErrors++;
+    const b = r.budget;
+    this.problems.push(
+      `task ${task.hash.slice(0, 12)}: ${r.protocol_error}${b ? ` (${b.resource}: ${b.observed} > ${b.limit})` : ""}; it is completed without children`,
+    );
+    // A budget error is a property of the input, not of the worker: retrying would fail again.
+    const manifest = canonicalManifest({ worker: "budget", staging_id: "", hashes: [], num_generated: 0 });
+    if (this.o.leases.beginCommit(task.hash, task.token, manifest, this.o.wallNow())) {
+      this.o.leases.complete(task.hash, task.token, this.o.wallNow());
+    }
+    this.held.delete(task.hash);
+    return "budget exceeded";
+  }
+
+  private commit(executor: string, task: ActiveTask, r: ResultFrame, stage: string | null, removeStage: () => void): string {
+    const now = this.o.wallNow();
+    const manifest = canonicalManifest({ worker: executor, staging_id: r.staging_id, hashes: r.new_hashes, num_generated: r.num_generated });
+    if (!this.o.leases.beginCommit(task.hash, task.token, manifest, now)) {
+      removeStage();
+      this.counters.staleResults++;
+      this.held.delete(task.hash);
+      return "stale";
+    }
+    let outcome: "completed" | "already" | "stale";
+    try {
+      outcome = this.o.leases.replayCommit(
+        task.hash,
+        task.token,
+        (m) => {
+          if (stage) promoteChildren(stage, this.o.corpusDir, m.hashes, this.o.budgets.maxInputBytes);
+        },
+        this.o.wallNow(),
+      );
+    } catch (err) {
+      // The record stays `committing`: any master (or --resume) redoes it from the manifest.
+      this.problem(`promoting the children of ${task.hash.slice(0, 12)} failed: ${(err as Error).message}`);
+      this.held.delete(task.hash);
+      return "commit deferred";
+    }
+    removeStage();
+    this.held.delete(task.hash);
+    if (outcome !== "completed") {
+      this.counters.staleResults++;
+      return outcome;
+    }
+    this.counters.observations++;
+    this.counters.generated += r.num_generated;
+    for (const child of manifest.hashes) this.claimChild(child);
+    return "committed";
+  }
+
+  private dropFence(task: { hash: string }): void {
+    this.held.delete(task.hash);
+    this.pending = this.pending.filter((p) => p.hash !== task.hash);
+  }
+
+  private invalid(executor: string, why: string): void {
+    this.counters.invalidResults++;
+    this.problems.push(`invalid result from ${executor}: ${why}`);
+    if (!this.quarantined.has(executor)) {
+      this.quarantined.set(executor, why);
+      this.o.log(`executor ${executor} quarantined: ${why}`);
+    }
+  }
+
+  private integrity(message: string): void {
+    this.counters.integrityErrors++;
+    this.problems.push(message);
+    this.o.log(message);
+  }
+
+  private problem(message: string): void {
+    this.problems.push(message);
+    this.o.log(message);
+  }
+}

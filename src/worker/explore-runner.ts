@@ -1,0 +1,62 @@
+// Explore units: one target execution per task, run by the same executeTask as the master's
+// local slots. Scratch space is private to this process; stages go to the directory the master
+// named in `welcome`.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { formatDuration } from "../config/duration.ts";
+import { executeTask, type ExecuteSetup } from "../explore/execute.ts";
+import type { CoordinatorReplyT, ExploreSetupT, Frame, TaskItemT } from "../net/messages.ts";
+import type { UnitRunner } from "./loop.ts";
+
+export class ExploreRunner implements UnitRunner<TaskItemT> {
+  private readonly setup: ExecuteSetup;
+  private readonly staged = new Map<number, string>();
+
+  constructor(x: ExploreSetupT, private readonly log: (line: string) => void) {
+    this.setup = {
+      corpusDir: x.corpus_dir,
+      stageRoot: x.stage_root,
+      target: x.target,
+      targetCwd: x.target_cwd,
+      simulate: x.simulate,
+      budgets: { maxChildren: x.max_children, maxResultBytes: x.max_result_bytes, maxInputBytes: x.max_input_bytes },
+      scratchRoot: mkdtempSync(join(tmpdir(), "fuzzfleet-worker-")),
+    };
+  }
+
+  unitsFrom(reply: CoordinatorReplyT): TaskItemT[] | null {
+    return reply.type === "task" ? reply.tasks : null;
+  }
+
+  id(t: TaskItemT): number {
+    return t.task_id;
+  }
+
+  started(t: TaskItemT): string {
+    return `  task ${t.task_id}: ${t.hash.slice(0, 12)}`;
+  }
+
+  async run(t: TaskItemT, signal: AbortSignal): Promise<Frame> {
+    const r = await executeTask(t, this.setup, signal);
+    if (r.staging_id) this.staged.set(t.task_id, join(this.setup.stageRoot, r.staging_id));
+    return r;
+  }
+
+  finished(t: TaskItemT, report: Frame, note: string): string {
+    const r = report as Extract<Frame, { type: "result" }>;
+    this.staged.delete(t.task_id);
+    const what = r.protocol_error ? r.protocol_error : `${r.num_generated} child(ren), rc ${r.retcode}`;
+    return `  task ${t.task_id} ${what} in ${formatDuration(r.elapsed)} (${note})`;
+  }
+
+  cleanup(t: TaskItemT): void {
+    const stage = this.staged.get(t.task_id);
+    if (stage) rmSync(stage, { recursive: true, force: true });
+  }
+
+  /** The private scratch root; removed when the worker ends. */
+  dispose(): void {
+    rmSync(this.setup.scratchRoot, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,142 @@
+// `fuzzfleet explore` with one master, end to end: real target processes, the real corpus and
+// lease table on disk.
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { ExploreDir } from "../helpers/explore.ts";
+
+const sha = (s: string | Buffer) => createHash("sha256").update(s).digest("hex");
+
+test("one seed, /bin/true, two slots: one observation, exit 0, nothing hidden left", () => {
+  const e = new ExploreDir();
+  try {
+    e.seed("a", "hello\n");
+    const r = e.run(["-j", "2", "--max-idle", "1", "-t", "5"], ["/bin/true"]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const s = e.stats();
+    assert.deepEqual([s.observations, s.generated, s.external_inputs, s.interesting], [1, 0, 1, 0]);
+    assert.deepEqual(s.by_master, { "0": 1 });
+    assert.deepEqual(e.entries(), [sha("hello\n")], "only the corpus object: no work state, staging or lock");
+    assert.match(r.stdout, /no more inputs after 1\.0\d\ds \(limit 1s\)/, "the idle window is exact");
+    for (const key of ["observations", "generated", "external_inputs", "interesting", "throughput", "by_master", "elapsed_seconds"]) {
+      assert.ok(key in s, `--stats-json has ${key}`);
+    }
+  } finally {
+    e.cleanup();
+  }
+});
+
+test("24 distinct seeds: 24 observations and 24 corpus files", () => {
+  const e = new ExploreDir();
+  try {
+    for (let i = 0; i < 24; i++) e.seed(`s${i}`, `seed ${i}\n`);
+    const r = e.run(["-j", "2", "--max-idle", "1", "-t", "5"], ["/bin/true"]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.equal(e.stats().observations, 24);
+    assert.equal(e.corpusFiles().length, 24);
+    assert.equal(e.entries().length, 24);
+  } finally {
+    e.cleanup();
+  }
+});
+
+test("12 seeds that all emit the same child: 13 observations, 13 generated, 1 interesting; the child runs once", () => {
+  const e = new ExploreDir();
+  try {
+    for (let i = 0; i < 12; i++) e.seed(`s${i}`, `seed ${i}\n`);
+    const log = join(e.dir, "executions.log");
+    const target = e.script("t.sh", `cat >> "${log}"; echo >> "${log}"; echo shared-child > "$SYMCC_OUTPUT_DIR/out"`);
+    const r = e.run(["-j", "2", "--max-idle", "1", "-t", "5"], [target]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const s = e.stats();
+    assert.deepEqual([s.observations, s.generated, s.interesting, e.corpusFiles().length], [13, 13, 1, 13]);
+    const runs = readFileSync(log, "utf8").split("\n").filter((l) => l === "shared-child");
+    assert.equal(runs.length, 1, "the shared child was executed exactly once");
+  } finally {
+    e.cleanup();
+  }
+});
+
+test("a corpus file whose content does not match its name: digest mismatch reported, never executed, exit 70", () => {
+  const e = new ExploreDir();
+  try {
+    e.seed("good", "good seed\n");
+    mkdirSync(e.corpus);
+    const forged = sha("what the name promises\n");
+    writeFileSync(join(e.corpus, forged), "something else entirely\n");
+    const log = join(e.dir, "executions.log");
+    const target = e.script("t.sh", `cat >> "${log}"`);
+    const r = e.run(["-j", "1", "--max-idle", "1", "-t", "5"], [target]);
+    assert.equal(r.code, 70, r.stdout + r.stderr);
+    assert.match(r.stdout, new RegExp(`shared corpus digest mismatch: .*${forged}`));
+    const s = e.stats();
+    assert.equal(s.observations, 1, "the good seed still ran");
+    assert.equal(s.integrity_errors, 1);
+    assert.equal(readFileSync(log, "utf8"), "good seed\n", "the forged file was never executed");
+    assert.ok(existsSync(join(e.corpus, forged)), "the bad file is left for inspection");
+  } finally {
+    e.cleanup();
+  }
+});
+
+test("file mode: @@ becomes the input's path and SYMCC_INPUT_FILE names it; stdin mode feeds it on stdin", () => {
+  const e = new ExploreDir();
+  try {
+    e.seed("a", "abc");
+    const fileMode = e.script("f.sh", `test "$1" = "$SYMCC_INPUT_FILE" || exit 9; tr a-z A-Z < "$1" > "$SYMCC_OUTPUT_DIR/up"`);
+    const r = e.run(["-j", "1", "--max-idle", "0.5", "-t", "5"], [fileMode, "@@"]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.ok(e.corpusFiles().includes(sha("ABC")));
+    const e2 = new ExploreDir();
+    try {
+      e2.seed("a", "xyz");
+      const stdinMode = e2.script("s.sh", `tr a-z A-Z > "$SYMCC_OUTPUT_DIR/up"`);
+      const r2 = e2.run(["-j", "1", "--max-idle", "0.5", "-t", "5"], [stdinMode]);
+      assert.equal(r2.code, 0, r2.stdout + r2.stderr);
+      assert.ok(e2.corpusFiles().includes(sha("XYZ")));
+      assert.ok(e2.corpusFiles().includes(sha("XYZ")) && !e2.corpusFiles().includes(sha("ABC")));
+    } finally {
+      e2.cleanup();
+    }
+  } finally {
+    e.cleanup();
+  }
+});
+
+test("--simulate synthesises five seeded mutants when a run produced nothing", () => {
+  const e = new ExploreDir();
+  try {
+    e.seed("a", "0123456789");
+    // Every mutant has mutants of its own: the frontier never ends, so the wall budget does.
+    const r = e.run(["-j", "1", "--max-idle", "0.5", "-t", "1", "--wall-timeout", "3", "--simulate"], ["/bin/true"]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const s = e.stats();
+    assert.ok(s.observations >= 2 && s.generated === 5 * s.observations, `5 mutants per run (${s.generated} for ${s.observations})`);
+    assert.match(r.stdout, /the frontier is not exhausted \(wall budget\); continue with: --resume [0-9a-f]{64}/);
+    assert.ok(s.elapsed_seconds < 3.5, `the wall budget holds (${s.elapsed_seconds}s)`);
+  } finally {
+    e.cleanup();
+  }
+});
+
+test("bad flags are usage errors that name the flag", () => {
+  const e = new ExploreDir();
+  try {
+    const noTarget = e.run(["-j", "1"], []);
+    assert.equal(noTarget.code, 2);
+    assert.match(noTarget.stderr, /no target command: put it after --/);
+    const badTimeout = e.run(["-t", "soon"], ["/bin/true"]);
+    assert.equal(badTimeout.code, 2);
+    assert.match(badTimeout.stderr, /-t wants a number of seconds/);
+    const missingInput = e.run(["-i", join(e.dir, "nope")], ["/bin/true"]);
+    assert.equal(missingInput.code, 2);
+    const badResume = e.run(["--resume", "XYZ"], ["/bin/true"]);
+    assert.equal(badResume.code, 2);
+    assert.match(badResume.stderr, /--resume wants the 64 lowercase hex/);
+    assert.deepEqual(readdirSync(e.dir).filter((n) => n === "corpus").length <= 1, true);
+  } finally {
+    e.cleanup();
+  }
+});

@@ -1,0 +1,104 @@
+// Remote explore workers: dishonest doubles are refused and quarantined; an honest worker still
+// executes the task exactly once; nothing from a bad stage reaches the corpus.
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { CLI, waitFor } from "../helpers/campaign.ts";
+import { ExploreDir } from "../helpers/explore.ts";
+import { fakeWorker, send } from "../helpers/wire.ts";
+import { spawn } from "node:child_process";
+import type { Connection } from "../../src/net/connection.ts";
+
+const sha = (s: string | Buffer) => createHash("sha256").update(s).digest("hex");
+const TOKEN = "explore-test-token-0123456789";
+
+/** Handshakes a double and pulls one task. */
+async function doubleWithTask(port: number): Promise<{ conn: Connection; task: { task_id: number; hash: string; fence: string } }> {
+  const { conn } = await fakeWorker(port, TOKEN, "double");
+  for (;;) {
+    const reply = (await send(conn, { type: "want", slots: 1 })) as { type: string; tasks?: { task_id: number; hash: string; fence: string }[] };
+    if (reply.type === "task") return { conn, task: reply.tasks![0]! };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const result = (task: { task_id: number; hash: string; fence: string }, over: Record<string, unknown>) => ({
+  type: "result" as const,
+  task_id: task.task_id,
+  fence: task.fence,
+  input_hash: task.hash,
+  new_hashes: [] as string[],
+  num_generated: 0,
+  staged_bytes: 0,
+  staging_id: "",
+  retcode: 0,
+  elapsed: 0.01,
+  protocol_error: "" as const,
+  budget: null,
+  detail: null,
+  ...over,
+});
+
+test("a double reporting a wrong input hash, an extra staged file, or a stale fence is refused and quarantined; an honest worker runs the task once", async () => {
+  const e = new ExploreDir();
+  try {
+    e.seed("only", "the one seed\n");
+    const log = join(e.dir, "executions.log");
+    const target = e.script("t.sh", `cat >> "${log}"; echo >> "${log}"; printf honest-child > "$SYMCC_OUTPUT_DIR/c"`);
+    const master = e.start(["-j", "0", "--port", "0", "--bind", "127.0.0.1", "--token", TOKEN, "--max-idle", "1", "-t", "5"], [target]);
+    const port = await waitFor("the master to listen", () => {
+      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(master.output());
+      return m ? Number(m[1]) : undefined;
+    });
+    const seedHash = sha("the one seed\n");
+
+    // 1. A wrong input hash.
+    const a = await doubleWithTask(port);
+    assert.equal(a.task.hash, seedHash);
+    const ackA = (await send(a.conn, result(a.task, { input_hash: sha("something else") }))) as { note: string };
+    assert.equal(ackA.note, "refused");
+    const againA = (await send(a.conn, { type: "want", slots: 1 })) as { type: string };
+    assert.equal(againA.type, "wait", "a quarantined worker gets no more work");
+
+    // 2. An extra file in its stage, next to a correctly named child.
+    const b = await doubleWithTask(port);
+    assert.equal(b.task.hash, seedHash, "the refused task went back to the front under the same fence");
+    const stageRoot = join(e.corpus, ".fuzzfleet");
+    const workDir = join(stageRoot, readdirSync(stageRoot).find((n) => n.startsWith("work-"))!);
+    const stageId = "ab".repeat(16);
+    const stage = join(workDir, "staging", "w2", stageId);
+    mkdirSync(stage, { recursive: true });
+    const evil = "evil child\n";
+    writeFileSync(join(stage, sha(evil)), evil);
+    writeFileSync(join(stage, sha("smuggled\n")), "smuggled\n");
+    const ackB = (await send(b.conn, result(b.task, { new_hashes: [sha(evil)], num_generated: 1, staged_bytes: evil.length, staging_id: stageId }))) as { note: string };
+    assert.equal(ackB.note, "refused");
+
+    // 3. A stale fence.
+    const c = await doubleWithTask(port);
+    const ackC = (await send(c.conn, result(c.task, { fence: c.task.fence + "-old" }))) as { note: string };
+    assert.equal(ackC.note, "refused");
+
+    // An honest worker now takes it.
+    const honest = spawn(process.execPath, [CLI, "worker", "--master", `127.0.0.1:${port}`, "--token", TOKEN], { cwd: e.dir, stdio: ["ignore", "pipe", "pipe"] });
+    let wout = "";
+    honest.stdout!.setEncoding("utf8").on("data", (d: string) => (wout += d));
+    const honestDone = new Promise<number | null>((resolve) => honest.on("close", (code) => resolve(code)));
+    for (const d of [a, b, c]) d.conn.destroy();
+    const m = await master.done;
+    assert.equal(m.code, 70, "invalid results make the campaign end non-zero\n" + master.output());
+    assert.equal(await honestDone, 0, wout);
+    const s = e.stats();
+    assert.equal(s.observations, 2, "the seed and the honest child");
+    assert.equal(s.invalid_results, 3);
+    assert.equal(readFileSync(log, "utf8"), "the one seed\n\nhonest-child\n", "each input was executed exactly once, by the honest worker");
+    assert.deepEqual(e.corpusFiles().sort(), [seedHash, sha("honest-child")].sort(), "nothing from a bad stage was promoted");
+    assert.match(master.output(), /executor w1 quarantined: input hash/);
+    assert.match(master.output(), /executor w2 quarantined: stage (ab){16}: stage holds undeclared child/);
+    assert.match(master.output(), /executor w3 quarantined: the fence does not match/);
+  } finally {
+    e.cleanup();
+  }
+});

@@ -1,0 +1,314 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { DEFAULT_BUDGETS, FileProblem, IntegrityError, STAGE_ID_RE, type Budgets } from "../../src/explore/corpus.ts";
+import { BudgetError, collectOutputs, promoteChildren, stageOutputs, verifyStage } from "../../src/explore/staging.ts";
+
+const scratch = mkdtempSync(join(tmpdir(), "fuzzfleet-staging-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+let dirCount = 0;
+function freshDir(): string {
+  const dir = join(scratch, `d-${++dirCount}`);
+  mkdirSync(dir);
+  return dir;
+}
+
+function sha256(data: Buffer | string): string {
+  return createHash("sha256").update(data).digest("hex");
+}
+
+function budgets(over: Partial<Budgets>): Budgets {
+  return { ...DEFAULT_BUDGETS, ...over };
+}
+
+function writeFiles(dir: string, files: Record<string, string>): void {
+  for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), content);
+}
+
+function catchError(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  assert.fail("expected an error");
+}
+
+/** A stage directory written by hand, named by content. */
+function handStage(contents: string[]): { dir: string; hashes: string[]; bytes: number } {
+  const dir = freshDir();
+  const hashes = contents.map((c) => sha256(c));
+  contents.forEach((c, i) => writeFileSync(join(dir, hashes[i]), c));
+  return { dir, hashes, bytes: contents.reduce((n, c) => n + Buffer.byteLength(c), 0) };
+}
+
+describe("collectOutputs", () => {
+  it("collects every output except .hints files, sorted, with the byte total", () => {
+    const out = freshDir();
+    writeFiles(out, { "id-2": "bb", "id-1": "a", "id-1.hints": "hint bytes", "id-3": "" });
+    const got = collectOutputs(out, DEFAULT_BUDGETS);
+    assert.deepEqual(got, {
+      files: [
+        { path: join(out, "id-1"), size: 1 },
+        { path: join(out, "id-2"), size: 2 },
+        { path: join(out, "id-3"), size: 0 },
+      ],
+      totalBytes: 3,
+    });
+  });
+
+  it("enforces the child-count budget without counting .hints files", () => {
+    const out = freshDir();
+    writeFiles(out, { a: "1", b: "2", "a.hints": "", "b.hints": "" });
+    assert.equal(collectOutputs(out, budgets({ maxChildren: 2 })).files.length, 2);
+    writeFileSync(join(out, "c"), "3");
+    const err = catchError(() => collectOutputs(out, budgets({ maxChildren: 2 })));
+    assert.ok(err instanceof BudgetError);
+    assert.deepEqual([err.resource, err.observed, err.limit], ["objects", 3, 2]);
+  });
+
+  it("enforces the result byte budget", () => {
+    const out = freshDir();
+    writeFiles(out, { a: "12345", b: "67890" });
+    assert.equal(collectOutputs(out, budgets({ maxResultBytes: 10 })).totalBytes, 10);
+    const err = catchError(() => collectOutputs(out, budgets({ maxResultBytes: 9 })));
+    assert.ok(err instanceof BudgetError);
+    assert.deepEqual([err.resource, err.observed, err.limit], ["bytes", 10, 9]);
+  });
+
+  it("rejects a symlinked or non-regular output as not a regular file", () => {
+    const out = freshDir();
+    const elsewhere = freshDir();
+    writeFileSync(join(elsewhere, "secret"), "s");
+    symlinkSync(join(elsewhere, "secret"), join(out, "a"));
+    const err = catchError(() => collectOutputs(out, DEFAULT_BUDGETS));
+    assert.ok(err instanceof FileProblem);
+    assert.equal(err.problem, "symlink");
+    assert.match(err.message, /not a regular file/);
+    unlinkSync(join(out, "a"));
+    mkdirSync(join(out, "sub"));
+    const dirErr = catchError(() => collectOutputs(out, DEFAULT_BUDGETS));
+    assert.ok(dirErr instanceof FileProblem);
+    assert.equal(dirErr.problem, "not-regular");
+    assert.match(dirErr.message, /not a regular file/);
+  });
+});
+
+describe("stageOutputs", () => {
+  it("stages two identical outputs as two hashes, one file, bytes counted twice", () => {
+    const out = freshDir();
+    const root = freshDir();
+    writeFiles(out, { a: "twin", b: "twin", c: "other" });
+    const staged = stageOutputs(root, collectOutputs(out, DEFAULT_BUDGETS), DEFAULT_BUDGETS);
+    assert.match(staged.stageId, STAGE_ID_RE);
+    assert.deepEqual(staged.hashes, [sha256("twin"), sha256("twin"), sha256("other")]);
+    assert.equal(staged.stagedBytes, 13);
+    const stageDir = join(root, staged.stageId);
+    assert.deepEqual(readdirSync(stageDir).sort(), [sha256("other"), sha256("twin")].sort());
+    assert.equal(readFileSync(join(stageDir, sha256("twin")), "utf8"), "twin");
+    assert.deepEqual(verifyStage(stageDir, staged.hashes, staged.stagedBytes, DEFAULT_BUDGETS.maxInputBytes), { ok: true });
+    assert.equal(verifyStage(stageDir, staged.hashes, 9, DEFAULT_BUDGETS.maxInputBytes).ok, false, "bytes counted once do not match");
+  });
+
+  it("stages an empty output set as an empty stage directory", () => {
+    const root = freshDir();
+    const staged = stageOutputs(root, { files: [], totalBytes: 0 }, DEFAULT_BUDGETS);
+    assert.deepEqual(staged.hashes, []);
+    assert.deepEqual(readdirSync(join(root, staged.stageId)), []);
+  });
+
+  it("refuses an output set over budget before creating a stage", () => {
+    const out = freshDir();
+    const root = freshDir();
+    writeFiles(out, { a: "1", b: "2", c: "3" });
+    const outputs = collectOutputs(out, DEFAULT_BUDGETS);
+    const err = catchError(() => stageOutputs(root, outputs, budgets({ maxChildren: 2 })));
+    assert.ok(err instanceof BudgetError);
+    assert.equal(err.resource, "objects");
+    assert.equal(err.stageId, undefined);
+    assert.deepEqual(readdirSync(root), []);
+  });
+
+  it("reports an output that grew past the byte budget with the stage id and leaves no stage", () => {
+    const out = freshDir();
+    const root = freshDir();
+    writeFiles(out, { a: "12345", b: "67890" });
+    const limits = budgets({ maxResultBytes: 12 });
+    const outputs = collectOutputs(out, limits);
+    appendFileSync(join(out, "b"), "abcdef");
+    const err = catchError(() => stageOutputs(root, outputs, limits));
+    assert.ok(err instanceof BudgetError);
+    assert.deepEqual([err.resource, err.observed, err.limit], ["bytes", 16, 12]);
+    assert.match(err.stageId ?? "", STAGE_ID_RE);
+    assert.deepEqual(readdirSync(root), []);
+  });
+
+  it("reports an output above the per-object budget as an input-bytes budget error", () => {
+    const out = freshDir();
+    const root = freshDir();
+    writeFiles(out, { a: "123456" });
+    const err = catchError(() => stageOutputs(root, collectOutputs(out, DEFAULT_BUDGETS), budgets({ maxInputBytes: 5 })));
+    assert.ok(err instanceof BudgetError);
+    assert.deepEqual([err.resource, err.observed, err.limit], ["input-bytes", 6, 5]);
+    assert.match(err.stageId ?? "", STAGE_ID_RE);
+    assert.deepEqual(readdirSync(root), []);
+  });
+
+  it("refuses an output replaced by a symlink after collection and leaves no stage", () => {
+    const out = freshDir();
+    const root = freshDir();
+    writeFiles(out, { a: "first", b: "second" });
+    const outputs = collectOutputs(out, DEFAULT_BUDGETS);
+    unlinkSync(join(out, "b"));
+    symlinkSync(join(out, "a"), join(out, "b"));
+    const err = catchError(() => stageOutputs(root, outputs, DEFAULT_BUDGETS));
+    assert.ok(err instanceof FileProblem);
+    assert.equal(err.problem, "symlink");
+    assert.deepEqual(readdirSync(root), []);
+  });
+});
+
+describe("verifyStage", () => {
+  const max = DEFAULT_BUDGETS.maxInputBytes;
+
+  it("accepts an exact stage, duplicates counted per declaration", () => {
+    const s = handStage(["one", "two"]);
+    assert.deepEqual(verifyStage(s.dir, [s.hashes[0], s.hashes[1], s.hashes[0]], s.bytes + 3, max), { ok: true });
+  });
+
+  it("rejects an extra file", () => {
+    const s = handStage(["one", "two"]);
+    const v = verifyStage(s.dir, [s.hashes[0]], 3, max);
+    assert.equal(v.ok, false);
+    assert.match((v as { reason: string }).reason, new RegExp(`undeclared child ${s.hashes[1]}`));
+  });
+
+  it("rejects a missing file", () => {
+    const s = handStage(["one"]);
+    const v = verifyStage(s.dir, [s.hashes[0], sha256("two")], 6, max);
+    assert.equal(v.ok, false);
+    assert.match((v as { reason: string }).reason, /missing/);
+  });
+
+  it("rejects a wrong byte total", () => {
+    const s = handStage(["one", "two"]);
+    const v = verifyStage(s.dir, s.hashes, s.bytes + 1, max);
+    assert.equal(v.ok, false);
+    assert.match((v as { reason: string }).reason, /hold 6 bytes, the result declared 7/);
+  });
+
+  it("rejects a digest mismatch", () => {
+    const s = handStage(["one"]);
+    writeFileSync(join(s.dir, s.hashes[0]), "ONE");
+    const v = verifyStage(s.dir, s.hashes, 3, max);
+    assert.equal(v.ok, false);
+    assert.match((v as { reason: string }).reason, new RegExp(`holds ${sha256("ONE")}`));
+  });
+
+  it("never lets a symlink satisfy a declared child, even to the right bytes", () => {
+    const s = handStage(["one"]);
+    const elsewhere = freshDir();
+    writeFileSync(join(elsewhere, "copy"), "one");
+    unlinkSync(join(s.dir, s.hashes[0]));
+    symlinkSync(join(elsewhere, "copy"), join(s.dir, s.hashes[0]));
+    const v = verifyStage(s.dir, s.hashes, 3, max);
+    assert.equal(v.ok, false);
+    assert.match((v as { reason: string }).reason, /symbolic link/);
+  });
+
+  it("rejects a stage directory that is a symlink or absent", () => {
+    const s = handStage(["one"]);
+    const link = join(freshDir(), "stage");
+    symlinkSync(s.dir, link);
+    assert.equal(verifyStage(link, s.hashes, 3, max).ok, false);
+    assert.equal(verifyStage(join(s.dir, "absent"), [], 0, max).ok, false);
+  });
+
+  it("rejects invalid names, in the stage or in the declaration", () => {
+    const s = handStage(["one"]);
+    writeFileSync(join(s.dir, ".part-0"), "leftover");
+    const v = verifyStage(s.dir, s.hashes, 3, max);
+    assert.equal(v.ok, false);
+    assert.match((v as { reason: string }).reason, /invalid name '\.part-0'/);
+    assert.equal(verifyStage(handStage([]).dir, ["ABC"], 0, max).ok, false);
+  });
+
+  it("finds the unexpected name before reading any declared content", () => {
+    // Every declared file holds the wrong bytes; if contents were read while listing, some
+    // mismatch would almost surely be met before the one undeclared name.
+    const contents = Array.from({ length: 16 }, (_, i) => `child ${i}`);
+    const s = handStage(contents);
+    for (const h of s.hashes) writeFileSync(join(s.dir, h), "tampered");
+    const stranger = sha256("stranger");
+    writeFileSync(join(s.dir, stranger), "stranger");
+    const v = verifyStage(s.dir, s.hashes, s.bytes, max);
+    assert.deepEqual(v, { ok: false, reason: `stage holds undeclared child ${stranger}` });
+  });
+});
+
+describe("promoteChildren", () => {
+  const max = DEFAULT_BUDGETS.maxInputBytes;
+
+  it("moves staged children into the corpus", () => {
+    const s = handStage(["one", "two"]);
+    const corpus = freshDir();
+    promoteChildren(s.dir, corpus, [s.hashes[1], s.hashes[0], s.hashes[1]], max);
+    assert.deepEqual(readdirSync(corpus).sort(), [...s.hashes].sort());
+    assert.deepEqual(readdirSync(s.dir), []);
+    assert.equal(readFileSync(join(corpus, s.hashes[0]), "utf8"), "one");
+  });
+
+  it("is replayable after a partial promotion and harmless when run twice", () => {
+    const s = handStage(["one", "two"]);
+    const corpus = freshDir();
+    renameSync(join(s.dir, s.hashes[0]), join(corpus, s.hashes[0]));
+    promoteChildren(s.dir, corpus, s.hashes, max);
+    promoteChildren(s.dir, corpus, s.hashes, max);
+    assert.deepEqual(readdirSync(corpus).sort(), [...s.hashes].sort());
+    assert.deepEqual(readdirSync(s.dir), []);
+    assert.equal(readFileSync(join(corpus, s.hashes[1]), "utf8"), "two");
+  });
+
+  it("keeps the staged copy when the same content is already public", () => {
+    const s = handStage(["one"]);
+    const corpus = freshDir();
+    writeFileSync(join(corpus, s.hashes[0]), "one");
+    promoteChildren(s.dir, corpus, s.hashes, max);
+    assert.deepEqual(readdirSync(s.dir), s.hashes);
+  });
+
+  it("throws for a child found neither in the stage nor in the corpus", () => {
+    const s = handStage(["one"]);
+    const corpus = freshDir();
+    assert.throws(() => promoteChildren(s.dir, corpus, [s.hashes[0], sha256("ghost")], max), /neither staged/);
+  });
+
+  it("refuses when a public object with the child's name holds other bytes, touching nothing", () => {
+    const s = handStage(["one"]);
+    const corpus = freshDir();
+    writeFileSync(join(corpus, s.hashes[0]), "forged");
+    assert.throws(() => promoteChildren(s.dir, corpus, s.hashes, max), IntegrityError);
+    assert.equal(readFileSync(join(corpus, s.hashes[0]), "utf8"), "forged");
+    assert.deepEqual(readdirSync(s.dir), s.hashes);
+  });
+
+  it("refuses a public symlink and a staged symlink", () => {
+    const elsewhere = freshDir();
+    writeFileSync(join(elsewhere, "copy"), "one");
+    const s = handStage(["one"]);
+    const corpus = freshDir();
+    symlinkSync(join(elsewhere, "copy"), join(corpus, s.hashes[0]));
+    const pub = catchError(() => promoteChildren(s.dir, corpus, s.hashes, max));
+    assert.ok(pub instanceof FileProblem && pub.problem === "symlink");
+
+    const s2 = handStage([]);
+    symlinkSync(join(elsewhere, "copy"), join(s2.dir, sha256("one")));
+    const corpus2 = freshDir();
+    const staged = catchError(() => promoteChildren(s2.dir, corpus2, [sha256("one")], max));
+    assert.ok(staged instanceof FileProblem && staged.problem === "symlink");
+    assert.deepEqual(readdirSync(corpus2), []);
+  });
+});

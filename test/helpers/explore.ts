@@ -1,0 +1,87 @@
+// Explore-campaign scaffolding: a temp directory with seeds, the compiled CLI run as a real
+// process, and readers for the corpus and the statistics it leaves behind.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CLI, killProcessesMentioning, ROOT } from "./campaign.ts";
+
+export const MAZE = join(ROOT, "examples/maze/maze.mjs");
+export const MAZE_SEEDS = join(ROOT, "examples/maze/seeds");
+
+export interface ExploreStatsJson {
+  observations: number;
+  generated: number;
+  external_inputs: number;
+  interesting: number;
+  throughput: number;
+  by_master: Record<string, number>;
+  elapsed_seconds: number;
+  invalid_results: number;
+  integrity_errors: number;
+  [key: string]: unknown;
+}
+
+export class ExploreDir {
+  readonly dir = mkdtempSync(join(tmpdir(), "fuzzfleet-explore-"));
+  readonly seeds = join(this.dir, "seeds");
+  readonly corpus = join(this.dir, "corpus");
+  readonly statsPath = join(this.dir, "stats.json");
+
+  constructor() {
+    mkdirSync(this.seeds);
+  }
+
+  seed(name: string, content: string | Buffer): void {
+    writeFileSync(join(this.seeds, name), content);
+  }
+
+  /** A shell-script target in the campaign directory. */
+  script(name: string, body: string): string {
+    const path = join(this.dir, name);
+    writeFileSync(path, `#!/bin/sh\n${body}\n`);
+    chmodSync(path, 0o755);
+    return path;
+  }
+
+  args(extra: string[], target: string[]): string[] {
+    return ["explore", "-i", this.seeds, "-o", this.corpus, "--stats-json", this.statsPath, ...extra, "--", ...target];
+  }
+
+  run(extra: string[], target: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 120_000) {
+    const r = spawnSync(process.execPath, [CLI, ...this.args(extra, target)], {
+      cwd: this.dir,
+      env: { ...process.env, ...env },
+      encoding: "utf8",
+      timeout: timeoutMs,
+    });
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  start(extra: string[], target: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; output: () => string; done: Promise<{ code: number | null; signal: NodeJS.Signals | null }> } {
+    const child = spawn(process.execPath, [CLI, ...this.args(extra, target)], { cwd: this.dir, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
+    child.stderr!.setEncoding("utf8").on("data", (d: string) => (out += d));
+    const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("close", (code, signal) => resolve({ code, signal })));
+    return { child, output: () => out, done };
+  }
+
+  stats(): ExploreStatsJson {
+    return JSON.parse(readFileSync(this.statsPath, "utf8")) as ExploreStatsJson;
+  }
+
+  /** Every entry of the corpus directory (hidden ones included). */
+  entries(): string[] {
+    return readdirSync(this.corpus).sort();
+  }
+
+  corpusFiles(): string[] {
+    return this.entries().filter((n) => /^[0-9a-f]{64}$/.test(n));
+  }
+
+  cleanup(): void {
+    killProcessesMentioning(this.dir);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
