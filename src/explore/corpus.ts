@@ -198,11 +198,12 @@ function unlinkQuietly(path: string): void {
 }
 
 /**
- * Streams src into a new file dest (O_EXCL, mode 0o600) while hashing, then fsyncs dest. Source
- * problems throw FileProblem; destination I/O errors propagate as they are. On any failure after
- * dest was created, dest is removed. An existing dest is an error and is left alone.
+ * Streams src into a new file dest (O_EXCL, mode 0o600) while hashing, then fsyncs dest (unless
+ * `durable` is false: a private scratch copy that nobody reads after a crash). Source problems
+ * throw FileProblem; destination I/O errors propagate as they are. On any failure after dest was
+ * created, dest is removed. An existing dest is an error and is left alone.
  */
-export function copyHashing(src: string, dest: string, maxBytes: number, hooks?: StreamHooks): { hash: string; size: number } {
+export function copyHashing(src: string, dest: string, maxBytes: number, hooks?: StreamHooks, durable = true): { hash: string; size: number } {
   const { fd, identity } = openRegular(src, maxBytes);
   try {
     const out = openSync(dest, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
@@ -210,7 +211,7 @@ export function copyHashing(src: string, dest: string, maxBytes: number, hooks?:
       let hash: string;
       try {
         hash = streamOpened(src, fd, identity, (chunk) => writeFully(out, chunk), hooks);
-        fsyncSync(out);
+        if (durable) fsyncSync(out);
       } finally {
         closeSync(out);
       }
@@ -247,16 +248,19 @@ function existsNoFollow(path: string): boolean {
  * Seed admission: copies src into a hidden temp in corpusDir while hashing, then either verifies
  * the object that already holds that name (the temp is dropped) or renames the temp into place,
  * fsyncs the directory and re-hashes the destination. The temp never outlives the call.
+ * With `durable` false the fsyncs are skipped: for inputs whose source stays in the input
+ * directory, a publication lost to a machine crash is simply repeated by the next scan.
  */
 export function publishFile(
   corpusDir: string,
   src: string,
   maxBytes: number,
   hooks?: StreamHooks,
+  durable = true,
 ): { hash: string; size: number; created: boolean } {
   const temp = join(corpusDir, `.tmp-${randomBytes(16).toString("hex")}`);
   try {
-    const { hash, size } = copyHashing(src, temp, maxBytes, hooks);
+    const { hash, size } = copyHashing(src, temp, maxBytes, hooks, durable);
     const dest = join(corpusDir, hash);
     if (existsNoFollow(dest)) {
       verifyPublic(corpusDir, hash, maxBytes);
@@ -264,7 +268,7 @@ export function publishFile(
       return { hash, size, created: false };
     }
     renameSync(temp, dest);
-    fsyncDir(corpusDir);
+    if (durable) fsyncDir(corpusDir);
     verifyPublic(corpusDir, hash, maxBytes);
     return { hash, size, created: true };
   } finally {

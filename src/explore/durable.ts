@@ -22,6 +22,15 @@ export function fsyncDir(dir: string): void {
  * and the error propagates; `path` is untouched.
  */
 export function replaceFileSynced(path: string, data: string | Uint8Array, mode = 0o600): void {
+  replaceFileWith(path, data, mode, true);
+}
+
+/** Like replaceFileSynced without the fsync: atomic for readers, not durable across a machine crash. */
+export function replaceFile(path: string, data: string | Uint8Array, mode = 0o600): void {
+  replaceFileWith(path, data, mode, false);
+}
+
+function replaceFileWith(path: string, data: string | Uint8Array, mode: number, sync: boolean): void {
   const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
   const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
   let renamed = false;
@@ -30,7 +39,7 @@ export function replaceFileSynced(path: string, data: string | Uint8Array, mode 
       const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
       let written = 0;
       while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
-      fsyncSync(fd);
+      if (sync) fsyncSync(fd);
     } finally {
       closeSync(fd);
     }

@@ -3,7 +3,7 @@
 // stage its children in a hidden per-result directory under their hash names, and describe all
 // of it in a `result` frame. Nothing here writes the public corpus; the master verifies and
 // promotes after the parent passed its commit fence.
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { runChild } from "../exec/run-child.ts";
 import type { ResultFrame, TaskItemT } from "../net/messages.ts";
@@ -23,6 +23,38 @@ export interface ExecuteSetup {
   /** Private scratch space of this executor (inputs, raw outputs, logs). */
   scratchRoot: string;
   killGraceMs?: number;
+}
+
+// Scratch directories are reused from task to task: creating and removing two directories per
+// run is a large share of the cost of a trivial target. A directory goes back to the pool only
+// once it is empty again; anything odd and it is removed instead.
+const freeScratch = new Map<string, string[]>();
+let scratchSeq = 0;
+
+function acquireScratch(root: string): string {
+  const free = freeScratch.get(root);
+  if (free && free.length > 0) return free.pop()!;
+  const dir = join(root, `slot-${process.pid}-${scratchSeq++}`);
+  mkdirSync(join(dir, "out"), { recursive: true });
+  return dir;
+}
+
+function releaseScratch(root: string, dir: string): void {
+  try {
+    rmSync(join(dir, "input"), { force: true });
+    const out = join(dir, "out");
+    for (const name of readdirSync(out)) rmSync(join(out, name), { recursive: true, force: true });
+    let free = freeScratch.get(root);
+    if (!free) freeScratch.set(root, (free = []));
+    free.push(dir);
+  } catch {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Forgets the reusable scratch directories under `root` (call before removing it). */
+export function disposeScratch(root: string): void {
+  freeScratch.delete(root);
 }
 
 export function usesFileMode(target: readonly string[]): boolean {
@@ -45,13 +77,12 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
     budget: null,
     detail: null,
   };
-  mkdirSync(s.scratchRoot, { recursive: true });
-  const scratch = mkdtempSync(join(s.scratchRoot, "task-"));
+  const scratch = acquireScratch(s.scratchRoot);
   try {
     const input = join(scratch, "input");
     let copied: { hash: string; size: number };
     try {
-      copied = copyHashing(join(s.corpusDir, task.hash), input, s.budgets.maxInputBytes);
+      copied = copyHashing(join(s.corpusDir, task.hash), input, s.budgets.maxInputBytes, undefined, false);
     } catch (err) {
       if (err instanceof FileProblem && err.problem === "too-large") {
         return { ...base, protocol_error: "input-budget-exceeded", budget: { resource: "input-bytes", observed: err.observed ?? 0, limit: err.limit ?? s.budgets.maxInputBytes }, detail: err.message };
@@ -64,13 +95,13 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
     }
     const withInput = { ...base, input_hash: copied.hash };
     const outDir = join(scratch, "out");
-    mkdirSync(outDir);
     const fileMode = usesFileMode(s.target);
     const r = await runChild({
       argv: fileMode ? s.target.map((a) => a.replaceAll("@@", input)) : s.target,
       cwd: s.targetCwd,
       env: { ...process.env, SYMCC_OUTPUT_DIR: outDir, ...(fileMode ? { SYMCC_INPUT_FILE: input } : {}) },
-      logPath: join(scratch, "target.log"),
+      // The target's own output is not kept (as SymCC's runner does); its children are what count.
+      logPath: "/dev/null",
       hardTimeoutMs: task.timeout * 1000,
       stdin: fileMode ? "ignore" : input,
       signal,
@@ -96,6 +127,6 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
       return { ...ran, protocol_error: "corpus-publication", detail: (err as Error).message.slice(0, 2000) };
     }
   } finally {
-    rmSync(scratch, { recursive: true, force: true });
+    releaseScratch(s.scratchRoot, scratch);
   }
 }

@@ -22,7 +22,7 @@ import { randomBytes } from "node:crypto";
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { RuntimeFailure } from "../errors.ts";
-import { fsyncDir, mkdirDurable, replaceFileSynced, unlinkDurable } from "./durable.ts";
+import { fsyncDir, mkdirDurable, replaceFile, replaceFileSynced, unlinkDurable } from "./durable.ts";
 import { withFileLock } from "./file-lock.ts";
 
 export type LeaseStatus = "leased" | "committing" | "done";
@@ -66,6 +66,15 @@ export interface LeaseTableOptions {
   shardCount?: number;
   /** Bound on waiting for one record's lock, on the monotonic clock. Default 30 000. */
   lockTimeoutMs?: number;
+  /**
+   * "all" (default): every record write is fsynced (file and shard directory).
+   * "fence": only a commit fence that has children to publish is fsynced. Every other write is
+   * still atomic (temp + rename), so other processes see it at once; only a machine crash can
+   * lose it, and each loss is redone: a lost claim or heartbeat is claimed again, a lost `done`
+   * leaves the record `committing`, which is replayed idempotently from its manifest, and an
+   * empty commit publishes nothing.
+   */
+  durability?: "all" | "fence";
 }
 
 export type CompletionResult = "completed" | "already" | "stale";
@@ -130,9 +139,11 @@ export class LeaseTable {
   private readonly shardCount: number;
   private readonly lockTimeoutMs: number;
   private readonly readyShards = new Set<number>();
+  private readonly durability: "all" | "fence";
 
   constructor(opts: LeaseTableOptions) {
-    const { root, shardCount = 64, lockTimeoutMs = 30_000 } = opts;
+    const { root, shardCount = 64, lockTimeoutMs = 30_000, durability = "all" } = opts;
+    this.durability = durability;
     if (typeof root !== "string" || root === "") throw new RangeError("lease table root must be a non-empty path");
     if (!Number.isSafeInteger(shardCount) || shardCount < 1 || shardCount > 1000) {
       throw new RangeError(`lease table shardCount must be an integer from 1 to 1000 (got ${shardCount})`);
@@ -208,8 +219,12 @@ export class LeaseTable {
         const ok = this.locked(id, () => {
           const found = this.read(id);
           if (found.kind !== "valid" || found.record.token !== token || found.record.status === "done") return false;
-          replaceFileSynced(this.recordPath(id), serialize({ ...found.record, updated: now }));
-          dirty.add(this.shardOf(id));
+          if (this.durability === "all") {
+            replaceFileSynced(this.recordPath(id), serialize({ ...found.record, updated: now }));
+            dirty.add(this.shardOf(id));
+          } else {
+            replaceFile(this.recordPath(id), serialize({ ...found.record, updated: now }));
+          }
           return true;
         });
         (ok ? renewed : lost).push(id);
@@ -256,7 +271,7 @@ export class LeaseTable {
       const rec = found.record;
       if (rec.status === "done") return false;
       if (rec.status === "committing" && rec.commit !== undefined && serialize(rec.commit) !== serialize(commit)) return false;
-      this.write({ ...rec, status: "committing", updated: now, commit });
+      this.write({ ...rec, status: "committing", updated: now, commit }, commit.hashes.length > 0);
       return true;
     });
   }
@@ -278,6 +293,27 @@ export class LeaseTable {
     requireTime("now", now);
     if (!isId(id) || !this.shardExists(id)) return "stale";
     return this.locked(id, () => this.finish(id, token, now, publish));
+  }
+
+  /**
+   * A result without children has nothing to publish, so its fence and its completion are one
+   * step: a `leased` (or `committing`) record held under `token` becomes `done` with the empty
+   * manifest. "already" if it is done under `token`; "stale" otherwise, or if `manifest` lists
+   * children (those go through beginCommit and replayCommit).
+   */
+  commitEmpty(id: string, token: string, manifest: CommitManifest, now: number): CompletionResult {
+    requireTime("now", now);
+    const commit = canonicalManifest(manifest);
+    if (commit.hashes.length > 0 || !isId(id) || !this.shardExists(id)) return "stale";
+    return this.locked(id, () => {
+      const found = this.read(id);
+      if (found.kind !== "valid" || found.record.token !== token) return "stale";
+      const rec = found.record;
+      if (rec.status === "done") return "already";
+      if (rec.status === "committing" && rec.commit !== undefined && serialize(rec.commit) !== serialize(commit)) return "stale";
+      this.write({ ...rec, status: "done", updated: now, completed: now, commit });
+      return "completed";
+    });
   }
 
   /**
@@ -390,8 +426,13 @@ export class LeaseTable {
     return problem === null ? { kind: "valid", record: value as LeaseRecord } : { kind: "invalid", reason: problem };
   }
 
-  private write(record: LeaseRecord): void {
+  /** Writes a whole record atomically; fsyncs it unless the durability policy says it may be redone. */
+  private write(record: LeaseRecord, fence = false): void {
     const path = this.recordPath(record.id);
+    if (this.durability === "fence" && !fence) {
+      replaceFile(path, serialize(record));
+      return;
+    }
     replaceFileSynced(path, serialize(record));
     this.syncDir(join(this.root, shardName(this.shardOf(record.id))));
   }

@@ -7,11 +7,11 @@
 // A task: pending (hash, token) -> active on one executor -> committed | requeued (front, same
 // fence) | dropped (fence lost). Only the current token of a hash may be dispatched, committed
 // or completed; a late result under an old fence changes nothing.
-import { rmSync } from "node:fs";
+import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { owner as rendezvousOwner } from "../core/rendezvous.ts";
 import type { ResultFrame, TaskItemT } from "../net/messages.ts";
-import { FileProblem, HASH_RE, IntegrityError, listCorpus, listRegularFiles, publishFile, STAGE_ID_RE, verifyPublic, type Budgets } from "./corpus.ts";
+import { FileProblem, HASH_RE, IntegrityError, listRegularFiles, publishFile, STAGE_ID_RE, verifyPublic, type Budgets } from "./corpus.ts";
 import { canonicalManifest, LeaseTable, type Origin } from "./lease-table.ts";
 import { promoteChildren, verifyStage } from "./staging.ts";
 
@@ -131,7 +131,8 @@ export class ExploreMaster {
       if (this.inputSeen.get(f.name) === key) continue;
       let published: { hash: string };
       try {
-        published = publishFile(this.o.corpusDir, join(this.o.inputDir, f.name), this.o.budgets.maxInputBytes);
+        // Not fsynced: the input directory stays the source, and a rescan republishes a lost copy.
+        published = publishFile(this.o.corpusDir, join(this.o.inputDir, f.name), this.o.budgets.maxInputBytes, undefined, false);
       } catch (err) {
         if (err instanceof IntegrityError) {
           this.integrity(err.message);
@@ -155,15 +156,23 @@ export class ExploreMaster {
   scanCorpus(): number {
     if (this.frozen) return 0;
     let added = 0;
-    for (const hash of listCorpus(this.o.corpusDir)) {
-      if (this.observed.has(hash)) continue;
-      if (!this.owns(hash)) continue;
+    let names: string[];
+    try {
+      names = readdirSync(this.o.corpusDir);
+    } catch (err) {
+      this.problem(`cannot read the corpus directory ${this.o.corpusDir}: ${(err as Error).message}`);
+      return 0;
+    }
+    for (const hash of names) {
+      if (!HASH_RE.test(hash) || this.observed.has(hash) || !this.owns(hash)) continue;
       this.observed.add(hash);
       try {
         verifyPublic(this.o.corpusDir, hash, this.o.budgets.maxInputBytes);
       } catch (err) {
         if (err instanceof IntegrityError) this.integrity(err.message);
-        else this.observed.delete(hash);
+        // A file that changed or could not be read is looked at again by the next scan; a
+        // symlink or a directory named like a hash is never accepted.
+        else if (!(err instanceof FileProblem) || !["symlink", "not-regular", "too-large"].includes(err.problem)) this.observed.delete(hash);
         continue;
       }
       if (this.claim(hash, this.external.has(hash) ? "initial" : "generated")) added++;
@@ -400,6 +409,17 @@ export class ExploreMaster {
   private commit(executor: string, task: ActiveTask, r: ResultFrame, stage: string | null, removeStage: () => void): string {
     const now = this.o.wallNow();
     const manifest = canonicalManifest({ worker: executor, staging_id: r.staging_id, hashes: r.new_hashes, num_generated: r.num_generated });
+    if (manifest.hashes.length === 0) {
+      const outcome = this.o.leases.commitEmpty(task.hash, task.token, manifest, now);
+      removeStage();
+      this.held.delete(task.hash);
+      if (outcome !== "completed") {
+        this.counters.staleResults++;
+        return outcome;
+      }
+      this.counters.observations++;
+      return "committed";
+    }
     if (!this.o.leases.beginCommit(task.hash, task.token, manifest, now)) {
       removeStage();
       this.counters.staleResults++;

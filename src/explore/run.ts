@@ -16,7 +16,7 @@ import { CampaignLock } from "../lock/campaign-lock.ts";
 import type { ReadService } from "../net/worker-server.ts";
 import { DEFAULT_BUDGETS, type Budgets } from "./corpus.ts";
 import { writeFileAtomic } from "./durable.ts";
-import { executeTask } from "./execute.ts";
+import { disposeScratch, executeTask } from "./execute.ts";
 import { LeaseTable } from "./lease-table.ts";
 import { ExploreMaster, type Ownership } from "./master.ts";
 import { ExploreRemote } from "./remote.ts";
@@ -70,7 +70,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     const epoch = openEpoch(state, o.resumeEpoch);
     const workDir = join(state, `work-${epoch}`);
     const leaseTtlMs = (o.leaseTtlSeconds ?? Math.max(120, 4 * o.timeoutSeconds)) * 1000;
-    const leases = new LeaseTable({ root: join(workDir, "leases"), shardCount: SHARD_COUNT, lockTimeoutMs: 30_000 });
+    const leases = new LeaseTable({ root: join(workDir, "leases"), shardCount: SHARD_COUNT, lockTimeoutMs: 30_000, durability: "fence" });
     const master = new ExploreMaster({
       corpusDir,
       inputDir,
@@ -143,6 +143,8 @@ class Campaign {
   private wake: (() => void) | null = null;
   private closing = false;
   private remote: ExploreRemote | null = null;
+  /** Other masters publish into the same corpus (several-master campaigns). */
+  multiMaster = false;
 
   constructor(
     private readonly o: ExploreOptions,
@@ -221,7 +223,13 @@ class Campaign {
     let idleSince: number | null = null;
     let lastInputs = this.now();
     let lastCorpus = this.now();
+    let lastRecovery = this.now();
     let lastBeat = this.now();
+    // Leases can only expire a TTL after they were last renewed: looking more often is waste.
+    const recoveryMs = Math.max(CORPUS_SCAN_MS, Math.min(5000, this.leaseTtlMs / 4));
+    // With one master every child is claimed where it is committed; the corpus scan only finds
+    // what other masters published.
+    const scanCorpus = this.multiMaster;
     // Renew held leases well inside their TTL.
     const beatMs = Math.max(100, Math.min(30_000, this.leaseTtlMs / 3));
     for (;;) {
@@ -240,10 +248,13 @@ class Campaign {
         found += this.master.admitInputs();
         lastInputs = t;
       }
-      if (t - lastCorpus >= CORPUS_SCAN_MS) {
+      if (scanCorpus && t - lastCorpus >= CORPUS_SCAN_MS) {
         found += this.master.scanCorpus();
-        found += this.master.recoverExpired();
         lastCorpus = t;
+      }
+      if (t - lastRecovery >= recoveryMs) {
+        found += this.master.recoverExpired();
+        lastRecovery = t;
       }
       if (this.dispatchOpen(elapsed)) this.fillLocalSlots();
       if (!remote && this.o.slots > 0 && this.master.quarantined.size >= this.o.slots && this.master.pendingCount > 0) {
@@ -323,6 +334,7 @@ class Campaign {
       if (outcome.acked.length) this.write(`[explore] worker shutdown: ${outcome.acked.length} exact ACK(s)`);
     }
     this.master.heartbeat();
+    for (let i = 0; i < this.o.slots; i++) disposeScratch(join(this.workDir, "scratch", `local-${i}`));
     rmSync(join(this.workDir, "scratch"), { recursive: true, force: true });
     return problems;
   }

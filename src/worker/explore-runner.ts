@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { formatDuration } from "../config/duration.ts";
-import { executeTask, type ExecuteSetup } from "../explore/execute.ts";
+import { disposeScratch, executeTask, type ExecuteSetup } from "../explore/execute.ts";
 import type { CoordinatorReplyT, ExploreSetupT, Frame, TaskItemT } from "../net/messages.ts";
 import type { UnitRunner } from "./loop.ts";
 
@@ -57,6 +57,7 @@ export class ExploreRunner implements UnitRunner<TaskItemT> {
 
   /** The private scratch root; removed when the worker ends. */
   dispose(): void {
+    disposeScratch(this.setup.scratchRoot);
     rmSync(this.setup.scratchRoot, { recursive: true, force: true });
   }
 }
