@@ -1,12 +1,12 @@
 // `demo`: a real sweep campaign on the bundled example generator, in a fresh directory, ending
 // with the same status and failures reports a user would ask for.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { parseDuration } from "../config/duration.ts";
 import { campaignPaths } from "../config/paths.ts";
-import { RefusedError } from "../errors.ts";
+import { RefusedError, UsageError } from "../errors.ts";
 import { openStore } from "../store/db.ts";
 import { failuresData, renderFailures } from "../report/failures.ts";
 import { renderStatus, statusData } from "../report/status.ts";
@@ -46,14 +46,57 @@ args = ["--size", "large"]
 `;
 }
 
+/** The maze explored to quiescence with two local slots. */
+async function exploreDemo(dir: string): Promise<number> {
+  const say = (line: string) => process.stdout.write(line + "\n");
+  const seeds = join(dir, "seeds");
+  mkdirSync(seeds);
+  for (const name of readdirSync(bundledExample("maze/seeds"))) copyFileSync(join(bundledExample("maze/seeds"), name), join(seeds, name));
+  const corpus = join(dir, "corpus");
+  const target = ["node", bundledExample("maze/maze.mjs"), "@@"];
+  say(`demo explore campaign in ${dir}`);
+  say(`$ fuzzfleet explore -i ${seeds} -o ${corpus} -j 2 --max-idle 1 -- ${target.join(" ")}\n`);
+  const { explore } = await import("../explore/run.ts");
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  process.on("SIGINT", onSignal);
+  try {
+    const code = await explore({
+      inputDir: seeds,
+      corpusDir: corpus,
+      target,
+      slots: 2,
+      timeoutSeconds: 10,
+      maxIdleSeconds: 1,
+      wallTimeoutSeconds: 0,
+      simulate: false,
+      port: null,
+      bind: null,
+      token: undefined,
+      statsJson: join(dir, "stats.json"),
+      resumeEpoch: null,
+      leaseTtlSeconds: null,
+      signal: controller.signal,
+    });
+    say(`\nThe corpus holds every unique input the maze can reach, each executed once: ls ${corpus}`);
+    say("Two of them crash the maze (exit 134 and 139); the README of examples/maze explains them.");
+    return code;
+  } finally {
+    process.off("SIGINT", onSignal);
+  }
+}
+
 export function registerDemo(program: Command): void {
   program
     .command("demo")
-    .description("run a real sweep on the bundled example generator in a fresh directory, then show status and failures")
+    .description("run a real campaign on a bundled example in a fresh directory: a sweep (default) or an explore")
+    .argument("[kind]", "sweep: the planted-bug generator, then status and failures; explore: the maze target to quiescence", "sweep")
     .option("--for <duration>", "how long to sweep", "45s")
     .option("--dir <dir>", "campaign directory (must not exist or be empty; default: a new temporary directory)")
     .action(
-      action<{ for: string; dir?: string }>(async (o) => {
+      action<{ for: string; dir?: string }>(async (o, cmd) => {
+        const kind = cmd.args[0] ?? "sweep";
+        if (kind !== "sweep" && kind !== "explore") throw new UsageError(`demo wants 'sweep' or 'explore' (got '${kind}')`);
         const seconds = parseDuration(o.for);
         const dir = o.dir ? resolve(o.dir) : mkdtempSync(join(tmpdir(), "fuzzfleet-demo-"));
         if (o.dir) {
@@ -62,6 +105,7 @@ export function registerDemo(program: Command): void {
           }
           mkdirSync(dir, { recursive: true });
         }
+        if (kind === "explore") return exploreDemo(dir);
         const configPath = join(dir, "fuzzfleet.toml");
         writeFileSync(configPath, demoConfig(bundledExample("planted/planted.mjs")));
         const paths = campaignPaths({ config: configPath });

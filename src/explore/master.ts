@@ -84,8 +84,10 @@ export class ExploreMaster {
   private readonly held = new Map<string, string>();
   private pending: { hash: string; token: string }[] = [];
   private readonly active = new Map<number, ActiveTask>();
-  /** Corpus names already considered by the scan. */
+  /** Corpus names already considered (claimed, or not ours to claim). */
   private readonly observed = new Set<string>();
+  /** Public objects whose bytes this master verified or published itself. */
+  private readonly verified = new Set<string>();
   private readonly inputSeen = new Map<string, string>();
   private readonly ownerName: string;
   private nextTaskId = 1;
@@ -146,6 +148,7 @@ export class ExploreMaster {
       }
       this.inputSeen.set(f.name, key);
       this.external.add(published.hash);
+      this.verified.add(published.hash);
       this.observed.add(published.hash);
       if (this.claim(published.hash, "initial")) added++;
     }
@@ -279,6 +282,9 @@ export class ExploreMaster {
   }
 
   private claimChild(hash: string): void {
+    this.verified.add(hash);
+    // Most children are duplicates of inputs already considered: no lease read for those.
+    if (this.observed.has(hash)) return;
     this.observed.add(hash);
     this.claim(hash, this.external.has(hash) ? "initial" : "generated");
   }
@@ -432,7 +438,7 @@ export class ExploreMaster {
         task.hash,
         task.token,
         (m) => {
-          if (stage) promoteChildren(stage, this.o.corpusDir, m.hashes, this.o.budgets.maxInputBytes);
+          if (stage) promoteChildren(stage, this.o.corpusDir, m.hashes, this.o.budgets.maxInputBytes, (h) => this.verified.has(h));
         },
         this.o.wallNow(),
       );

@@ -104,7 +104,8 @@ export function stageOutputs(
       const temp = join(stageDir, `.part-${i}`);
       let copied: { hash: string; size: number };
       try {
-        copied = copyHashing(file.path, temp, limit);
+        // Not fsynced: promotion fsyncs each child before it becomes public.
+        copied = copyHashing(file.path, temp, limit, undefined, false);
       } catch (err) {
         // The output grew since it was collected: report the budget it now breaks.
         if (err instanceof FileProblem && err.problem === "too-large" && err.observed !== undefined) {
@@ -123,7 +124,6 @@ export function stageOutputs(
       hashes.push(copied.hash);
       stagedBytes += copied.size;
     }
-    fsyncDir(stageDir);
     return { stageId, hashes, stagedBytes };
   } catch (err) {
     if (err instanceof BudgetError) err.stageId = stageId;
@@ -207,13 +207,21 @@ export function verifyStage(stageDir: string, declared: readonly string[], stage
  * re-hashed in place. Re-running after a partial promotion is harmless; a child found neither in
  * the stage nor in the corpus is an error.
  */
-export function promoteChildren(stageDir: string, corpusDir: string, hashes: readonly string[], maxBytes: number): void {
+export function promoteChildren(
+  stageDir: string,
+  corpusDir: string,
+  hashes: readonly string[],
+  maxBytes: number,
+  /** Public objects this process already verified or published: not re-hashed again. */
+  trusted: (hash: string) => boolean = () => false,
+): void {
   for (const hash of hashes) {
     if (!HASH_RE.test(hash)) throw new RuntimeFailure(`cannot promote '${hash}': not a 64-hex SHA-256`);
   }
   const moved: string[] = [];
   for (const hash of [...new Set(hashes)].sort()) {
     const dest = join(corpusDir, hash);
+    if (trusted(hash)) continue;
     if (lstatIfExists(dest) !== null) {
       verifyPublic(corpusDir, hash, maxBytes);
       continue;
