@@ -5,13 +5,37 @@ import { Command, CommanderError } from "commander";
 import { FuzzfleetError } from "../errors.ts";
 import { EXIT, exitCodeFor } from "./exit-codes.ts";
 import { actionExitCode } from "./action.ts";
-import { registerSweepCommands } from "./sweep-commands.ts";
-import { registerReportCommands } from "./report-commands.ts";
-import { registerDemo } from "./demo.ts";
-import { registerDistributedCommands } from "./distributed-commands.ts";
-import { registerExplore } from "./explore-command.ts";
 
-export function buildProgram(): Command {
+type Register = (program: Command) => void;
+
+// Each group of subcommands is loaded only when it is the one asked for (start-up time counts
+// against every chunk of a sweep and every explore campaign); help without a command loads all.
+const GROUPS: { commands: string[]; load: () => Promise<Register> }[] = [
+  { commands: ["init", "run", "resweep", "reset"], load: async () => (await import("./sweep-commands.ts")).registerSweepCommands },
+  { commands: ["status", "failures", "export"], load: async () => (await import("./report-commands.ts")).registerReportCommands },
+  { commands: ["coordinate", "worker"], load: async () => (await import("./distributed-commands.ts")).registerDistributedCommands },
+  { commands: ["explore"], load: async () => (await import("./explore-command.ts")).registerExplore },
+  { commands: ["demo"], load: async () => (await import("./demo.ts")).registerDemo },
+];
+
+/** Global options that take a value, so their value is not mistaken for the command. */
+const VALUE_OPTIONS = new Set(["--config", "--db", "--out"]);
+
+export function requestedCommand(args: readonly string[]): string | null {
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === "--") return null;
+    if (VALUE_OPTIONS.has(a)) {
+      i++;
+      continue;
+    }
+    if (a.startsWith("-")) continue;
+    return a;
+  }
+  return null;
+}
+
+export async function buildProgram(args: readonly string[] = []): Promise<Command> {
   const program = new Command("fuzzfleet")
     .description(
       "Run fuzzing campaigns on one host or across a fleet, and never lie about what was covered. " +
@@ -40,11 +64,9 @@ Getting started:
 Exit codes: 0 ok, 1 'run' recorded a newly distinct failure, 2 usage or config error,
 3 refused (lock held, stale app, declined prompt), 4 runtime error. See docs/exit-codes.md.`,
   );
-  registerSweepCommands(program);
-  registerReportCommands(program);
-  registerDistributedCommands(program);
-  registerExplore(program);
-  registerDemo(program);
+  const wanted = requestedCommand(args);
+  const group = GROUPS.find((g) => wanted !== null && g.commands.includes(wanted));
+  for (const g of group ? [group] : GROUPS) (await g.load())(program);
   for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError("(run with --help for usage)");
   return program;
 }
@@ -52,7 +74,7 @@ Exit codes: 0 ok, 1 'run' recorded a newly distinct failure, 2 usage or config e
 const VERSION = "0.1.0";
 
 export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
+  const program = await buildProgram(argv.slice(2));
   try {
     await program.parseAsync(argv);
     return actionExitCode();

@@ -8,7 +8,7 @@ import { validateConfigDocument, type Config, type ConfigFile, type ConfigIssue,
 
 export { laneIdentity, type Config, type LaneConfig } from "./schema.ts";
 
-export const DEFAULT_CONFIG_NAME = "fuzzfleet.toml";
+export { DEFAULT_CONFIG_NAME } from "./paths.ts";
 
 /**
  * Loads and validates the config at `path` (relative paths are taken from the cwd). Paths inside

@@ -2,7 +2,7 @@
 // directory default to places beside the config file, so every host that mounts the campaign
 // directory at the same path agrees on them without options.
 import { dirname, resolve } from "node:path";
-import { DEFAULT_CONFIG_NAME } from "./load.ts";
+export const DEFAULT_CONFIG_NAME = "fuzzfleet.toml";
 
 export interface GlobalOptions {
   config?: string;

@@ -10,6 +10,7 @@
 // Coverage only moves through LaneState.complete, i.e. to the low-water mark.
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Config, LaneConfig } from "../config/schema.ts";
 import { LaneState } from "../core/lane-state.ts";
@@ -329,8 +330,10 @@ export class SweepEngine {
     this.counts.unshrunk += ingest.unshrunk;
     this.counts.quarantine += ingest.quarantine;
     this.counts.malformed += ingest.malformed.length;
-    rmSync(f.scratchDir, { recursive: true, force: true });
-    rmSync(f.logPath, { force: true });
+    // Removed in the background while the next chunk starts: the scratch directory of a recorded
+    // chunk is never read again, and the process waits for pending removals before it exits.
+    void rm(f.scratchDir, { recursive: true, force: true }).catch(() => undefined);
+    void rm(f.logPath, { force: true }).catch(() => undefined);
     this.o.events.chunkRecorded(f, worker, ingest, seconds, n / Math.max(seconds, 0.001), clean);
   }
 

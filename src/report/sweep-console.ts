@@ -1,7 +1,6 @@
 // What a sweep prints while it runs: one line when a chunk starts, one when it lands, and on a
 // terminal a live status line redrawn in place (lane, seeds/s, finds, time left). Without a
 // terminal only the plain lines are written, so logs stay free of cursor escape codes.
-import logUpdate from "log-update";
 import { formatDuration } from "../config/duration.ts";
 import { formatInt } from "../config/format.ts";
 import type { Assignment, EngineEvents, InFlight, WorkerView } from "../engine/sweep-engine.ts";
@@ -11,9 +10,15 @@ export function clock(date: Date = new Date()): string {
   return date.toTimeString().slice(0, 8);
 }
 
+/** log-update's redraw function (loaded only when there is a terminal to draw on). */
+export interface LiveRedraw {
+  (text: string): void;
+  clear(): void;
+}
+
 export interface ConsoleOptions {
-  /** Draw the live status line (only when stdout is a terminal). */
-  live: boolean;
+  /** Draw the live status line with this (only when stdout is a terminal); null = plain lines only. */
+  live: LiveRedraw | null;
   write?: (line: string) => void;
   /** Seconds left in the session, for the live line. */
   remaining: () => number;
@@ -40,7 +45,7 @@ export class SweepConsole implements EngineEvents {
 
   /** Prints a line above the live status. */
   line(text: string): void {
-    if (this.o.live) logUpdate.clear();
+    this.o.live?.clear();
     this.write(text);
     this.redraw();
   }
@@ -48,7 +53,7 @@ export class SweepConsole implements EngineEvents {
   close(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    if (this.o.live) logUpdate.clear();
+    this.o.live?.clear();
   }
 
   chunkStarted(a: Assignment, worker: WorkerView, remainingSeconds: number): void {
@@ -101,7 +106,7 @@ export class SweepConsole implements EngineEvents {
           (Date.now() - this.current.startedMs) / 1000,
         )})`
       : "between chunks";
-    logUpdate(
+    this.o.live(
       `  > ${lane} | ${(this.seeds / elapsed).toFixed(1)} seeds/s | finds ${this.finds} (${this.newFailures} new) | ${formatDuration(
         Math.max(0, this.o.remaining()),
       )} left`,

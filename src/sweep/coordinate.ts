@@ -71,7 +71,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
     const { token, source } = serverToken({ flag: o.token, outDir: s.outDir });
     mkdirSync(join(s.outDir, "tmp"), { recursive: true });
     writeFileSync(nonce.path, nonce.value + "\n");
-    const out = new SweepConsole({ live: false, write, remaining: () => (deadlineMs - performance.now()) / 1000, showWorker: true });
+    const out = new SweepConsole({ live: null, write, remaining: () => (deadlineMs - performance.now()) / 1000, showWorker: true });
     const engine = new SweepEngine({
       db: s.db,
       config: s.config,

@@ -4,8 +4,8 @@
 // nothing is followed through a symlink, every meta.json is validated, and an entry that does not
 // validate is kept under <out>/malformed/ and reported — never silently dropped, never trusted.
 import { createHash } from "node:crypto";
-import { copyFileSync, lstatSync, mkdirSync, readdirSync, readFileSync, existsSync, type Dirent } from "node:fs";
-import { isAbsolute, join, relative } from "node:path";
+import { copyFileSync, lstatSync, mkdirSync, renameSync, rmSync, readdirSync, readFileSync, existsSync, type Dirent } from "node:fs";
+import { dirname, isAbsolute, join, relative } from "node:path";
 import { z } from "zod";
 import type { Db } from "../store/db.ts";
 import { addFailureSeed, failureByKey, insertFailure, reopenFailure } from "../store/failures.ts";
@@ -92,7 +92,7 @@ export function ingestChunk(db: Db, t: IngestTarget): IngestResult {
         }
       } else {
         const dest = artifactDestination(t.outDir, p.dedupKey, t.generationId);
-        copyTree(p.dir, dest);
+        moveTree(p.dir, dest);
         failureId = insertFailure(db, {
           generationId: t.generationId,
           laneId: t.laneId,
@@ -229,6 +229,31 @@ function artifactDestination(outDir: string, dedupKey: string, generationId: num
 }
 
 /** Copies regular files and directories only; symlinks and special files are skipped. */
+/**
+ * Moves a failure directory out of the chunk's scratch space (a rename on the same file system,
+ * which the scratch directory is about to lose anyway), then drops anything that is not a
+ * regular file or a directory. Across file systems it copies instead.
+ */
+function moveTree(src: string, dest: string): void {
+  mkdirSync(dirname(dest), { recursive: true });
+  try {
+    renameSync(src, dest);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EXDEV") throw err;
+    copyTree(src, dest);
+    return;
+  }
+  keepRegularOnly(dest);
+}
+
+function keepRegularOnly(dir: string): void {
+  for (const d of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, d.name);
+    if (d.isDirectory()) keepRegularOnly(path);
+    else if (!d.isFile()) rmSync(path, { force: true });
+  }
+}
+
 function copyTree(src: string, dest: string): void {
   mkdirSync(dest, { recursive: true });
   for (const d of readdirSync(src, { withFileTypes: true })) {

@@ -53,7 +53,9 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
       out.line(`${sig}: already stopping; waiting for the chunk's processes to exit`);
     }
   };
-  const out = new SweepConsole({ live: o.live, write, remaining: () => (deadlineMs - performance.now()) / 1000 });
+  // log-update is only loaded when there is a terminal to redraw on.
+  const live = o.live ? (await import("log-update")).default : null;
+  const out = new SweepConsole({ live, write, remaining: () => (deadlineMs - performance.now()) / 1000 });
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   // Stays "interrupted" unless the loop ends normally, so an exception never records "done".
