@@ -2,6 +2,7 @@
 import { Option, type Command } from "commander";
 import { UsageError } from "../errors.ts";
 import { action, intAtLeast } from "./action.ts";
+import { parseHostPort } from "../net/connection.ts";
 
 function seconds(flag: string, min: number) {
   return (value: string): number => {
@@ -30,6 +31,11 @@ export function registerExplore(program: Command): void {
     .option("--stats-json <file>", "also write the final statistics as one JSON object")
     .option("--resume <epoch>", "continue the crashed or interrupted campaign with this epoch (redo commits, take over leases, rescan)")
     .option("--lease-ttl <sec>", "a task whose holder stopped renewing it for this long may be taken over (default max(120, 4 x -t))", seconds("--lease-ttl", 0.1))
+    .option("--masters <n>", "several masters: this is the root (rank 0) of N; needs --port, the others use --join", intAtLeast(1), 1)
+    .option("--join <host:port>", "be a submaster of the root master at this address (same command line otherwise)")
+    .addOption(new Option("--ownership <mode>", "rendezvous: each content has one owning master; broadcast: every master runs everything (for comparison)").choices(["rendezvous", "broadcast"]).default("rendezvous"))
+    .option("--grace <sec>", "a master silent for this long is lost; also bounds the statistics exchange (default max(120, 4 x -t))", seconds("--grace", 0.1))
+    .option("--join-timeout <sec>", "how long the root waits for every master to join, and a submaster for the roster", seconds("--join-timeout", 0.1), 120)
     .option("--max-children <n>", "children one execution may produce", intAtLeast(1), 4096)
     .option("--max-result-bytes <n>", "bytes of children one execution may produce", intAtLeast(1), 256 << 20)
     .option("--max-input-bytes <n>", "bytes of one corpus input", intAtLeast(1), 256 << 20)
@@ -42,8 +48,13 @@ SYMCC_INPUT_FILE names it; otherwise it arrives on stdin.
 Every unique content is executed once; children become public in the corpus only after their
 parent's result was verified and committed. Hidden state lives in CORPUS_DIR/.fuzzfleet/ and is
 removed after a clean end.
-Exit: 0 clean, 2 bad flag, 3 refused (lock held), 4 runtime error, 70 lifecycle incomplete
-(invalid results, digest mismatch, unacknowledged stop), 71 final rendezvous timed out.`,
+Several masters: start the root with --masters N --port P, then each other master with the same
+command line and --join ROOT_HOST:P --token T (the root prints both). Each content hash has one
+owning master (rendezvous hashing); leases make any takeover safe; the campaign ends only when
+every master agrees, through a two-phase commit, that nothing is left.
+Exit: 0 clean, 2 bad flag, 3 refused (lock held, setup differs), 4 runtime error, 70 lifecycle
+incomplete (invalid results, digest mismatch, unacknowledged stop, lost master, quiescence
+conflict), 71 final rendezvous timed out.`,
     )
     .action(
       action<{
@@ -63,10 +74,19 @@ Exit: 0 clean, 2 bad flag, 3 refused (lock held), 4 runtime error, 70 lifecycle 
         maxChildren: number;
         maxResultBytes: number;
         maxInputBytes: number;
+        masters: number;
+        join?: string;
+        ownership: "rendezvous" | "broadcast";
+        grace?: number;
+        joinTimeout: number;
       }>(async (o, cmd) => {
         const target = cmd.args;
         if (target.length === 0) throw new UsageError("no target command: put it after --, e.g. fuzzfleet explore -i seeds -o corpus -- ./target @@");
         if (o.jobs === 0 && o.port === undefined) throw new UsageError("-j 0 needs --port: with no local slot and no remote worker nothing would run");
+        if (o.join && o.masters > 1) throw new UsageError("--join and --masters exclude each other: --masters is for the root, --join for the others");
+        if (o.masters > 1 && o.port === undefined) throw new UsageError("--masters needs --port: the other masters join the root on that port");
+        if (o.join && o.resume) throw new UsageError("--resume belongs on the root: submasters join whatever epoch the root runs");
+        const join = o.join ? parseHostPort(o.join, "--join") : null;
         if (o.maxResultBytes > o.maxInputBytes) throw new UsageError("--max-result-bytes must not exceed --max-input-bytes: every child becomes an input");
         const { explore } = await import("../explore/run.ts");
         const controller = new AbortController();
@@ -90,6 +110,11 @@ Exit: 0 clean, 2 bad flag, 3 refused (lock held), 4 runtime error, 70 lifecycle 
             resumeEpoch: o.resume ?? null,
             leaseTtlSeconds: o.leaseTtl ?? null,
             budgets: { maxChildren: o.maxChildren, maxResultBytes: o.maxResultBytes, maxInputBytes: o.maxInputBytes },
+            ownership: o.ownership,
+            masters: o.masters,
+            join,
+            graceSeconds: o.grace ?? null,
+            joinTimeoutSeconds: o.joinTimeout,
             signal: controller.signal,
           });
         } finally {

@@ -16,6 +16,8 @@ export interface MasterStats {
   interesting: number;
   /** Inputs admitted from outside (seed and input directories). */
   external: number;
+  /** Input files that arrived after this master froze discovery: left for a later campaign. */
+  late: number;
 }
 
 /** stats {rank, token, observations, generated, interesting, external}, peer to root. */
@@ -50,7 +52,7 @@ export interface StatsOutcome {
 }
 
 const TOKEN = /^[0-9a-f]{64}$/;
-const FIELDS = ["observations", "generated", "interesting", "external"] as const;
+const FIELDS = ["observations", "generated", "interesting", "external", "late"] as const;
 
 export class StatsCollector {
   /** Refused reports by class: `duplicate`, `malformed`, `unowned`. */
@@ -178,7 +180,7 @@ function isMasterStats(v: unknown): v is MasterStats {
 }
 
 function pickStats(s: MasterStats): MasterStats {
-  return { observations: s.observations, generated: s.generated, interesting: s.interesting, external: s.external };
+  return { observations: s.observations, generated: s.generated, interesting: s.interesting, external: s.external, late: s.late };
 }
 
 function parseStats(msg: unknown): StatsMessage | null {

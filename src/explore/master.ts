@@ -11,7 +11,7 @@ import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { owner as rendezvousOwner } from "../core/rendezvous.ts";
 import type { ResultFrame, TaskItemT } from "../net/messages.ts";
-import { FileProblem, HASH_RE, IntegrityError, listRegularFiles, publishFile, STAGE_ID_RE, verifyPublic, type Budgets } from "./corpus.ts";
+import { FileProblem, hashFile, HASH_RE, IntegrityError, listRegularFiles, publishFile, STAGE_ID_RE, verifyPublic, type Budgets, type FileIdentity } from "./corpus.ts";
 import { canonicalManifest, LeaseTable, type Origin } from "./lease-table.ts";
 import { promoteChildren, verifyStage } from "./staging.ts";
 
@@ -60,6 +60,8 @@ export interface MasterCounters {
   integrityErrors: number;
   /** External inputs dropped into the input directory after this master froze discovery. */
   lateInputs: number;
+  /** Generated children this master claimed first (new to the campaign). */
+  claimedChildren: number;
 }
 
 export class ExploreMaster {
@@ -75,6 +77,7 @@ export class ExploreMaster {
     budgetErrors: 0,
     integrityErrors: 0,
     lateInputs: 0,
+    claimedChildren: 0,
   };
   /** Content hashes seen in the input directory. */
   readonly external = new Set<string>();
@@ -129,21 +132,36 @@ export class ExploreMaster {
       return 0;
     }
     for (const f of files) {
-      const key = `${f.identity.dev}:${f.identity.ino}:${f.identity.size}:${f.identity.mtimeMs}:${f.identity.ctimeMs}`;
+      const key = identityKey(f.identity);
       if (this.inputSeen.get(f.name) === key) continue;
+      const path = join(this.o.inputDir, f.name);
+      // With several owners an input is hashed first: only its owner publishes and admits it.
+      if (this.o.ranks.length > 1 && this.o.ownership === "rendezvous") {
+        let hash: string;
+        try {
+          hash = hashFile(path, this.o.budgets.maxInputBytes).hash;
+        } catch (err) {
+          this.unreadableInput(f.name, key, err);
+          continue;
+        }
+        this.external.add(hash);
+        if (!this.owns(hash)) {
+          // Another master admits it; this one only remembers that it saw it.
+          this.inputSeen.set(f.name, key);
+          continue;
+        }
+      }
       let published: { hash: string };
       try {
         // Not fsynced: the input directory stays the source, and a rescan republishes a lost copy.
-        published = publishFile(this.o.corpusDir, join(this.o.inputDir, f.name), this.o.budgets.maxInputBytes, undefined, false);
+        published = publishFile(this.o.corpusDir, path, this.o.budgets.maxInputBytes, undefined, false);
       } catch (err) {
         if (err instanceof IntegrityError) {
           this.integrity(err.message);
           this.inputSeen.set(f.name, key);
-        } else if (err instanceof FileProblem && err.problem === "too-large") {
-          this.o.log(`input ${f.name} is larger than the input budget (${err.observed} > ${err.limit} bytes): skipped`);
-          this.inputSeen.set(f.name, key);
+        } else {
+          this.unreadableInput(f.name, key, err);
         }
-        // Unreadable or changing while read: not remembered, so the next scan retries it.
         continue;
       }
       this.inputSeen.set(f.name, key);
@@ -153,6 +171,14 @@ export class ExploreMaster {
       if (this.claim(published.hash, "initial")) added++;
     }
     return added;
+  }
+
+  private unreadableInput(name: string, key: string, err: unknown): void {
+    if (err instanceof FileProblem && err.problem === "too-large") {
+      this.o.log(`input ${name} is larger than the input budget (${err.observed} > ${err.limit} bytes): skipped`);
+      this.inputSeen.set(name, key);
+    }
+    // Unreadable or changing while read: not remembered, so the next scan retries it.
   }
 
   /** Scans the public corpus for objects this master owns and has not considered yet. */
@@ -242,13 +268,17 @@ export class ExploreMaster {
     return this.pending.length > before;
   }
 
-  /** Files in the input directory not admitted (because discovery was frozen): left for the next campaign. */
+  /** Input files this master owns but never admitted (discovery was frozen): left for the next campaign. */
   countLateInputs(): number {
     let late = 0;
     try {
       for (const f of listRegularFiles(this.o.inputDir)) {
-        const key = `${f.identity.dev}:${f.identity.ino}:${f.identity.size}:${f.identity.mtimeMs}:${f.identity.ctimeMs}`;
-        if (this.inputSeen.get(f.name) !== key) late++;
+        if (this.inputSeen.get(f.name) === identityKey(f.identity)) continue;
+        try {
+          if (this.owns(hashFile(join(this.o.inputDir, f.name), this.o.budgets.maxInputBytes).hash)) late++;
+        } catch {
+          // Unreadable now: it will be looked at by the next campaign anyway.
+        }
       }
     } catch {
       return 0;
@@ -278,6 +308,7 @@ export class ExploreMaster {
     if (!token) return false;
     this.held.set(hash, token);
     this.pending.push({ hash, token });
+    if (origin === "generated") this.counters.claimedChildren++;
     return true;
   }
 
@@ -484,4 +515,8 @@ export class ExploreMaster {
     this.problems.push(message);
     this.o.log(message);
   }
+}
+
+function identityKey(i: FileIdentity): string {
+  return `${i.dev}:${i.ino}:${i.size}:${i.mtimeMs}:${i.ctimeMs}`;
 }

@@ -4,7 +4,7 @@
 import { mkdirSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import type { Connection } from "../net/connection.ts";
-import type { CoordinatorReplyT, ExploreSetupT, HelloFrame, WorkerFrameT } from "../net/messages.ts";
+import type { CoordinatorReplyT, ExploreSetupT, HelloFrame, PeerHelloFrame, WorkerFrameT } from "../net/messages.ts";
 import { WorkerServer, type AttachedWorker, type ReadService, type WorkProtocol } from "../net/worker-server.ts";
 import type { ExploreMaster } from "./master.ts";
 
@@ -30,6 +30,8 @@ export interface ExploreRemoteOptions {
   log: (line: string) => void;
   /** Called when a result was consumed (the campaign loop re-evaluates at once). */
   onProgress: () => void;
+  /** The root of several masters also accepts submasters on its port. */
+  onPeer: ((conn: Connection, hello: PeerHelloFrame) => Promise<void>) | null;
 }
 
 export class ExploreRemote implements WorkProtocol<ExploreWorker> {
@@ -48,6 +50,7 @@ export class ExploreRemote implements WorkProtocol<ExploreWorker> {
       idleLimitMs: Math.max(o.leaseSeconds * 2, 60) * 1000,
       now: o.now,
       log: o.log,
+      onPeer: o.onPeer ?? undefined,
     });
   }
 

@@ -1,10 +1,7 @@
-// `explore` with one master: the campaign loop around ExploreMaster. It owns the clock: rescans
-// (inputs about every second, corpus and expired leases every quarter second), lease heartbeats,
-// local slots, the optional worker server, the exact idle window, the wall budget and signals;
-// then the tokenised stop, the final statistics and the clean-up of hidden state.
-//
-// Ending: idle (no pending and no active task after a fresh rescan, for --max-idle seconds on
-// the monotonic clock) | wall budget | SIGINT/SIGTERM | no usable executor left.
+// `explore`: one master of an explore campaign, start to final statistics. A master is either
+// alone, the root of several (--masters N, rank 0), or a submaster (--join ROOT:PORT). The loop
+// itself (rescans, heartbeats, local slots, dispatch) is the same for all three; what differs is
+// how it ends (endings.ts) and how the statistics come together (stats-round.ts).
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, rmdirSync, statSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
@@ -13,14 +10,18 @@ import { performance } from "node:perf_hooks";
 import { formatDuration } from "../config/duration.ts";
 import { RuntimeFailure, UsageError } from "../errors.ts";
 import { CampaignLock } from "../lock/campaign-lock.ts";
+import type { Connection } from "../net/connection.ts";
 import type { ReadService } from "../net/worker-server.ts";
 import { DEFAULT_BUDGETS, type Budgets } from "./corpus.ts";
 import { writeFileAtomic } from "./durable.ts";
 import { disposeScratch, executeTask } from "./execute.ts";
+import { IdleWindow, ParticipantEnding, RootEnding, type EndReason, type Ending } from "./endings.ts";
 import { LeaseTable } from "./lease-table.ts";
 import { ExploreMaster, type Ownership } from "./master.ts";
+import { joinRoot, readRoot, RootHub, type CampaignSetup } from "./peers.ts";
 import { ExploreRemote } from "./remote.ts";
 import { computeStats, renderStats, type ExploreStats } from "./stats.ts";
+import { participantStats, rootStats, type Inbox } from "./stats-round.ts";
 
 export const EXIT_EXPLORE = { ok: 0, lifecycle: 70, rendezvous: 71 } as const;
 const INPUT_SCAN_MS = 1000;
@@ -45,6 +46,16 @@ export interface ExploreOptions {
   leaseTtlSeconds: number | null;
   budgets?: Budgets;
   ownership?: Ownership;
+  /** Several masters: the root's total (--masters N, with --port). */
+  masters?: number;
+  /** A submaster: the root's address (--join). */
+  join?: { host: string; port: number } | null;
+  /** Lost-master and shutdown grace (seconds); default max(120, 4 x timeout). */
+  graceSeconds?: number | null;
+  /** How long the root waits for every master to join, and a submaster for the roster. */
+  joinTimeoutSeconds?: number;
+  /** Bound of the final rendezvous (seconds). */
+  finalizeSeconds?: number;
   write?: (line: string) => void;
   signal: AbortSignal;
 }
@@ -53,6 +64,8 @@ export function stateDir(corpusDir: string): string {
   return join(corpusDir, ".fuzzfleet");
 }
 
+type Role = { kind: "single" } | { kind: "root"; masters: number } | { kind: "participant"; join: { host: string; port: number } };
+
 export async function explore(o: ExploreOptions): Promise<number> {
   const write = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
   const startMs = performance.now();
@@ -60,33 +73,89 @@ export async function explore(o: ExploreOptions): Promise<number> {
   const budgets = o.budgets ?? DEFAULT_BUDGETS;
   const inputDir = resolve(o.inputDir);
   const corpusDir = resolve(o.corpusDir);
+  const ownership = o.ownership ?? "rendezvous";
+  const role: Role = o.join ? { kind: "participant", join: o.join } : (o.masters ?? 1) > 1 ? { kind: "root", masters: o.masters! } : { kind: "single" };
+  if (role.kind === "root" && o.port === null) throw new UsageError("--masters needs --port: the other masters join the root on that port");
   checkDirectory(inputDir, "-i");
   if (corpusDir === inputDir) throw new UsageError("-o must not be the input directory: the corpus holds every child too");
   mkdirSync(corpusDir, { recursive: true });
   const state = stateDir(corpusDir);
-  const lock = CampaignLock.acquire(state, { mode: "explore", port: o.port });
+  const leaseTtlSeconds = o.leaseTtlSeconds ?? Math.max(120, 4 * o.timeoutSeconds);
+  const graceMs = (o.graceSeconds ?? Math.max(120, 4 * o.timeoutSeconds)) * 1000;
+  const setup: CampaignSetup = {
+    corpus_dir: corpusDir,
+    input_dir: inputDir,
+    target: o.target,
+    timeout_seconds: o.timeoutSeconds,
+    max_idle_seconds: o.maxIdleSeconds,
+    simulate: o.simulate,
+    max_children: budgets.maxChildren,
+    max_result_bytes: budgets.maxResultBytes,
+    max_input_bytes: budgets.maxInputBytes,
+    lease_ttl_seconds: leaseTtlSeconds,
+    ownership,
+  };
+  const token = o.token ?? process.env.FUZZFLEET_TOKEN?.trim() ?? (role.kind === "participant" ? null : randomBytes(16).toString("hex"));
+  if (token === null) throw new UsageError("--join needs the campaign token: pass --token (the root prints it) or set FUZZFLEET_TOKEN");
+
+  // Frames that belong to the end-of-campaign rounds, collected while the loop still runs.
+  const statsInbox: Inbox = [];
+  let statsLost: string | null = null;
+  // The root and a single master own the campaign state; a submaster borrows the root's.
+  const lock = role.kind === "participant" ? null : CampaignLock.acquire(state, { mode: "explore", port: o.port });
   let keepState = true;
+  let rootLink: Connection | null = null;
   try {
-    const epoch = openEpoch(state, o.resumeEpoch);
+    let epoch: string;
+    let rank = 0;
+    let ranks = [0];
+    if (role.kind === "participant") {
+      write(`fuzzfleet explore: joining the root master at ${role.join.host}:${role.join.port}`);
+      const joined = await joinRoot({
+        ...role.join,
+        token,
+        setup,
+        waitSeconds: 60,
+        joinTimeoutMs: (o.joinTimeoutSeconds ?? 120) * 1000,
+        signal: o.signal,
+        log: write,
+      });
+      ({ epoch, rank, ranks } = joined);
+      rootLink = joined.conn;
+      if (!existsSync(join(state, `work-${epoch}`, "state.json"))) {
+        throw new RuntimeFailure(`the root's campaign state ${join(state, `work-${epoch}`)} is not visible here: every master must mount the corpus directory at the same path`);
+      }
+    } else {
+      epoch = openEpoch(state, o.resumeEpoch);
+      if (role.kind === "root") ranks = Array.from({ length: role.masters }, (_, i) => i);
+    }
     const workDir = join(state, `work-${epoch}`);
-    const leaseTtlMs = (o.leaseTtlSeconds ?? Math.max(120, 4 * o.timeoutSeconds)) * 1000;
-    const leases = new LeaseTable({ root: join(workDir, "leases"), shardCount: SHARD_COUNT, lockTimeoutMs: 30_000, durability: "fence" });
+    const tag = role.kind === "single" ? "[explore]" : `[explore r${rank}]`;
+    const log = (line: string) => write(`${tag} ${line}`);
+    // Under broadcast ownership every master keeps its own table: nothing is shared, every master
+    // runs everything (the behaviour rendezvous ownership replaces, kept for the benchmark).
+    const leases = new LeaseTable({
+      root: join(workDir, ownership === "broadcast" ? `leases-r${rank}` : "leases"),
+      shardCount: SHARD_COUNT,
+      lockTimeoutMs: 30_000,
+      durability: "fence",
+    });
     const master = new ExploreMaster({
       corpusDir,
       inputDir,
-      stagingRoot: join(workDir, "staging"),
+      stagingRoot: join(workDir, "staging", `r${rank}`),
       leases,
       epoch,
-      rank: 0,
-      ranks: [0],
-      ownership: o.ownership ?? "rendezvous",
+      rank,
+      ranks,
+      ownership,
       budgets,
       timeoutSeconds: o.timeoutSeconds,
-      leaseTtlMs,
+      leaseTtlMs: leaseTtlSeconds * 1000,
       wallNow: () => Date.now(),
-      log: (line) => write(`[explore] ${line}`),
+      log,
     });
-    write(`fuzzfleet explore: epoch ${epoch} (${o.resumeEpoch ? "resumed" : "new"})`);
+    write(`fuzzfleet explore: epoch ${epoch} (${o.resumeEpoch ? "resumed" : role.kind === "participant" ? "joined" : "new"})${ranks.length > 1 ? `, rank ${rank} of ${ranks.length} masters (${ownership} ownership)` : ""}`);
     write(`  corpus   ${corpusDir}`);
     write(`  inputs   ${inputDir}`);
     write(`  target   ${o.target.join(" ")}  (${o.target.some((a) => a.includes("@@")) ? "file mode: @@ is the input's path" : "stdin mode"})`);
@@ -94,6 +163,49 @@ export async function explore(o: ExploreOptions): Promise<number> {
       `  per-run timeout ${formatDuration(o.timeoutSeconds)}, idle window ${o.maxIdleSeconds}s` +
         `${o.wallTimeoutSeconds > 0 ? `, wall budget ${formatDuration(o.wallTimeoutSeconds)}` : ""}${o.simulate ? ", --simulate" : ""}`,
     );
+
+    const campaign = new Campaign(o, master, join(workDir, "scratch", `r${rank}`), budgets, leaseTtlSeconds * 1000, now, log, ranks.length > 1);
+    let hub: RootHub | null = null;
+    let ending: Ending;
+    const nonce = { path: join(workDir, `nonce-r${rank}`), value: randomBytes(16).toString("hex") };
+    writeFileSync(nonce.path, nonce.value + "\n", { mode: 0o600 });
+    let remote: ExploreRemote | null = null;
+    if (role.kind === "root") {
+      let rootEnding: RootEnding | null = null;
+      hub = new RootHub({
+        token,
+        masters: role.masters,
+        setup,
+        nonce,
+        epoch,
+        graceMs,
+        log,
+        onFrame: (peer, f) => {
+          if (f.type === "stats") statsInbox.push({ rank: peer.rank, frame: f });
+          else rootEnding?.onFrame(peer, f);
+        },
+        onLost: (peer, why) => rootEnding ? rootEnding.onLost(peer, why) : log(`master rank ${peer.rank} was lost before the campaign started: ${why}`),
+      });
+      remote = await campaign.startServer(token, nonce, (conn, hello) => hub!.accept(conn, hello));
+      write(`  waiting for ${role.masters - 1} more master(s): fuzzfleet explore … --join <this host>:${campaign.port} --token ${token}`);
+      await hub.start((o.joinTimeoutSeconds ?? 120) * 1000);
+      ending = rootEnding = new RootEnding(master, hub, o.maxIdleSeconds * 1000, now, log);
+    } else if (role.kind === "participant") {
+      if (o.port !== null) remote = await campaign.startServer(token, nonce, null);
+      const p = new ParticipantEnding(master, rootLink!, rank, log);
+      void readRoot(rootLink!, graceMs, (f) => {
+        if (f.type === "stats_ack" || f.type === "release") statsInbox.push({ rank: 0, frame: f });
+        else p.onFrame(f);
+      }, (why) => {
+        statsLost = why;
+        p.onLost(why);
+      });
+      ending = p;
+    } else {
+      if (o.port !== null) remote = await campaign.startServer(token, nonce, null);
+      ending = new IdleWindow(master, o.maxIdleSeconds * 1000, log);
+    }
+
     if (o.resumeEpoch) {
       const replayed = master.replayCommitting();
       const reclaimed = master.recoverExpired(0);
@@ -101,41 +213,64 @@ export async function explore(o: ExploreOptions): Promise<number> {
     }
     master.admitInputs();
     master.scanCorpus();
-    write(`  ${master.external.size} initial input(s), ${master.pendingCount} task(s) queued`);
+    write(`  ${master.external.size} initial input(s) seen, ${master.pendingCount} task(s) queued here`);
 
-    const campaign = new Campaign(o, master, workDir, budgets, leaseTtlMs, now, write);
-    const remote = o.port !== null ? await campaign.startServer() : null;
-    const end = await campaign.loop(remote);
+    const end = await campaign.loop(remote, ending);
     const stop = await campaign.shutdown(remote, end);
-    const stats = computeStats(leases, master, corpusDir, (now() - startMs) / 1000, campaign.executorsUsed());
+    const elapsed = (now() - startMs) / 1000;
+    const problems = [...ending.problems, ...master.problems, ...stop];
+    const late = end === "idle" || end === "quiescence" ? master.countLateInputs() : 0;
+
+    if (role.kind === "participant") {
+      const r = await participantStats({ conn: rootLink!, rank, master, corpusDir, late, graceMs, finalizeMs: (o.finalizeSeconds ?? 30) * 1000, inbox: statsInbox, lost: () => statsLost, log });
+      problems.push(...r.problems);
+      write(`rank ${rank}: ${master.counters.observations} observation(s), ${master.counters.generated} generated${late ? `, ${late} late input file(s) left for the next campaign` : ""}`);
+      if (r.timedOut) return EXIT_EXPLORE.rendezvous;
+      return problems.length > 0 ? report(write, problems, workDir, epoch, EXIT_EXPLORE.lifecycle) : EXIT_EXPLORE.ok;
+    }
+
+    let stats: ExploreStats;
+    if (role.kind === "root") {
+      const r = await rootStats({ hub: hub!, master, corpusDir, late, graceMs, inbox: statsInbox, now, log });
+      problems.push(...r.problems);
+      stats = computeStats(leases, master, corpusDir, elapsed, campaign.executorsUsed(), ranks.length);
+      // With several masters the exchange is the source of the counts: each master reports its own.
+      stats.observations = r.totals.observations;
+      stats.generated = r.totals.generated;
+      stats.throughput = elapsed > 0 ? r.totals.generated / elapsed : 0;
+      stats.by_master = Object.fromEntries(Object.entries(r.byMaster).map(([k, v]) => [k, v]));
+      stats.late_inputs = r.totals.late;
+    } else {
+      stats = computeStats(leases, master, corpusDir, elapsed, campaign.executorsUsed());
+      stats.late_inputs = late;
+    }
     write(renderStats(stats));
     if (o.statsJson) writeFileSync(o.statsJson, JSON.stringify(stats, null, 2) + "\n");
-    const problems = [...master.problems, ...stop];
-    if (end === "idle") {
-      const late = master.countLateInputs();
-      if (late > 0) write(`${late} input file(s) arrived after the frontier was declared exhausted: left for the next campaign`);
-    }
-    if (problems.length > 0) {
-      write(`campaign incomplete (${problems.length} problem(s)):`);
-      for (const p of problems.slice(0, 20)) write(`  ${p}`);
-      if (problems.length > 20) write(`  … ${problems.length - 20} more`);
-      write(`hidden state kept in ${workDir} for inspection; resume with --resume ${epoch}`);
-      return EXIT_EXPLORE.lifecycle;
-    }
-    if (end === "idle") {
+    if (stats.late_inputs > 0) write(`${stats.late_inputs} input file(s) arrived after the frontier was declared exhausted: left for the next campaign`);
+    const clean = problems.length === 0 && (end === "idle" || end === "quiescence");
+    if (clean) {
       keepState = false;
       rmSync(workDir, { recursive: true, force: true });
-    } else {
-      write(`the frontier is not exhausted (${end}); continue with: --resume ${epoch}`);
     }
+    hub?.broadcast({ type: "release", token: epoch });
+    hub?.close();
+    if (problems.length > 0) return report(write, problems, workDir, epoch, EXIT_EXPLORE.lifecycle);
+    if (!clean) write(`the frontier is not exhausted (${end}); continue with: --resume ${epoch}`);
     return EXIT_EXPLORE.ok;
   } finally {
-    lock.release();
+    rootLink?.destroy();
+    lock?.release();
     if (!keepState) removeIfEmpty(state);
   }
 }
 
-type EndReason = "idle" | "wall budget" | "interrupted" | "no usable executor";
+function report(write: (l: string) => void, problems: string[], workDir: string, epoch: string, code: number): number {
+  write(`campaign incomplete (${problems.length} problem(s)):`);
+  for (const p of problems.slice(0, 20)) write(`  ${p}`);
+  if (problems.length > 20) write(`  … ${problems.length - 20} more`);
+  if (existsSync(workDir)) write(`hidden state kept in ${workDir} for inspection; resume with --resume ${epoch}`);
+  return code;
+}
 
 class Campaign {
   private readonly localControllers: AbortController[] = [];
@@ -143,17 +278,19 @@ class Campaign {
   private wake: (() => void) | null = null;
   private closing = false;
   private remote: ExploreRemote | null = null;
-  /** Other masters publish into the same corpus (several-master campaigns). */
-  multiMaster = false;
+  port = 0;
 
   constructor(
     private readonly o: ExploreOptions,
     private readonly master: ExploreMaster,
-    private readonly workDir: string,
+    /** This master's private scratch space (one directory per local slot below it). */
+    private readonly scratchDir: string,
     private readonly budgets: Budgets,
     private readonly leaseTtlMs: number,
     private readonly now: () => number,
-    private readonly write: (line: string) => void,
+    private readonly log: (line: string) => void,
+    /** Other masters publish into the same corpus: scan it for their children. */
+    private readonly multiMaster: boolean,
   ) {
     o.signal.addEventListener("abort", () => this.poke(), { once: true });
   }
@@ -162,12 +299,7 @@ class Campaign {
     return { local: this.o.slots, remote: this.remote?.server.everyone.length ?? 0 };
   }
 
-  async startServer(): Promise<ExploreRemote> {
-    const leaseTtlMs = this.leaseTtlMs;
-    const token = this.o.token ?? process.env.FUZZFLEET_TOKEN?.trim() ?? randomBytes(16).toString("hex");
-    const nonce = { path: join(this.workDir, "nonce"), value: randomBytes(16).toString("hex") };
-    mkdirSync(this.workDir, { recursive: true });
-    writeFileSync(nonce.path, nonce.value + "\n", { mode: 0o600 });
+  async startServer(token: string, nonce: { path: string; value: string }, onPeer: ConstructorParameters<typeof ExploreRemote>[0]["onPeer"]): Promise<ExploreRemote> {
     const refuseRead = { type: "text" as const, text: "an explore master answers no status queries; watch its console\n" };
     const read: ReadService = { status: () => refuseRead, failures: () => refuseRead };
     const remote = new ExploreRemote({
@@ -183,12 +315,13 @@ class Campaign {
         max_result_bytes: this.budgets.maxResultBytes,
         max_input_bytes: this.budgets.maxInputBytes,
       },
-      leaseSeconds: leaseTtlMs / 1000,
-      heartbeatSeconds: Math.max(0.5, Math.min(5, leaseTtlMs / 4000)),
+      leaseSeconds: this.leaseTtlMs / 1000,
+      heartbeatSeconds: Math.max(0.5, Math.min(5, this.leaseTtlMs / 4000)),
       read,
       now: this.now,
-      log: (line) => this.write(`[explore] ${line}`),
+      log: this.log,
       onProgress: () => this.poke(),
+      onPeer,
     });
     const bind = this.o.bind ?? hostname();
     let addr;
@@ -198,11 +331,12 @@ class Campaign {
       throw new RuntimeFailure(`could not listen on ${bind}:${this.o.port} — ${(err as Error).message}`, { cause: err });
     }
     this.remote = remote;
+    this.port = addr.port;
     const shown = /^[\d.]+$|:/.test(bind) ? addr.address : bind;
-    this.write(`  listening on ${addr.address}:${addr.port}; workers join with:`);
-    this.write(`    fuzzfleet worker --master ${shown}:${addr.port} --token ${token} -j 1`);
+    this.log(`listening on ${addr.address}:${addr.port}; workers join with:`);
+    this.log(`  fuzzfleet worker --master ${shown}:${addr.port} --token ${token} -j 1`);
     if (addr.address.startsWith("127.") || addr.address === "::1") {
-      this.write("  !! that is a LOOPBACK address — workers on other hosts cannot reach it; pass --bind <LAN address>");
+      this.log("!! that is a LOOPBACK address — hosts other than this one cannot reach it; pass --bind <LAN address>");
     }
     return remote;
   }
@@ -218,27 +352,20 @@ class Campaign {
     return wall <= 0 || wall - elapsedSeconds > this.o.timeoutSeconds;
   }
 
-  async loop(remote: ExploreRemote | null): Promise<EndReason> {
+  async loop(remote: ExploreRemote | null, ending: Ending): Promise<EndReason> {
     const start = this.now();
-    let idleSince: number | null = null;
     let lastInputs = this.now();
     let lastCorpus = this.now();
     let lastRecovery = this.now();
     let lastBeat = this.now();
-    // Leases can only expire a TTL after they were last renewed: looking more often is waste.
-    const recoveryMs = Math.max(CORPUS_SCAN_MS, Math.min(5000, this.leaseTtlMs / 4));
-    // With one master every child is claimed where it is committed; the corpus scan only finds
-    // what other masters published.
-    const scanCorpus = this.multiMaster;
-    // Renew held leases well inside their TTL.
+    // Renew held leases well inside their TTL; leases can only expire a TTL after they were last
+    // renewed, so looking for expired ones more often is waste.
     const beatMs = Math.max(100, Math.min(30_000, this.leaseTtlMs / 3));
+    const recoveryMs = Math.max(CORPUS_SCAN_MS, Math.min(5000, this.leaseTtlMs / 4));
     for (;;) {
       const t = this.now();
       const elapsed = (t - start) / 1000;
       if (this.o.signal.aborted) return "interrupted";
-      if (this.o.wallTimeoutSeconds > 0 && elapsed >= this.o.wallTimeoutSeconds && this.master.activeTasks().length === 0) {
-        return "wall budget";
-      }
       if (t - lastBeat >= beatMs) {
         this.master.heartbeat();
         lastBeat = t;
@@ -248,7 +375,9 @@ class Campaign {
         found += this.master.admitInputs();
         lastInputs = t;
       }
-      if (scanCorpus && t - lastCorpus >= CORPUS_SCAN_MS) {
+      // With one master every child is claimed where it is committed; the corpus scan only
+      // finds what other masters published.
+      if (this.multiMaster && t - lastCorpus >= CORPUS_SCAN_MS) {
         found += this.master.scanCorpus();
         lastCorpus = t;
       }
@@ -257,28 +386,15 @@ class Campaign {
         lastRecovery = t;
       }
       if (this.dispatchOpen(elapsed)) this.fillLocalSlots();
+      else if (this.o.wallTimeoutSeconds > 0 && this.master.activeTasks().length === 0) return "wall budget";
       if (!remote && this.o.slots > 0 && this.master.quarantined.size >= this.o.slots && this.master.pendingCount > 0) {
         this.master.problems.push("every executor was quarantined: no usable executor left");
         return "no usable executor";
       }
-      if (!this.dispatchOpen(elapsed) && this.master.activeTasks().length === 0 && this.o.wallTimeoutSeconds > 0) {
-        return "wall budget";
-      }
-      if (this.master.idle && found === 0) {
-        if (idleSince === null) {
-          // A fresh rescan first: the idle window starts only when nothing is left anywhere.
-          if (this.master.refresh()) continue;
-          idleSince = t;
-          this.write(`[explore] no more work in sight — ending in ${this.o.maxIdleSeconds}s unless some appears`);
-        } else if (t - idleSince >= this.o.maxIdleSeconds * 1000) {
-          this.write(`[explore] no more inputs after ${((t - idleSince) / 1000).toFixed(3)}s (limit ${this.o.maxIdleSeconds}s)`);
-          return "idle";
-        }
-      } else {
-        idleSince = null;
-      }
-      const untilIdleEnd = idleSince === null ? Infinity : idleSince + this.o.maxIdleSeconds * 1000 - this.now();
-      await this.pause(Math.max(0, Math.min(CORPUS_SCAN_MS, untilIdleEnd)));
+      const end = ending.step(t, found);
+      if (end) return end;
+      const untilEnd = ending instanceof IdleWindow ? ending.untilEnd(this.now()) : 50;
+      await this.pause(Math.max(0, Math.min(CORPUS_SCAN_MS, untilEnd)));
     }
   }
 
@@ -299,7 +415,7 @@ class Campaign {
           targetCwd: process.cwd(),
           simulate: this.o.simulate,
           budgets: this.budgets,
-          scratchRoot: join(this.workDir, "scratch", key),
+          scratchRoot: join(this.scratchDir, key),
         },
         controller.signal,
       )
@@ -323,7 +439,7 @@ class Campaign {
   async shutdown(remote: ExploreRemote | null, end: EndReason): Promise<string[]> {
     this.closing = true;
     if (remote) remote.closing = end;
-    if (end === "interrupted") for (const c of this.localControllers) c?.abort();
+    if (end !== "idle" && end !== "quiescence") for (const c of this.localControllers) c?.abort();
     await Promise.all(this.localRunning);
     const problems: string[] = [];
     if (remote) {
@@ -331,11 +447,11 @@ class Campaign {
       remote.server.close();
       for (const n of outcome.pending) problems.push(`worker ${n} did not acknowledge the stop`);
       for (const g of outcome.gone) problems.push(`worker ${g.name} left before acknowledging the stop (${g.why})`);
-      if (outcome.acked.length) this.write(`[explore] worker shutdown: ${outcome.acked.length} exact ACK(s)`);
+      if (outcome.acked.length) this.log(`worker shutdown: ${outcome.acked.length} exact ACK(s)`);
     }
     this.master.heartbeat();
-    for (let i = 0; i < this.o.slots; i++) disposeScratch(join(this.workDir, "scratch", `local-${i}`));
-    rmSync(join(this.workDir, "scratch"), { recursive: true, force: true });
+    for (let i = 0; i < this.o.slots; i++) disposeScratch(join(this.scratchDir, `local-${i}`));
+    rmSync(this.scratchDir, { recursive: true, force: true });
     return problems;
   }
 

@@ -179,6 +179,59 @@ export const Stop = z.strictObject({ type: z.literal("stop"), token: text(128) }
 export const StopAck = z.strictObject({ type: z.literal("stop_ack"), token: text(128) });
 export const Bye = z.strictObject({ type: z.literal("bye"), reason: text(500) });
 
+// ---- master <-> master (explore with several masters) -------------------------------------------
+
+const token64 = z.string().regex(/^[0-9a-f]{64}$/, "64 lowercase hex characters");
+const rank = z.number().int().min(0).max(4095);
+
+/** First frame of a submaster's connection to the root. `setup` must equal the root's. */
+export const PeerHello = z.strictObject({
+  type: z.literal("peer_hello"),
+  token,
+  protocol: z.number().int(),
+  host: text(255).min(1),
+  /** SHA-256 of the campaign setup (corpus, inputs, target, timeouts, budgets, ownership). */
+  setup: token64,
+  setup_text: text(65536),
+});
+
+/** Sent by the root once every master joined: the campaign is on. */
+export const Roster = z.strictObject({
+  type: z.literal("roster"),
+  epoch: token64,
+  rank,
+  ranks: z.array(rank).min(1).max(4096),
+});
+
+export const PeerStatus = z.strictObject({ type: z.literal("status"), rank, sequence: z.number().int().min(1), idle: z.boolean() });
+export const Probe = z.strictObject({ type: z.literal("probe"), token: token64 });
+export const Vote = z.strictObject({ type: z.literal("vote"), rank, token: token64, idle: z.boolean() });
+export const Decision = z.strictObject({ type: z.enum(["commit", "abort"]), token: token64 });
+export const CommitAck = z.strictObject({ type: z.literal("commit_ack"), rank, token: token64, committed: z.boolean() });
+const count = z.number().int().min(0);
+export const Stats = z.strictObject({
+  type: z.literal("stats"),
+  rank,
+  token: token64,
+  observations: count,
+  generated: count,
+  interesting: count,
+  external: count,
+  late: count,
+});
+export const StatsAck = z.strictObject({ type: z.literal("stats_ack"), rank, token: token64 });
+/** The root's end of the final rendezvous: the shared state is settled, submasters may exit. */
+export const Release = z.strictObject({ type: z.literal("release"), token: token64 });
+/** Either side gives up on the campaign (the reason is reported by rank). */
+export const Abandon = z.strictObject({ type: z.literal("abandon"), rank, reason: text(2000) });
+
+/** What the root receives from a submaster after the handshake. */
+export const FromPeer = z.discriminatedUnion("type", [PeerStatus, Vote, CommitAck, Stats, Abandon]);
+/** What a submaster receives from the root. */
+export const FromRoot = z.discriminatedUnion("type", [Roster, PeerStatus, Probe, Decision, StatsAck, Release, Abandon, Refuse, Challenge]);
+export type FromPeerT = z.infer<typeof FromPeer>;
+export type FromRootT = z.infer<typeof FromRoot>;
+
 // ---- read-only replies -----------------------------------------------------------------------
 
 export const TextReply = z.strictObject({ type: z.literal("text"), text: z.string() });
@@ -187,7 +240,7 @@ export const JsonReply = z.strictObject({ type: z.literal("json"), data: z.unkno
 // ---- what each side accepts ------------------------------------------------------------------
 
 /** The first frame of any connection to a coordinator. */
-export const FirstFrame = z.discriminatedUnion("type", [Hello, StatusRequest, FailuresRequest]);
+export const FirstFrame = z.discriminatedUnion("type", [Hello, StatusRequest, FailuresRequest, PeerHello]);
 /** Frames a worker may send after the handshake. */
 export const WorkerFrame = z.discriminatedUnion("type", [Want, Heartbeat, Done, Result, StopAck, Bye]);
 /** Frames a coordinator may send to a worker in reply to a request. */
@@ -203,6 +256,7 @@ export type ChallengeFrame = z.infer<typeof Challenge>;
 export type ProveFrame = z.infer<typeof Prove>;
 export type WelcomeFrame = z.infer<typeof Welcome>;
 export type FailuresRequestFrame = z.infer<typeof FailuresRequest>;
+export type PeerHelloFrame = z.infer<typeof PeerHello>;
 
 /** Validates `value` against `schema`; returns the frame or a one-line reason. */
 export function check<T>(schema: z.ZodType<T>, value: unknown): { ok: true; frame: T } | { ok: false; reason: string } {
@@ -240,4 +294,15 @@ export type Frame =
   | z.infer<typeof StopAck>
   | z.infer<typeof Bye>
   | z.infer<typeof TextReply>
-  | z.infer<typeof JsonReply>;
+  | z.infer<typeof JsonReply>
+  | z.infer<typeof PeerHello>
+  | z.infer<typeof Roster>
+  | z.infer<typeof PeerStatus>
+  | z.infer<typeof Probe>
+  | z.infer<typeof Vote>
+  | z.infer<typeof Decision>
+  | z.infer<typeof CommitAck>
+  | z.infer<typeof Stats>
+  | z.infer<typeof StatsAck>
+  | z.infer<typeof Release>
+  | z.infer<typeof Abandon>;

@@ -23,6 +23,7 @@ import {
   type ExploreSetupT,
   type FailuresRequestFrame,
   type HelloFrame,
+  type PeerHelloFrame,
   type ProveFrame,
   type WorkerFrameT,
 } from "./messages.ts";
@@ -78,6 +79,8 @@ export interface WorkerServerOptions<W extends AttachedWorker> {
   idleLimitMs: number;
   now: () => number;
   log: (line: string) => void;
+  /** Handles a submaster's connection (explore roots only); without it, masters are refused. */
+  onPeer?: (conn: Connection, hello: PeerHelloFrame) => Promise<void>;
 }
 
 export class WorkerServer<W extends AttachedWorker> {
@@ -164,6 +167,12 @@ export class WorkerServer<W extends AttachedWorker> {
     if (frame.type === "failures") {
       conn.send(this.o.read.failures(frame));
       return conn.close();
+    }
+    if (frame.type === "peer_hello") {
+      if (!this.o.onPeer) return this.refuse(conn, "this process accepts workers, not masters: join the root master (started with --masters N)");
+      // A master's connection outlives the worker service: closing the workers must not cut it.
+      this.sockets.delete(conn.socket);
+      return this.o.onPeer(conn, frame);
     }
     await this.handshake(conn, frame);
   }

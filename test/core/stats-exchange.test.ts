@@ -6,9 +6,9 @@ import { StatsCollector, StatsSender } from "../../src/core/stats-exchange.ts";
 
 const T = (c: string) => c.repeat(64);
 
-const ROOT = { observations: 7, generated: 10, interesting: 3, external: 2 };
-const PEER1 = { observations: 3, generated: 4, interesting: 2, external: 0 };
-const PEER2 = { observations: 5, generated: 6, interesting: 1, external: 1 };
+const ROOT = { observations: 7, generated: 10, interesting: 3, external: 2, late: 0 };
+const PEER1 = { observations: 3, generated: 4, interesting: 2, external: 0, late: 1 };
+const PEER2 = { observations: 5, generated: 6, interesting: 1, external: 1, late: 0 };
 
 test("the root sums every report with its own and acknowledges each peer with its exact token", () => {
   const c = new StatsCollector({ rank: 0, own: ROOT, peers: [2, 1] });
@@ -20,7 +20,7 @@ test("the root sums every report with its own and acknowledges each peer with it
     settled: false,
     received: [2],
     pending: [1],
-    totals: { observations: 12, generated: 16, interesting: 4, external: 3 },
+    totals: { observations: 12, generated: 16, interesting: 4, external: 3, late: 0 },
     byMaster: { 0: 7, 2: 5 },
     quarantined: 0,
   });
@@ -37,7 +37,7 @@ test("the root sums every report with its own and acknowledges each peer with it
     settled: true,
     received: [1, 2],
     pending: [],
-    totals: { observations: 15, generated: 20, interesting: 6, external: 3 },
+    totals: { observations: 15, generated: 20, interesting: 6, external: 3, late: 1 },
     byMaster: { 0: 7, 1: 3, 2: 5 },
     quarantined: 0,
   });
@@ -75,7 +75,7 @@ test("a silent peer is listed as pending and the exchange settles incomplete at 
     settled: false,
     received: [1],
     pending: [2],
-    totals: { observations: 10, generated: 14, interesting: 5, external: 2 },
+    totals: { observations: 10, generated: 14, interesting: 5, external: 2, late: 1 },
     byMaster: { 0: 7, 1: 3 },
     quarantined: 1,
   });

@@ -22,6 +22,12 @@ export interface ExploreStatsJson {
   [key: string]: unknown;
 }
 
+export interface Started {
+  child: ChildProcess;
+  output: () => string;
+  done: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
 export class ExploreDir {
   readonly dir = mkdtempSync(join(tmpdir(), "fuzzfleet-explore-"));
   readonly seeds = join(this.dir, "seeds");
@@ -58,8 +64,13 @@ export class ExploreDir {
     return { code: r.status, stdout: r.stdout, stderr: r.stderr };
   }
 
-  start(extra: string[], target: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; output: () => string; done: Promise<{ code: number | null; signal: NodeJS.Signals | null }> } {
-    const child = spawn(process.execPath, [CLI, ...this.args(extra, target)], { cwd: this.dir, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  start(extra: string[], target: string[], env: NodeJS.ProcessEnv = {}): Started {
+    return this.startWith(this.args(extra, target), env);
+  }
+
+  /** Starts the CLI with exactly these arguments. */
+  startWith(args: string[], env: NodeJS.ProcessEnv = {}): Started {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: this.dir, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
     child.stderr!.setEncoding("utf8").on("data", (d: string) => (out += d));

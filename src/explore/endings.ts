@@ -1,0 +1,280 @@
+// How an explore campaign decides its frontier is exhausted. The campaign loop calls step() on
+// every turn; an ending returns the reason to stop, or null to go on.
+//
+// IdleWindow (one master): idle = nothing pending, nothing running, and a fresh rescan found
+//   nothing; the campaign ends exactly --max-idle seconds later on the monotonic clock unless
+//   work appears.
+// RootEnding (several masters, rank 0): the two-phase quiescence commit of core/quiescence.ts
+//   — stable fleet-wide idle for --max-idle -> own refresh -> PREPARE -> all YES -> COMMIT ->
+//   every exact ACK. Any BUSY aborts; a conflict after COMMIT fails the campaign.
+// ParticipantEnding (several masters, rank > 0): publishes idle/busy status, refreshes and votes
+//   on PREPARE (freezing discovery after YES), leaves on the exact COMMIT.
+import { ParticipantQuiescence, RootQuiescence, type Action } from "../core/quiescence.ts";
+import type { Connection } from "../net/connection.ts";
+import type { FromPeerT, FromRootT } from "../net/messages.ts";
+import type { ExploreMaster } from "./master.ts";
+import { randomToken, type PeerLink, type RootHub } from "./peers.ts";
+
+export type EndReason =
+  | "idle"
+  | "quiescence"
+  | "wall budget"
+  | "interrupted"
+  | "no usable executor"
+  | "conflict"
+  | "master lost";
+
+export interface Ending {
+  step(now: number, found: number): EndReason | null;
+  /** Problems that make the campaign fail (exit 70), in order. */
+  readonly problems: string[];
+}
+
+/** How often a master says whether it is idle (also its keepalive). */
+export const STATUS_INTERVAL_MS = 125;
+/** A status is fresh for this long. */
+export const STATUS_FRESH_MS = Math.max(1000, 10 * STATUS_INTERVAL_MS);
+
+export class IdleWindow implements Ending {
+  readonly problems: string[] = [];
+  private idleSince: number | null = null;
+
+  constructor(
+    private readonly master: ExploreMaster,
+    private readonly maxIdleMs: number,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  /** Milliseconds until the window closes (Infinity when not idle): the loop sleeps no longer. */
+  untilEnd(now: number): number {
+    return this.idleSince === null ? Infinity : this.idleSince + this.maxIdleMs - now;
+  }
+
+  step(now: number, found: number): EndReason | null {
+    if (!this.master.idle || found > 0) {
+      this.idleSince = null;
+      return null;
+    }
+    if (this.idleSince === null) {
+      // A fresh rescan first: the window starts only when nothing is left anywhere.
+      if (this.master.refresh()) return null;
+      this.idleSince = now;
+      this.log(`no more work in sight — ending in ${this.maxIdleMs / 1000}s unless some appears`);
+      return null;
+    }
+    if (now - this.idleSince >= this.maxIdleMs) {
+      this.log(`no more inputs after ${((now - this.idleSince) / 1000).toFixed(3)}s (limit ${this.maxIdleMs / 1000}s)`);
+      return "idle";
+    }
+    return null;
+  }
+}
+
+export class RootEnding implements Ending {
+  readonly problems: string[] = [];
+  private readonly q: RootQuiescence;
+  private ended: EndReason | null = null;
+  private lastStatus = 0;
+  private sequence = 0;
+  /** Test seam: hold the COMMIT this long after the last YES (FUZZFLEET_TEST_HOLD_COMMIT_MS). */
+  private readonly holdCommitMs = Number(process.env.FUZZFLEET_TEST_HOLD_COMMIT_MS ?? 0) || 0;
+  private heldCommit: { action: Extract<Action, { kind: "commit" }>; at: number } | null = null;
+
+  constructor(
+    private readonly master: ExploreMaster,
+    private readonly hub: RootHub,
+    maxIdleMs: number,
+    private readonly now: () => number,
+    private readonly log: (line: string) => void,
+  ) {
+    this.q = new RootQuiescence({ peers: hub.peers.map((p) => p.rank), maxIdleMs, freshMs: STATUS_FRESH_MS });
+  }
+
+  step(now: number, found: number): EndReason | null {
+    if (this.ended) return this.ended;
+    if (now - this.lastStatus >= STATUS_INTERVAL_MS) {
+      // The root's status is its keepalive towards the submasters.
+      this.hub.broadcast({ type: "status", rank: 0, sequence: ++this.sequence, idle: this.master.idle });
+      this.lastStatus = now;
+    }
+    if (this.heldCommit && now >= this.heldCommit.at) {
+      const a = this.heldCommit.action;
+      this.heldCommit = null;
+      this.send(a);
+    }
+    this.apply(this.q.localIdle(this.master.idle && found === 0, now));
+    this.apply(this.q.tick(now));
+    return this.ended;
+  }
+
+  onFrame(peer: PeerLink, f: FromPeerT): void {
+    const now = this.now();
+    switch (f.type) {
+      case "status":
+        this.apply(this.q.onStatus(peer.rank, f, now).actions);
+        break;
+      case "vote": {
+        const r = this.q.onVote(peer.rank, f, now);
+        if (r.class === "busy") this.log(`master ${peer.rank} voted BUSY: the proposal is aborted`);
+        this.apply(r.actions);
+        break;
+      }
+      case "commit_ack":
+        this.apply(this.q.onAck(peer.rank, f).actions);
+        break;
+      case "abandon":
+        this.fail("master lost", `master rank ${peer.rank} gave up: ${f.reason}`);
+        break;
+      case "stats":
+        // Statistics arrive after the loop; StatsRound reads them.
+        break;
+    }
+  }
+
+  onLost(peer: PeerLink, why: string): void {
+    if (this.ended === "quiescence") return;
+    this.fail("master lost", `master rank ${peer.rank} (${peer.host}) was lost: ${why}`);
+  }
+
+  private apply(actions: Action[]): void {
+    for (const a of actions) {
+      switch (a.kind) {
+        case "refresh": {
+          const work = this.master.refresh();
+          const token = randomToken();
+          this.apply(this.q.afterRefresh(!work && this.master.idle, this.now(), token));
+          break;
+        }
+        case "prepare":
+          // The root is a participant too: from its proposal to the decision it discovers nothing.
+          this.master.frozen = true;
+          this.log(`the whole fleet has been idle: PREPARE ${a.token.slice(0, 12)} to ${a.to.length} master(s)`);
+          this.send(a);
+          break;
+        case "abort":
+          this.master.frozen = false;
+          this.send(a);
+          break;
+        case "commit":
+          if (this.holdCommitMs > 0) this.heldCommit = { action: a, at: this.now() + this.holdCommitMs };
+          else this.send(a);
+          break;
+        case "conflict":
+          this.fail("conflict", `quiescence conflict: ${a.reason}`);
+          break;
+        case "committed":
+          this.log("global quiescence committed by all masters");
+          this.ended = "quiescence";
+          break;
+      }
+    }
+  }
+
+  private send(a: Extract<Action, { kind: "prepare" | "abort" | "commit" }>): void {
+    const frame = a.kind === "prepare" ? { type: "probe" as const, token: a.token } : { type: a.kind, token: a.token };
+    if (a.kind === "commit") this.log(`every master voted YES: COMMIT ${a.token.slice(0, 12)}`);
+    this.hub.broadcast(frame, a.to);
+  }
+
+  private fail(reason: EndReason, problem: string): void {
+    this.problems.push(problem);
+    this.log(problem);
+    this.ended ??= reason;
+  }
+}
+
+export class ParticipantEnding implements Ending {
+  readonly problems: string[] = [];
+  private readonly p: ParticipantQuiescence;
+  private ended: EndReason | null = null;
+  private sequence = 0;
+  private lastStatus = 0;
+  private lastIdle: boolean | null = null;
+
+  constructor(
+    private readonly master: ExploreMaster,
+    private readonly root: Connection,
+    readonly rank: number,
+    private readonly log: (line: string) => void,
+  ) {
+    this.p = new ParticipantQuiescence({ rank, root: 0 });
+  }
+
+  step(now: number, found: number): EndReason | null {
+    if (this.ended) return this.ended;
+    const idle = this.master.idle && found === 0;
+    if (idle !== this.lastIdle || now - this.lastStatus >= STATUS_INTERVAL_MS) {
+      this.send({ type: "status", rank: this.rank, sequence: ++this.sequence, idle });
+      this.lastIdle = idle;
+      this.lastStatus = now;
+    }
+    return this.ended;
+  }
+
+  onFrame(f: FromRootT): void {
+    switch (f.type) {
+      case "probe": {
+        const r = this.p.onPrepare(0, f);
+        if (r.class === "ignored") break;
+        const idle = r.class === "refresh" ? !this.master.refresh() && this.master.idle : this.master.idle;
+        const v = this.p.vote(f.token, idle);
+        if (v.frozen) {
+          this.master.frozen = true;
+          this.log(`PREPARE ${f.token.slice(0, 12)}: voted YES — discovery frozen until the decision`);
+        } else {
+          this.log(`PREPARE ${f.token.slice(0, 12)}: voted BUSY`);
+        }
+        this.send({ type: "vote", ...v.reply });
+        break;
+      }
+      case "abort":
+        if (this.p.onAbort(0, f).unfrozen) {
+          this.master.frozen = false;
+          this.log(`ABORT ${f.token.slice(0, 12)}: discovery resumed`);
+        }
+        break;
+      case "commit": {
+        const r = this.p.onCommit(0, f, this.master.idle);
+        if (r.reply) this.send({ type: "commit_ack", ...r.reply });
+        if (r.leave) {
+          this.log("global quiescence committed");
+          this.ended = "quiescence";
+        } else if (r.reply) {
+          this.fail("conflict", `COMMIT ${f.token.slice(0, 12)} refused (not prepared for that token, or busy)`);
+        }
+        break;
+      }
+      case "abandon":
+        this.fail("master lost", `the root gave up: ${f.reason}`);
+        break;
+      case "status":
+      case "stats_ack":
+      case "release":
+      case "roster":
+      case "refuse":
+      case "challenge":
+        // stats_ack and release belong to the end of the campaign (StatsRound); the root's
+        // status is its keepalive.
+        break;
+    }
+  }
+
+  onLost(why: string): void {
+    if (this.ended) return;
+    this.fail("master lost", `the root master was lost: ${why}`);
+  }
+
+  private send(frame: Parameters<Connection["send"]>[0]): void {
+    try {
+      this.root.send(frame);
+    } catch (err) {
+      this.onLost((err as Error).message);
+    }
+  }
+
+  private fail(reason: EndReason, problem: string): void {
+    this.problems.push(problem);
+    this.log(problem);
+    this.ended ??= reason;
+  }
+}

@@ -1,0 +1,98 @@
+// The end of a campaign with several masters: the bounded statistics exchange (every submaster
+// reports once with a random token, the root ACKs each exactly once all have reported) and the
+// final rendezvous (the root's `release` once the shared state is settled). Every wait is bounded;
+// a silent master is named, and the campaign exits 70 (71 when the final rendezvous times out).
+import { StatsCollector, StatsSender, type MasterStats } from "../core/stats-exchange.ts";
+import type { Connection } from "../net/connection.ts";
+import type { ExploreMaster } from "./master.ts";
+import { randomToken, type RootHub } from "./peers.ts";
+
+export type Inbox = { rank: number; frame: { type: string } & Record<string, unknown> }[];
+
+function ownStats(master: ExploreMaster, late: number): MasterStats {
+  const c = master.counters;
+  return { observations: c.observations, generated: c.generated, interesting: c.claimedChildren, external: master.external.size, late };
+}
+
+export async function rootStats(o: {
+  hub: RootHub;
+  master: ExploreMaster;
+  corpusDir: string;
+  late: number;
+  graceMs: number;
+  inbox: Inbox;
+  now: () => number;
+  log: (line: string) => void;
+}): Promise<{ problems: string[]; totals: MasterStats; byMaster: Record<number, number> }> {
+  const collector = new StatsCollector({ rank: 0, own: ownStats(o.master, o.late), peers: o.hub.peers.map((p) => p.rank) });
+  const deadline = o.now() + o.graceMs;
+  for (;;) {
+    for (const item of o.inbox.splice(0)) {
+      if (item.frame.type !== "stats") continue;
+      const r = collector.onStats(item.rank, item.frame);
+      if (r.class !== "accepted") o.log(`statistics from master ${item.rank} refused (${r.class})`);
+      for (const ack of r.acks) {
+        const peer = o.hub.peers.find((p) => p.rank === ack.rank);
+        if (peer) o.hub.send(peer, { type: "stats_ack", rank: ack.rank, token: ack.token });
+      }
+    }
+    const out = collector.outcome(o.now(), deadline);
+    // A master that is gone will not report: no need to wait for it.
+    const waitingOnLive = out.pending.some((r) => !o.hub.peers.find((p) => p.rank === r)?.lost);
+    if (out.settled || !waitingOnLive) {
+      const problems = out.pending.map((r) => {
+        const peer = o.hub.peers.find((p) => p.rank === r);
+        return `master rank ${r}${peer ? ` (${peer.host})` : ""} sent no statistics${peer?.lost ? ` (lost: ${peer.lost})` : ` within ${Math.round(o.graceMs / 1000)}s`}`;
+      });
+      return { problems, totals: out.totals, byMaster: out.byMaster };
+    }
+    await sleep(20);
+  }
+}
+
+export async function participantStats(o: {
+  conn: Connection;
+  rank: number;
+  master: ExploreMaster;
+  corpusDir: string;
+  late: number;
+  graceMs: number;
+  finalizeMs: number;
+  inbox: Inbox;
+  lost: () => string | null;
+  log: (line: string) => void;
+}): Promise<{ problems: string[]; timedOut: boolean }> {
+  const sender = new StatsSender(o.rank, randomToken());
+  try {
+    o.conn.send({ type: "stats", ...sender.message(ownStats(o.master, o.late)) });
+  } catch (err) {
+    return { problems: [`could not send statistics to the root: ${(err as Error).message}`], timedOut: false };
+  }
+  const ackDeadline = performance.now() + o.graceMs;
+  let released = false;
+  while (!sender.done) {
+    for (const item of o.inbox.splice(0)) {
+      if (item.frame.type === "stats_ack") sender.onAck(item.frame);
+      if (item.frame.type === "release") released = true;
+    }
+    if (sender.done) break;
+    if (o.lost()) return { problems: [`the root master was lost before acknowledging the statistics: ${o.lost()}`], timedOut: false };
+    if (performance.now() >= ackDeadline) return { problems: [`the root did not acknowledge the statistics within ${Math.round(o.graceMs / 1000)}s`], timedOut: false };
+    await sleep(20);
+  }
+  const releaseDeadline = performance.now() + o.finalizeMs;
+  while (!released) {
+    for (const item of o.inbox.splice(0)) if (item.frame.type === "release") released = true;
+    if (released) break;
+    if (performance.now() >= releaseDeadline || o.lost()) {
+      o.log(`the final rendezvous with the root timed out after ${Math.round(o.finalizeMs / 1000)}s`);
+      return { problems: [], timedOut: true };
+    }
+    await sleep(20);
+  }
+  return { problems: [], timedOut: false };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,193 @@
+// Explore with several masters, as real processes on 127.0.0.1 sharing one corpus directory.
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { owner } from "../../src/core/rendezvous.ts";
+import { processesMentioning, waitFor } from "../helpers/campaign.ts";
+import { ExploreDir } from "../helpers/explore.ts";
+
+const sha = (s: string | Buffer) => createHash("sha256").update(s).digest("hex");
+const TOKEN = "masters-test-token-0123456789";
+
+interface Fleet {
+  root: ReturnType<ExploreDir["start"]>;
+  subs: ReturnType<ExploreDir["start"]>[];
+}
+
+/** Starts a root of `n` masters and n-1 submasters with the same command line. */
+async function fleet(e: ExploreDir, n: number, extra: string[], target: string[], env: NodeJS.ProcessEnv = {}, rootEnv: NodeJS.ProcessEnv = {}): Promise<Fleet> {
+  const root = e.start(["--port", "0", "--bind", "127.0.0.1", "--masters", String(n), "--token", TOKEN, ...extra], target, { ...env, ...rootEnv });
+  const port = await waitFor("the root to listen", () => /listening on 127\.0\.0\.1:(\d+)/.exec(root.output())?.[1]);
+  const subs = [];
+  for (let i = 1; i < n; i++) {
+    // Submasters write no stats file of their own.
+    const sub = e.startWith(["explore", "-i", e.seeds, "-o", e.corpus, "--join", `127.0.0.1:${port}`, "--token", TOKEN, ...extra, "--", ...target], env);
+    subs.push(sub);
+  }
+  return { root, subs };
+}
+
+test("two masters x two slots: one seed is observed once, not twice", async () => {
+  const e = new ExploreDir();
+  try {
+    e.seed("a", "hello\n");
+    const f = await fleet(e, 2, ["-j", "2", "--max-idle", "1", "-t", "5"], ["/bin/true"]);
+    const [r, s] = await Promise.all([f.root.done, f.subs[0]!.done]);
+    assert.equal(r.code, 0, f.root.output());
+    assert.equal(s.code, 0, f.subs[0]!.output());
+    const st = e.stats();
+    assert.equal(st.observations, 1);
+    assert.deepEqual(e.entries(), [sha("hello\n")], "no hidden state left");
+    assert.match(f.root.output(), /global quiescence committed by all masters/);
+    assert.match(f.subs[0]!.output(), /voted YES — discovery frozen/);
+  } finally {
+    e.cleanup();
+  }
+});
+
+test("two masters: 24 seeds give 24 observations split between the masters, and 24 corpus files", async () => {
+  const e = new ExploreDir();
+  try {
+    for (let i = 0; i < 24; i++) e.seed(`s${i}`, `seed ${i}\n`);
+    const f = await fleet(e, 2, ["-j", "2", "--max-idle", "1", "-t", "5"], ["/bin/true"]);
+    const [r, s] = await Promise.all([f.root.done, f.subs[0]!.done]);
+    assert.equal(r.code, 0, f.root.output());
+    assert.equal(s.code, 0, f.subs[0]!.output());
+    const st = e.stats();
+    assert.equal(st.observations, 24);
+    const expected0 = Array.from({ length: 24 }, (_, i) => sha(`seed ${i}\n`)).filter((h) => owner(h, [0, 1]) === 0).length;
+    assert.deepEqual(st.by_master, { "0": expected0, "1": 24 - expected0 }, "each master executed exactly the seeds it owns");
+    assert.ok(expected0 > 0 && expected0 < 24);
+    assert.equal(e.corpusFiles().length, 24);
+    assert.match(f.root.output(), /Analysis by master:\s+0=\d+, 1=\d+/);
+  } finally {
+    e.cleanup();
+  }
+});
+
+test("two masters: 12 seeds emitting one shared child give 13 observations and 1 interesting; the child runs once", async () => {
+  const e = new ExploreDir();
+  try {
+    for (let i = 0; i < 12; i++) e.seed(`s${i}`, `seed ${i}\n`);
+    const log = join(e.dir, "executions.log");
+    const target = e.script("t.sh", `cat >> "${log}"; echo >> "${log}"; echo shared-child > "$SYMCC_OUTPUT_DIR/out"`);
+    const f = await fleet(e, 2, ["-j", "2", "--max-idle", "1", "-t", "5"], [target]);
+    const [r, s] = await Promise.all([f.root.done, f.subs[0]!.done]);
+    assert.equal(r.code, 0, f.root.output());
+    assert.equal(s.code, 0, f.subs[0]!.output());
+    const st = e.stats();
+    assert.deepEqual([st.observations, st.generated, st.interesting, e.corpusFiles().length], [13, 13, 1, 13]);
+    assert.equal(readFileSync(log, "utf8").split("\n").filter((l) => l === "shared-child").length, 1, "the child ran exactly once fleet-wide");
+  } finally {
+    e.cleanup();
+  }
+});
+
+test("a stalled owner's expired leases are taken over; its late results after SIGCONT are stale; every input is committed once", async () => {
+  const e = new ExploreDir();
+  try {
+    for (let i = 0; i < 16; i++) e.seed(`s${i}`, `slow seed ${i}\n`);
+    const log = join(e.dir, "executions.log");
+    const target = e.script("t.sh", `read line; sleep 1.5; echo "$line" >> "${log}"`);
+    const f = await fleet(e, 2, ["-j", "2", "--max-idle", "1", "-t", "10", "--lease-ttl", "2", "--grace", "60"], [target]);
+    const sub = f.subs[0]!;
+    const workDir = await waitFor("the campaign state", () => {
+      const state = join(e.corpus, ".fuzzfleet");
+      const w = existsSync(state) ? readdirSync(state).find((n) => n.startsWith("work-")) : undefined;
+      return w ? join(state, w) : undefined;
+    });
+    const heldByRank1 = () => leaseRecords(workDir).filter((r) => r.status === "leased" && r.owner.endsWith(":1"));
+    await waitFor("rank 1 to hold leases", () => (heldByRank1().length > 0 ? true : undefined), 60_000);
+    sub.child.kill("SIGSTOP");
+    // After the TTL the root takes over what rank 1 held.
+    await waitFor("a lease of rank 1 taken over by rank 0", () => (leaseRecords(workDir).some((r) => r.steals > 0 && r.owner.endsWith(":0")) ? true : undefined), 60_000);
+    sub.child.kill("SIGCONT");
+    const [r, s] = await Promise.all([f.root.done, sub.done]);
+    assert.equal(r.code, 0, f.root.output());
+    assert.equal(s.code, 0, sub.output());
+    const st = e.stats();
+    assert.equal(st.observations, 16, "every unique input committed exactly once");
+    const executed = readFileSync(log, "utf8").trim().split("\n");
+    assert.deepEqual([...new Set(executed)].sort(), Array.from({ length: 16 }, (_, i) => `slow seed ${i}`).sort());
+    assert.ok(executed.length >= 16, "a taken-over task may run twice; it is committed once");
+  } finally {
+    e.cleanup();
+  }
+});
+
+test("a submaster SIGKILLed mid-campaign is reported by rank and the root exits 70 within the grace", async () => {
+  const e = new ExploreDir();
+  try {
+    for (let i = 0; i < 12; i++) e.seed(`s${i}`, `seed ${i}\n`);
+    const target = e.script("t.sh", "sleep 2");
+    const f = await fleet(e, 2, ["-j", "1", "--max-idle", "1", "-t", "10", "--grace", "20"], [target]);
+    const sub = f.subs[0]!;
+    await waitFor("the campaign to run", () => (/voted|initial input/.test(sub.output()) ? true : undefined), 60_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    const killedAt = Date.now();
+    sub.child.kill("SIGKILL");
+    const r = await f.root.done;
+    const took = (Date.now() - killedAt) / 1000;
+    assert.equal(r.code, 70, f.root.output());
+    assert.match(f.root.output(), /master rank 1 \(\S+\) was lost: connection closed/);
+    assert.ok(took < 20, `ended within the grace (${took.toFixed(1)} s)`);
+    for (const pid of processesMentioning(e.dir)) process.kill(pid, "SIGKILL");
+  } finally {
+    e.cleanup();
+  }
+});
+
+test("late work: a file dropped before PREPARE is explored; one dropped after a YES vote is left for the next campaign", async () => {
+  const e = new ExploreDir();
+  try {
+    e.seed("first", "first\n");
+    const f = await fleet(e, 2, ["-j", "1", "--max-idle", "3", "-t", "5"], ["/bin/true"], {}, { FUZZFLEET_TEST_HOLD_COMMIT_MS: "3000" });
+    const sub = f.subs[0]!;
+    const workDir = await waitFor("the campaign state", () => {
+      const state = join(e.corpus, ".fuzzfleet");
+      const w = existsSync(state) ? readdirSync(state).find((n) => n.startsWith("work-")) : undefined;
+      return w ? join(state, w) : undefined;
+    });
+    await waitFor("the first seed to be committed", () => (leaseRecords(workDir).some((r) => r.status === "done") ? true : undefined), 60_000);
+    assert.doesNotMatch(f.root.output(), /PREPARE/, "still inside the idle window");
+    e.seed("second", "second\n");
+    await waitFor("the submaster's YES vote", () => (/voted YES/.test(sub.output()) ? true : undefined), 60_000);
+    writeFileSync(join(e.seeds, "third"), "third\n");
+    const [r, s] = await Promise.all([f.root.done, sub.done]);
+    assert.equal(r.code, 0, f.root.output());
+    assert.equal(s.code, 0, sub.output());
+    const st = e.stats();
+    assert.equal(st.observations, 2, "first and second were explored");
+    assert.equal(st.late_inputs, 1);
+    assert.match(f.root.output(), /1 input file\(s\) arrived after the frontier was declared exhausted: left for the next campaign/);
+    assert.ok(!e.corpusFiles().includes(sha("third\n")), "the late file was not half-processed");
+    assert.ok(e.corpusFiles().includes(sha("second\n")));
+  } finally {
+    e.cleanup();
+  }
+});
+
+interface LeaseRec {
+  status: string;
+  owner: string;
+  steals: number;
+}
+
+function leaseRecords(workDir: string): LeaseRec[] {
+  const root = join(workDir, "leases");
+  const out: LeaseRec[] = [];
+  if (!existsSync(root)) return out;
+  for (const shard of readdirSync(root)) {
+    for (const name of readdirSync(join(root, shard))) {
+      if (!name.endsWith(".json")) continue;
+      try {
+        out.push(JSON.parse(readFileSync(join(root, shard, name), "utf8")) as LeaseRec);
+      } catch {
+        // being replaced right now
+      }
+    }
+  }
+  return out;
+}
