@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from "node:path";
 import { test } from "node:test";
 import { ExploreDir } from "../helpers/explore.ts";
+import { waitFor } from "../helpers/campaign.ts";
 
 const sha = (s: string | Buffer) => createHash("sha256").update(s).digest("hex");
 
@@ -136,6 +137,29 @@ test("bad flags are usage errors that name the flag", () => {
     assert.equal(badResume.code, 2);
     assert.match(badResume.stderr, /--resume wants the 64 lowercase hex/);
     assert.deepEqual(readdirSync(e.dir).filter((n) => n === "corpus").length <= 1, true);
+  } finally {
+    e.cleanup();
+  }
+});
+
+test("SIGINT ends cleanly: running executions are stopped and requeued, the state is kept, --resume finishes the rest", async () => {
+  const e = new ExploreDir();
+  try {
+    for (let i = 0; i < 8; i++) e.seed(`s${i}`, `seed ${i}\n`);
+    const log = join(e.dir, "executions.log");
+    const target = e.script("t.sh", `read line; sleep 1; echo "$line" >> "${log}"`);
+    const first = e.start(["-j", "2", "--max-idle", "1", "-t", "10"], [target]);
+    await waitFor("two executions done", () => (existsSync(log) && readFileSync(log, "utf8").split("\n").length > 2 ? true : undefined), 60_000);
+    first.child.kill("SIGINT");
+    const r = await first.done;
+    assert.equal(r.code, 0, first.output());
+    const epoch = /continue with: --resume ([0-9a-f]{64})/.exec(first.output())?.[1];
+    assert.ok(epoch, first.output());
+    assert.ok(e.stats().observations >= 2 && e.stats().observations < 8);
+    const again = e.run(["-j", "2", "--max-idle", "1", "-t", "10", "--resume", epoch!], [target]);
+    assert.equal(again.code, 0, again.stdout + again.stderr);
+    assert.equal(e.stats().observations, 8, "every seed committed once over both runs");
+    assert.deepEqual(e.entries().filter((n) => n.startsWith(".")), []);
   } finally {
     e.cleanup();
   }

@@ -2,7 +2,7 @@
 // executes the task exactly once; nothing from a bad stage reaches the corpus.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { CLI, waitFor } from "../helpers/campaign.ts";
@@ -15,11 +15,11 @@ const sha = (s: string | Buffer) => createHash("sha256").update(s).digest("hex")
 const TOKEN = "explore-test-token-0123456789";
 
 /** Handshakes a double and pulls one task. */
-async function doubleWithTask(port: number): Promise<{ conn: Connection; task: { task_id: number; hash: string; fence: string } }> {
-  const { conn } = await fakeWorker(port, TOKEN, "double");
+async function doubleWithTask(port: number): Promise<{ conn: Connection; stageRoot: string; task: { task_id: number; hash: string; fence: string } }> {
+  const { conn, stageRoot } = await fakeWorker(port, TOKEN, "double");
   for (;;) {
     const reply = (await send(conn, { type: "want", slots: 1 })) as { type: string; tasks?: { task_id: number; hash: string; fence: string }[] };
-    if (reply.type === "task") return { conn, task: reply.tasks![0]! };
+    if (reply.type === "task") return { conn, stageRoot: stageRoot!, task: reply.tasks![0]! };
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -65,10 +65,9 @@ test("a double reporting a wrong input hash, an extra staged file, or a stale fe
     // 2. An extra file in its stage, next to a correctly named child.
     const b = await doubleWithTask(port);
     assert.equal(b.task.hash, seedHash, "the refused task went back to the front under the same fence");
-    const stageRoot = join(e.corpus, ".fuzzfleet");
-    const workDir = join(stageRoot, readdirSync(stageRoot).find((n) => n.startsWith("work-"))!);
+    // The double stages where the master told it to (welcome.explore.stage_root).
     const stageId = "ab".repeat(16);
-    const stage = join(workDir, "staging", "w2", stageId);
+    const stage = join(b.stageRoot, stageId);
     mkdirSync(stage, { recursive: true });
     const evil = "evil child\n";
     writeFileSync(join(stage, sha(evil)), evil);

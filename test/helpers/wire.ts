@@ -37,13 +37,17 @@ export function frameBytes(obj: unknown): Buffer {
 }
 
 /** A worker double: connects, proves the shared directory honestly, returns the open connection. */
-export async function fakeWorker(port: number, token: string, host = "double"): Promise<{ conn: Connection; workerId: number }> {
+export async function fakeWorker(
+  port: number,
+  token: string,
+  host = "double",
+): Promise<{ conn: Connection; workerId: number; stageRoot: string | null }> {
   const conn = await dial("127.0.0.1", port, 5000);
   const first = await conn.request({ type: "hello", token, protocol: PROTOCOL_VERSION, host, jobs: 1, slots: 1 }, HandshakeReply, 10_000);
   if (first.type !== "challenge") throw new Error(`expected a challenge, got ${JSON.stringify(first)}`);
   const welcome = await conn.request(proveIdentity(first), z.discriminatedUnion("type", [Welcome, Refuse]), 10_000);
   if (welcome.type !== "welcome") throw new Error(`refused: ${JSON.stringify(welcome)}`);
-  return { conn, workerId: welcome.worker_id };
+  return { conn, workerId: welcome.worker_id, stageRoot: welcome.explore?.stage_root ?? null };
 }
 
 export async function send(conn: Connection, frame: Frame): Promise<unknown> {
