@@ -73,8 +73,8 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
       `
 The worker reads no config and no store: it proves at the handshake that it sees the same shared
 directory and the same generator (and app) as the coordinator, then runs what it is given.
-Exit: 0 after the coordinator's stop (or Ctrl-C), 1 lost the coordinator, 2 bad flag,
-3 refused by the coordinator (the reason names what differs), 4 could not reach it.`,
+Exit: 0 after the coordinator's stop (or Ctrl-C), 2 bad flag,
+3 refused by the coordinator (the reason names what differs), 4 could not reach it or lost it (its children are killed).`,
     )
     .action(
       action<{ master: string; jobs: number; slots: number; token?: string; wait: number }>(async (o) => {

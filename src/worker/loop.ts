@@ -6,7 +6,7 @@
 // States: working -> draining (told so: finish what is held, take nothing new)
 //         -> stopping (stop{token}: end children, report, clean, then stop_ack{token}) -> done
 //         interrupted (Ctrl-C): interrupt the children, report them, say bye.
-// Lost coordinator (EOF, timeout, bad frame) => children are ended, exit 1.
+// Lost coordinator (EOF, timeout, bad frame) => children are ended, exit 4.
 import { performance } from "node:perf_hooks";
 import { RuntimeFailure } from "../errors.ts";
 import type { Connection } from "../net/connection.ts";
@@ -14,7 +14,8 @@ import { CoordinatorReply, type CoordinatorReplyT, type Frame, type WelcomeFrame
 
 const REQUEST_TIMEOUT_MS = 60_000;
 
-export const EXIT_WORKER = { ok: 0, lost: 1 } as const;
+/** 1 is reserved for "newly distinct failures" (cron alerts on it): a lost coordinator is a runtime error. */
+export const EXIT_WORKER = { ok: 0, lost: 4 } as const;
 
 /** How one campaign kind turns replies into units, runs them, and reports them. */
 export interface UnitRunner<U> {

@@ -82,7 +82,7 @@ test("after SIGKILL of the coordinator, a new one reclaims the lock and re-sweep
     assert.equal(cursor, held.seed_from, "the cursor stops at the leased chunk");
     coord.child.kill("SIGKILL");
     const rw = await worker.result;
-    assert.equal(rw.code, 1, "a worker that loses its coordinator exits 1");
+    assert.equal(rw.code, 4, "a worker that loses its coordinator exits 4 (runtime error)");
     assert.match(rw.stdout, /lost the coordinator/);
     await waitFor("the worker's generator to be gone", () => (processesMentioning(`chunk-${held.id}`).length === 0 ? true : undefined), 30_000);
     assert.equal(c.one<{ cursor: number }>("SELECT cursor FROM lane").cursor, cursor);
