@@ -41,7 +41,9 @@ export async function buildProgram(args: readonly string[] = []): Promise<Comman
       "Run fuzzing campaigns on one host or across a fleet, and never lie about what was covered. " +
         "A sweep turns integer seeds into tests through your generator, in lanes whose coverage is " +
         "always a contiguous prefix [base_seed, cursor) that survives Ctrl-C, crashes and restarts; " +
-        "failures are deduplicated by their minimized input and kept in a SQLite store.",
+        "failures are deduplicated by their minimized input and kept in a SQLite store. " +
+        "An explore campaign runs a target over a content-addressed corpus, executing every unique " +
+        "input exactly once until the frontier is exhausted.",
     )
     .version(VERSION)
     .option("--config <path>", "campaign config file", "./fuzzfleet.toml")
@@ -59,10 +61,14 @@ Getting started:
   fuzzfleet status                    coverage per lane, failures, recent sessions
   fuzzfleet failures -v               the distinct failures, with their reports
   fuzzfleet coordinate --for 12h      serve a sweep to workers on other hosts
-  fuzzfleet worker --master H:P -j 12 pull and run chunks from a coordinator
+  fuzzfleet worker --master H:P -j 12 pull and run chunks (or explore tasks) from a master
+  fuzzfleet explore -i seeds -o corpus -j 2 -- ./target @@
+                                      run a target over a corpus until nothing new is left
+  fuzzfleet demo explore              the bundled maze target explored to quiescence
 
-Exit codes: 0 ok, 1 'run' recorded a newly distinct failure, 2 usage or config error,
-3 refused (lock held, stale app, declined prompt), 4 runtime error. See docs/exit-codes.md.`,
+Exit codes: 0 ok, 1 'run'/'coordinate' recorded a newly distinct (or reopened) failure,
+2 usage or config error, 3 refused (lock held, stale app, declined prompt), 4 runtime error,
+70 lifecycle incomplete, 71 final rendezvous timed out. See docs/exit-codes.md.`,
   );
   const wanted = requestedCommand(args);
   const group = GROUPS.find((g) => wanted !== null && g.commands.includes(wanted));

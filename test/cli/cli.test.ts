@@ -14,13 +14,13 @@ const fuzzfleet = (args: string[], env: NodeJS.ProcessEnv = {}) =>
 test("--help explains the commands and the exit codes; every subcommand has help", () => {
   const r = fuzzfleet(["--help"]);
   assert.equal(r.status, 0);
-  for (const cmd of ["init", "run", "status", "failures", "export", "resweep", "reset", "demo"]) {
+  for (const cmd of ["init", "run", "status", "failures", "export", "resweep", "reset", "demo", "coordinate", "worker", "explore"]) {
     assert.match(r.stdout, new RegExp(`\\n  ${cmd} `));
     const sub = fuzzfleet([cmd, "--help"]);
     assert.equal(sub.status, 0, cmd);
     assert.match(sub.stdout, new RegExp(`Usage: fuzzfleet ${cmd}`));
   }
-  assert.match(r.stdout, /Exit codes: 0 ok, 1 'run' recorded a newly distinct failure/);
+  assert.match(r.stdout, /Exit codes: 0 ok, 1 'run'\/'coordinate' recorded a newly distinct \(or reopened\) failure/);
 });
 
 test("an unknown flag, an unknown command and a bad number are usage errors (exit 2) that name the value", () => {
