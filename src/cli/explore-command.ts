@@ -36,6 +36,11 @@ export function registerExplore(program: Command): void {
     .addOption(new Option("--ownership <mode>", "rendezvous: each content has one owning master; broadcast: every master runs everything (for comparison)").choices(["rendezvous", "broadcast"]).default("rendezvous"))
     .option("--grace <sec>", "a master silent for this long is lost; also bounds the statistics exchange (default max(120, 4 x -t))", seconds("--grace", 0.1))
     .option("--join-timeout <sec>", "how long the root waits for every master to join, and a submaster for the roster", seconds("--join-timeout", 0.1), 120)
+    .addOption(
+      new Option("--sync <policy>", "fence: fsync the lease records whose loss a crash could not redo (commit fences); all: fsync every record write")
+        .choices(["fence", "all"])
+        .default("fence"),
+    )
     .option("--max-children <n>", "children one execution may produce", intAtLeast(1), 4096)
     .option("--max-result-bytes <n>", "bytes of children one execution may produce", intAtLeast(1), 256 << 20)
     .option("--max-input-bytes <n>", "bytes of one corpus input", intAtLeast(1), 256 << 20)
@@ -79,6 +84,7 @@ conflict), 71 final rendezvous timed out.`,
         ownership: "rendezvous" | "broadcast";
         grace?: number;
         joinTimeout: number;
+        sync: "fence" | "all";
       }>(async (o, cmd) => {
         const target = cmd.args;
         if (target.length === 0) throw new UsageError("no target command: put it after --, e.g. fuzzfleet explore -i seeds -o corpus -- ./target @@");
@@ -115,6 +121,7 @@ conflict), 71 final rendezvous timed out.`,
             join,
             graceSeconds: o.grace ?? null,
             joinTimeoutSeconds: o.joinTimeout,
+            durability: o.sync,
             signal: controller.signal,
           });
         } finally {

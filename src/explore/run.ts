@@ -56,6 +56,8 @@ export interface ExploreOptions {
   joinTimeoutSeconds?: number;
   /** Bound of the final rendezvous (seconds). */
   finalizeSeconds?: number;
+  /** Which lease-record writes are fsynced (see LeaseTable): default "fence". */
+  durability?: "fence" | "all";
   write?: (line: string) => void;
   signal: AbortSignal;
 }
@@ -138,7 +140,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
       root: join(workDir, ownership === "broadcast" ? `leases-r${rank}` : "leases"),
       shardCount: SHARD_COUNT,
       lockTimeoutMs: 30_000,
-      durability: "fence",
+      durability: o.durability ?? "fence",
     });
     const master = new ExploreMaster({
       corpusDir,

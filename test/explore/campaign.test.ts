@@ -29,11 +29,11 @@ test("one seed, /bin/true, two slots: one observation, exit 0, nothing hidden le
   }
 });
 
-test("24 distinct seeds: 24 observations and 24 corpus files", () => {
+for (const sync of ["fence", "all"]) test(`24 distinct seeds: 24 observations and 24 corpus files (--sync ${sync})`, () => {
   const e = new ExploreDir();
   try {
     for (let i = 0; i < 24; i++) e.seed(`s${i}`, `seed ${i}\n`);
-    const r = e.run(["-j", "2", "--max-idle", "1", "-t", "5"], ["/bin/true"]);
+    const r = e.run(["-j", "2", "--max-idle", "1", "-t", "5", "--sync", sync], ["/bin/true"]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.equal(e.stats().observations, 24);
     assert.equal(e.corpusFiles().length, 24);
