@@ -2,7 +2,7 @@
 import { Option, type Command } from "commander";
 import { parseDuration } from "../config/duration.ts";
 import { campaignPaths } from "../config/paths.ts";
-import { parseHostPort } from "../net/connection.ts";
+import { parseHostPort } from "../net/address.ts";
 import { clientToken } from "../net/token.ts";
 import { coordinate } from "../sweep/coordinate.ts";
 import { runWorker } from "../worker/client.ts";

@@ -2,7 +2,7 @@
 import { Option, type Command } from "commander";
 import { UsageError } from "../errors.ts";
 import { action, intAtLeast } from "./action.ts";
-import { parseHostPort } from "../net/connection.ts";
+import { parseHostPort } from "../net/address.ts";
 
 function seconds(flag: string, min: number) {
   return (value: string): number => {

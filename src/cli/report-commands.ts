@@ -15,7 +15,7 @@ import { emptyStatus, renderStatus, statusData, type StatusContext } from "../re
 import { RuntimeFailure } from "../errors.ts";
 import { appBuildId, tryGenerationHash } from "../sweep/identity.ts";
 import { action, intAtLeast } from "./action.ts";
-import { parseHostPort } from "../net/connection.ts";
+import { parseHostPort } from "../net/address.ts";
 import { remoteRead } from "../net/read-client.ts";
 import { clientToken } from "../net/token.ts";
 import { EXIT } from "./exit-codes.ts";

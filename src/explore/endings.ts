@@ -13,7 +13,8 @@ import { ParticipantQuiescence, RootQuiescence, type Action } from "../core/quie
 import type { Connection } from "../net/connection.ts";
 import type { FromPeerT, FromRootT } from "../net/messages.ts";
 import type { ExploreMaster } from "./master.ts";
-import { randomToken, type PeerLink, type RootHub } from "./peers.ts";
+import type { PeerLink, RootHub } from "./peers.ts";
+import { randomToken } from "./tokens.ts";
 
 export type EndReason =
   | "idle"

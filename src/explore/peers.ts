@@ -7,7 +7,7 @@
 // Root:        accept peer_hello -> challenge/prove (same shared directory) -> setup must match
 //              -> wait (bounded) for N-1 peers -> roster to each -> read loops
 // Submaster:   dial (waiting for the root) -> peer_hello -> prove -> wait (bounded) for roster
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import { hostname as osHostname } from "node:os";
 import { performance } from "node:perf_hooks";
 import { z } from "zod";
@@ -263,8 +263,4 @@ export async function readRoot(conn: Connection, graceMs: number, onFrame: (f: F
     }
     onFrame(frame);
   }
-}
-
-export function randomToken(): string {
-  return randomBytes(32).toString("hex");
 }

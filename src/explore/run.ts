@@ -18,10 +18,12 @@ import { disposeScratch, executeTask } from "./execute.ts";
 import { IdleWindow, ParticipantEnding, RootEnding, type EndReason, type Ending } from "./endings.ts";
 import { LeaseTable } from "./lease-table.ts";
 import { ExploreMaster, type Ownership } from "./master.ts";
-import { joinRoot, readRoot, RootHub, type CampaignSetup } from "./peers.ts";
-import { ExploreRemote } from "./remote.ts";
+import type { CampaignSetup, RootHub } from "./peers.ts";
+import type { ExploreRemote } from "./remote.ts";
 import { computeStats, renderStats, type ExploreStats } from "./stats.ts";
-import { participantStats, rootStats, type Inbox } from "./stats-round.ts";
+import type { Inbox } from "./stats-round.ts";
+// The wire, the masters' channel and their statistics round are loaded only by a master that
+// serves workers or has peers: a lone master starts faster without them.
 
 export const EXIT_EXPLORE = { ok: 0, lifecycle: 70, rendezvous: 71 } as const;
 const INPUT_SCAN_MS = 1000;
@@ -113,6 +115,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     let ranks = [0];
     if (role.kind === "participant") {
       write(`fuzzfleet explore: joining the root master at ${role.join.host}:${role.join.port}`);
+      const { joinRoot } = await import("./peers.ts");
       const joined = await joinRoot({
         ...role.join,
         token,
@@ -174,6 +177,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     let remote: ExploreRemote | null = null;
     if (role.kind === "root") {
       let rootEnding: RootEnding | null = null;
+      const { RootHub } = await import("./peers.ts");
       hub = new RootHub({
         token,
         masters: role.masters,
@@ -195,6 +199,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     } else if (role.kind === "participant") {
       if (o.port !== null) remote = await campaign.startServer(token, nonce, null);
       const p = new ParticipantEnding(master, rootLink!, rank, log);
+      const { readRoot } = await import("./peers.ts");
       void readRoot(rootLink!, graceMs, (f) => {
         if (f.type === "stats_ack" || f.type === "release") statsInbox.push({ rank: 0, frame: f });
         else p.onFrame(f);
@@ -224,6 +229,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     const late = end === "idle" || end === "quiescence" ? master.countLateInputs() : 0;
 
     if (role.kind === "participant") {
+      const { participantStats } = await import("./stats-round.ts");
       const r = await participantStats({ conn: rootLink!, rank, master, corpusDir, late, graceMs, finalizeMs: (o.finalizeSeconds ?? 30) * 1000, inbox: statsInbox, lost: () => statsLost, log });
       problems.push(...r.problems);
       write(`rank ${rank}: ${master.counters.observations} observation(s), ${master.counters.generated} generated${late ? `, ${late} late input file(s) left for the next campaign` : ""}`);
@@ -233,6 +239,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
 
     let stats: ExploreStats;
     if (role.kind === "root") {
+      const { rootStats } = await import("./stats-round.ts");
       const r = await rootStats({ hub: hub!, master, corpusDir, late, graceMs, inbox: statsInbox, now, log });
       problems.push(...r.problems);
       stats = computeStats(leases, master, corpusDir, elapsed, campaign.executorsUsed(), ranks.length);
@@ -304,6 +311,7 @@ class Campaign {
   async startServer(token: string, nonce: { path: string; value: string }, onPeer: ConstructorParameters<typeof ExploreRemote>[0]["onPeer"]): Promise<ExploreRemote> {
     const refuseRead = { type: "text" as const, text: "an explore master answers no status queries; watch its console\n" };
     const read: ReadService = { status: () => refuseRead, failures: () => refuseRead };
+    const { ExploreRemote } = await import("./remote.ts");
     const remote = new ExploreRemote({
       master: this.master,
       token,

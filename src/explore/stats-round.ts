@@ -5,7 +5,8 @@
 import { StatsCollector, StatsSender, type MasterStats } from "../core/stats-exchange.ts";
 import type { Connection } from "../net/connection.ts";
 import type { ExploreMaster } from "./master.ts";
-import { randomToken, type RootHub } from "./peers.ts";
+import type { RootHub } from "./peers.ts";
+import { randomToken } from "./tokens.ts";
 
 export type Inbox = { rank: number; frame: { type: string } & Record<string, unknown> }[];
 

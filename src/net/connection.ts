@@ -2,7 +2,7 @@
 // breaks the framing or its schema is a ProtocolError, after which the connection is unusable.
 import { connect as netConnect, type Socket } from "node:net";
 import type { z } from "zod";
-import { ProtocolError, UsageError } from "../errors.ts";
+import { ProtocolError } from "../errors.ts";
 import { encodeFrame, FrameDecoder } from "./frame.ts";
 import { check, type Frame } from "./messages.ts";
 
@@ -133,12 +133,5 @@ export function dial(host: string, port: number, timeoutMs: number): Promise<Con
   });
 }
 
-/** Parses HOST:PORT (split at the last colon; IPv6 in brackets). */
-export function parseHostPort(spec: string, flag = "--master"): { host: string; port: number } {
-  const m = /^(\[[^\]]+\]|[^:]+|.+):(\d{1,5})$/.exec(spec.trim());
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || !m[1] || port < 1 || port > 65535) {
-    throw new UsageError(`${flag} wants host:port (got '${spec}')`);
-  }
-  return { host: m[1].replace(/^\[(.*)\]$/, "$1"), port };
-}
+export { parseHostPort } from "./address.ts";
+
