@@ -141,7 +141,7 @@ export function streamOpened(
   hooks?: StreamHooks,
 ): string {
   const hash = createHash("sha256");
-  const buf = Buffer.allocUnsafe(CHUNK_BYTES);
+  const buf = chunkBuffer();
   let total = 0;
   for (;;) {
     let n: number;
@@ -172,6 +172,14 @@ export function streamOpened(
 }
 
 function ignore(): void {}
+
+// One read buffer for every stream: they are all synchronous, so none overlaps another, and a
+// fresh 1 MiB buffer per file would be garbage to collect after every task.
+let shared: Buffer | null = null;
+function chunkBuffer(): Buffer {
+  shared ??= Buffer.allocUnsafe(CHUNK_BYTES);
+  return shared;
+}
 
 /** SHA-256 of a regular file, streamed; throws FileProblem. */
 export function hashFile(path: string, maxBytes: number, hooks?: StreamHooks): { hash: string; size: number; identity: FileIdentity } {
