@@ -1,6 +1,7 @@
 // LocalExecutor: runs the engine's chunks one at a time in this process (the generator's own
 // -j is where single-host parallelism belongs). Interruption (Ctrl-C) stops the running chunk;
 // the engine books it as aborted:interrupted and the range is re-swept by a later session.
+import { rmSync } from "node:fs";
 import { runChild } from "../exec/run-child.ts";
 import type { SweepEngine, WorkerView } from "./sweep-engine.ts";
 
@@ -13,6 +14,7 @@ export async function runLocal(engine: SweepEngine, worker: WorkerView, signal: 
     const next = engine.assign(worker);
     if (next.kind !== "chunk") return;
     const a = next.assignment;
+    rmSync(a.scratchDir, { recursive: true, force: true });
     const r = await runChild({
       argv: a.argv,
       cwd: a.cwd,

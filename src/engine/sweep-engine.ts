@@ -205,9 +205,10 @@ export class SweepEngine {
     });
     this.chunksRun.set(laneName, (this.chunksRun.get(laneName) ?? 0) + 1);
     const tmp = join(this.o.outDir, "tmp");
+    // Whoever runs the chunk starts from an empty scratch directory (local.ts, the worker's
+    // sweep runner): clearing it here would put file-system work on the coordinator's hot path.
     const scratchDir = join(tmp, `chunk-${chunkId}`);
     const logPath = join(tmp, `chunk-${chunkId}.log`);
-    rmSync(scratchDir, { recursive: true, force: true });
     const argv = chunkCommand(this.o.config.generator.command, lane.config.args, {
       seedFrom,
       seedTo,

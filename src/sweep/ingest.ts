@@ -130,7 +130,9 @@ interface ParsedFailure {
 function failureEntries(failuresDir: string): string[] {
   let dirents: Dirent[];
   try {
-    if (!lstatSync(failuresDir).isDirectory()) return [];
+    // throwIfNoEntry: an absent directory is the common case (a clean chunk), and a thrown
+    // ENOENT costs more than the whole check.
+    if (!lstatSync(failuresDir, { throwIfNoEntry: false })?.isDirectory()) return [];
     dirents = readdirSync(failuresDir, { withFileTypes: true });
   } catch {
     return [];
@@ -277,7 +279,7 @@ function sampleQuarantine(t: IngestTarget): number {
   const qdir = join(t.resultsDir, "quarantine");
   let files: string[];
   try {
-    if (!lstatSync(qdir).isDirectory()) return 0;
+    if (!lstatSync(qdir, { throwIfNoEntry: false })?.isDirectory()) return 0;
     files = readdirSync(qdir, { withFileTypes: true })
       .filter((d) => d.isFile())
       .map((d) => d.name)

@@ -43,6 +43,7 @@ export class WorkerLoop<U> {
   private stopToken: string | null = null;
   private lastBeatMs = 0;
   private wake: (() => void) | null = null;
+  private woken = false;
 
   constructor(
     private readonly conn: Connection,
@@ -50,7 +51,7 @@ export class WorkerLoop<U> {
     private readonly runner: UnitRunner<U>,
     private readonly o: { slots: number; signal: AbortSignal; log: (line: string) => void },
   ) {
-    o.signal.addEventListener("abort", () => this.wake?.(), { once: true });
+    o.signal.addEventListener("abort", () => this.poke(), { once: true });
   }
 
   async run(): Promise<number> {
@@ -122,7 +123,7 @@ export class WorkerLoop<U> {
     this.o.log(this.runner.started(unit));
     void this.runner.run(unit, run.controller.signal).then((report) => {
       run.report = report;
-      this.wake?.();
+      this.poke();
     });
   }
 
@@ -160,17 +161,31 @@ export class WorkerLoop<U> {
     while ([...this.running.values()].some((r) => r.report === null)) await this.pause(100);
   }
 
+  /**
+   * Sleeps up to `ms`, or until something happens (a unit finished, Ctrl-C). Something that
+   * happened while the loop was busy elsewhere (awaiting a reply) is remembered, so the next
+   * pause returns at once instead of sleeping through it.
+   */
   private pause(ms: number): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
+      const self = this;
       function done(): void {
         clearTimeout(timer);
+        self.wake = null;
+        self.woken = false;
         resolve();
       }
-      this.wake = () => {
-        this.wake = null;
-        done();
-      };
+      this.wake = done;
     });
+  }
+
+  private poke(): void {
+    this.woken = true;
+    this.wake?.();
   }
 }
