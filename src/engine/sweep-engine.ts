@@ -15,9 +15,9 @@ import { join } from "node:path";
 import type { Config, LaneConfig } from "../config/schema.ts";
 import { LaneState } from "../core/lane-state.ts";
 import { chunkTarget, deadlineFloor, halveRate, hardTimeout, pickLane, sizeChunk, updateRate } from "../core/schedule.ts";
-import type { Db } from "../store/db.ts";
+import { atomically, type Db } from "../store/db.ts";
 import { getChunk, insertChunk, markChunkComplete, markChunkEnded } from "../store/chunks.ts";
-import { saveCursor, saveLaneRate } from "../store/lanes.ts";
+import { saveLaneProgress, saveLaneRate } from "../store/lanes.ts";
 import { upsertWorkerRate } from "../store/workers.ts";
 import { chunkCommand, resultsDir } from "../sweep/command.ts";
 import { ingestChunk, type IngestResult } from "../sweep/ingest.ts";
@@ -294,7 +294,7 @@ export class SweepEngine {
     const n = f.seedTo - f.seedFrom + 1;
     let ingest!: IngestResult;
     let clean = 0;
-    db.transaction(() => {
+    atomically(db, () => {
       ingest = ingestChunk(db, {
         generationId: this.o.generationId,
         genHash: this.o.genHash,
@@ -314,10 +314,9 @@ export class SweepEngine {
         unshrunk: ingest.unshrunk,
       });
       lane.state.complete(f.seedFrom, f.seedTo);
-      saveCursor(db, lane.laneId, lane.state.cursor);
       lane.rate = updateRate(lane.rate, n, seconds);
-      saveLaneRate(db, lane.laneId, lane.rate);
-    })();
+      saveLaneProgress(db, lane.laneId, lane.state.cursor, lane.rate);
+    });
     const rate = updateRate(worker.rates.get(f.lane) ?? null, n, seconds);
     worker.rates.set(f.lane, rate);
     if (worker.workerId !== null) upsertWorkerRate(db, worker.workerId, lane.laneId, rate);

@@ -216,3 +216,12 @@ export function stmt(db: Db, sql: string): Database.Statement {
   if (!s) cache.set(sql, (s = db.prepare(sql)));
   return s;
 }
+
+/**
+ * Runs `fn` atomically: in a transaction of its own, or simply inside the caller's when one is
+ * open already (the caller's transaction, or its savepoint, then makes it atomic). Each nested
+ * savepoint is two more statements, and statements are what a busy coordinator pays for.
+ */
+export function atomically<T>(db: Db, fn: () => T): T {
+  return db.inTransaction ? fn() : db.transaction(fn)();
+}

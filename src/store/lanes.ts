@@ -44,6 +44,11 @@ export function saveCursor(db: Db, laneId: number, cursor: number): void {
   stmt(db, "UPDATE lane SET cursor = ? WHERE id = ?").run(cursor, laneId);
 }
 
+/** Cursor and rate in one statement: what every completed chunk changes. */
+export function saveLaneProgress(db: Db, laneId: number, cursor: number, seedsPerSec: number | null): void {
+  stmt(db, "UPDATE lane SET cursor = ?, seeds_per_sec = ? WHERE id = ?").run(cursor, seedsPerSec, laneId);
+}
+
 export function saveLaneRate(db: Db, laneId: number, seedsPerSec: number | null): void {
   stmt(db, "UPDATE lane SET seeds_per_sec = ? WHERE id = ?").run(seedsPerSec, laneId);
 }

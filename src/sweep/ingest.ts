@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { copyFileSync, lstatSync, mkdirSync, renameSync, rmSync, readdirSync, readFileSync, existsSync, type Dirent } from "node:fs";
 import { dirname, isAbsolute, join, relative } from "node:path";
 import { z } from "zod";
-import type { Db } from "../store/db.ts";
+import { atomically, type Db } from "../store/db.ts";
 import { addFailureSeed, failureByKey, insertFailure, reopenFailure } from "../store/failures.ts";
 
 export const QUARANTINE_SAMPLES = 40;
@@ -73,7 +73,7 @@ export function ingestChunk(db: Db, t: IngestTarget): IngestResult {
   const entries = failureEntries(join(t.resultsDir, "failures"));
   const parsed = entries.map((entry) => readFailure(entry, t));
 
-  db.transaction(() => {
+  if (parsed.length > 0) atomically(db, () => {
     for (const p of parsed) {
       if ("reason" in p) {
         result.malformed.push({ entry: p.dir, reason: p.reason, keptAt: keepMalformed(p.dir, t) });
@@ -110,7 +110,7 @@ export function ingestChunk(db: Db, t: IngestTarget): IngestResult {
       }
       addFailureSeed(db, failureId, p.seed, t.chunkId);
     }
-  })();
+  });
 
   result.quarantine = sampleQuarantine(t);
   return result;
