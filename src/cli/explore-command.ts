@@ -36,6 +36,7 @@ export function registerExplore(program: Command): void {
     .addOption(new Option("--ownership <mode>", "rendezvous: each content has one owning master; broadcast: every master runs everything (for comparison)").choices(["rendezvous", "broadcast"]).default("rendezvous"))
     .option("--grace <sec>", "a master silent for this long is lost; also bounds the statistics exchange (default max(120, 4 x -t))", seconds("--grace", 0.1))
     .option("--join-timeout <sec>", "how long the root waits for every master to join, and a submaster for the roster", seconds("--join-timeout", 0.1), 120)
+    .option("--finalize-timeout <sec>", "how long a submaster waits, after its statistics were acknowledged, for the root's final release (then exit 71)", seconds("--finalize-timeout", 0.1), 30)
     .addOption(
       new Option("--sync <policy>", "fence: fsync the lease records whose loss a crash could not redo (commit fences); all: fsync every record write")
         .choices(["fence", "all"])
@@ -84,6 +85,7 @@ conflict), 71 final rendezvous timed out.`,
         ownership: "rendezvous" | "broadcast";
         grace?: number;
         joinTimeout: number;
+        finalizeTimeout: number;
         sync: "fence" | "all";
       }>(async (o, cmd) => {
         const target = cmd.args;
@@ -121,6 +123,7 @@ conflict), 71 final rendezvous timed out.`,
             join,
             graceSeconds: o.grace ?? null,
             joinTimeoutSeconds: o.joinTimeout,
+            finalizeSeconds: o.finalizeTimeout,
             durability: o.sync,
             signal: controller.signal,
           });

@@ -261,6 +261,11 @@ export async function explore(o: ExploreOptions): Promise<number> {
       keepState = false;
       rmSync(workDir, { recursive: true, force: true });
     }
+    if (hub) {
+      // Test seam: hold the final release this long (FUZZFLEET_TEST_HOLD_RELEASE_MS).
+      const holdMs = Number(process.env.FUZZFLEET_TEST_HOLD_RELEASE_MS ?? 0) || 0;
+      if (holdMs > 0) await new Promise((r) => setTimeout(r, holdMs));
+    }
     hub?.broadcast({ type: "release", token: epoch });
     hub?.close();
     if (problems.length > 0) return report(write, problems, workDir, epoch, EXIT_EXPLORE.lifecycle);

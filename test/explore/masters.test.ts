@@ -139,6 +139,25 @@ test("a submaster SIGKILLed mid-campaign is reported by rank and the root exits 
   }
 });
 
+test("a submaster that never hears the root's final release exits 71 after --finalize-timeout", async () => {
+  const e = new ExploreDir();
+  try {
+    e.seed("a", "hello\n");
+    const f = await fleet(e, 2, ["-j", "1", "--max-idle", "1", "-t", "5", "--finalize-timeout", "1"], ["/bin/true"], {}, { FUZZFLEET_TEST_HOLD_RELEASE_MS: "8000" });
+    const sub = f.subs[0]!;
+    const s = await sub.done;
+    const subEndedAt = Date.now();
+    assert.equal(s.code, 71, sub.output());
+    assert.match(sub.output(), /the final rendezvous with the root timed out after 1s/);
+    const r = await f.root.done;
+    assert.ok(Date.now() - subEndedAt > 3000, "the submaster gave up while the root still held the release");
+    assert.equal(r.code, 0, f.root.output());
+    assert.equal(e.stats().observations, 1);
+  } finally {
+    e.cleanup();
+  }
+});
+
 test("late work: a file dropped before PREPARE is explored; one dropped after a YES vote is left for the next campaign", async () => {
   const e = new ExploreDir();
   try {
