@@ -1,7 +1,7 @@
 // Helpers shared by the benchmarks in this directory: option parsing, child processes with
 // timestamped output lines, machine facts and table printing. Plain Node.js, no dependencies.
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -206,6 +206,36 @@ export function announce(name, machine) {
       `${machine.srcModified ? " (src/ modified)" : ""}, load average ${machine.loadAverageAtStart.map(f2).join(" ")}`,
   );
   if (machine.loadAverageAtStart[0] > machine.cpus / 2) console.log("  note: other work is running; expect its noise in the figures");
+}
+
+/**
+ * What every benchmark's main does around its own work: refuse to run without the built CLI,
+ * give `body` a fresh scratch directory (removed afterwards unless `o.keep`), write the result
+ * `body` returns to `o.json` when asked, and report a failure with the benchmark's name.
+ */
+export function benchmarkMain(name, o, body) {
+  const main = async () => {
+    if (!existsSync(CLI)) {
+      console.error(`${name}: ${CLI} is missing; build the CLI first: npm run build`);
+      process.exit(2);
+    }
+    const scratch = mkdtempSync(join(o.tmpRoot, "fuzzfleet-bench-"));
+    try {
+      const result = await body(scratch);
+      console.log(`load average at the end: ${loadavg().map(f2).join(" ")}`);
+      if (o.json) {
+        writeFileSync(o.json, JSON.stringify(result, null, 2) + "\n");
+        console.log(`results written to ${o.json}`);
+      }
+    } finally {
+      if (o.keep) console.log(`kept ${scratch}`);
+      else rmSync(scratch, { recursive: true, force: true });
+    }
+  };
+  main().catch((err) => {
+    console.error(`${name}: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+    process.exit(1);
+  });
 }
 
 export function printTable(rows) {

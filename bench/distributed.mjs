@@ -13,13 +13,13 @@
 //     latency over a fixed window, at several worker counts.
 //
 // Runs against the compiled CLI: `npm run build && node bench/distributed.mjs [--help]`.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import Database from "better-sqlite3";
 import {
   announce,
+  benchmarkMain,
   CLI,
   epochMs,
   f0,
@@ -41,13 +41,10 @@ import {
   summariseCpuProfile,
   timedRun,
 } from "./common.mjs";
+import { budgetSeconds, calibrate, campaignToml, directScript, readChunks } from "./planted.mjs";
 
-const PLANTED = join(ROOT, "examples", "planted", "planted.mjs");
 const TARGET_EFFICIENCY = 0.97;
 const TARGET_COMPLETIONS = 2000;
-const MAX_SHRINKS = 20;
-const LANE = { name: "small", baseSeed: 1, args: ["--size", "small"] };
-const CALIBRATION_SECONDS = 3;
 const TOKEN = "distributed-bench-token-0123456789abcdef";
 /** Fake workers report each chunk as if it ran at this many seeds/s, so chunk sizes stay put. */
 const FAKE_SEEDS_PER_SEC = 1000;
@@ -113,70 +110,26 @@ function options(argv) {
 // ---------------------------------------------------------------------------------------------
 // Campaign set-up (shared by both parts)
 
-function generatorCommand() {
-  return ["node", PLANTED, "--from", "{seed_from}", "--count", "{count}", "--jobs", "{jobs}", "--out", "{out}", "--max-shrinks", "{max_shrinks}"];
-}
-
-function campaignToml({ jobs, chunkSeconds, bootstrapSeeds }) {
-  const list = (xs) => `[${xs.map((x) => JSON.stringify(x)).join(", ")}]`;
-  return `# distributed benchmark campaign (temporary)
-[defaults]
-jobs = ${jobs}
-nice = 0
-idle_io = false
-chunk_minutes = ${chunkSeconds / 60}
-bootstrap_seeds = ${bootstrapSeeds}
-max_shrinks = ${MAX_SHRINKS}
-
-[generator]
-command = ${list(generatorCommand())}
-identity = ${list([join(dirname(PLANTED), "*.mjs")])}
-
-[lanes.${LANE.name}]
-base_seed = ${LANE.baseSeed}
-args = ${list(LANE.args)}
-
+function newCampaign(dir, settings) {
+  const campaign = join(dir, "campaign");
+  mkdirSync(campaign, { recursive: true });
+  const config = join(campaign, "fuzzfleet.toml");
+  writeFileSync(
+    config,
+    campaignToml({
+      title: "distributed",
+      ...settings,
+      tail: `
 [distributed]
 bind = "127.0.0.1"
 port = 0
 lease_seconds = 120
 drain_grace_minutes = 2
 stop_grace_seconds = 20
-`;
-}
-
-function newCampaign(dir, settings) {
-  const campaign = join(dir, "campaign");
-  mkdirSync(campaign, { recursive: true });
-  const config = join(campaign, "fuzzfleet.toml");
-  writeFileSync(config, campaignToml(settings));
+`,
+    }),
+  );
   return { campaign, config, db: join(campaign, "fuzzfleet.db") };
-}
-
-/** Mirrors the engine's deadline floor: the coordinator drains once less than this is left. */
-function deadlineFloor(chunkSeconds) {
-  return Math.min(60, Math.max(10, Math.floor(chunkSeconds / 2)));
-}
-
-/** A budget in which each worker starts `chunks` chunks and then drains; half a chunk of slack either way. */
-function budgetSeconds(o) {
-  return Math.round(deadlineFloor(o.chunkSeconds) + (o.chunks - 0.5) * o.chunkSeconds);
-}
-
-function fillArgv(template, v) {
-  const values = { seed_from: v.from, seed_to: v.from + v.count - 1, count: v.count, jobs: v.jobs, out: v.out, max_shrinks: MAX_SHRINKS };
-  return template.map((a) => a.replace(/\{([A-Za-z_]+)\}/g, (_, name) => String(values[name])));
-}
-
-/** Seeds/s of one generator run alone, so the bootstrap chunk lasts about chunk-seconds too. */
-async function calibrate(o, env, dir) {
-  const count = Math.max(10 * o.jobs, Math.round((CALIBRATION_SECONDS * 1000 * o.jobs) / o.costMs));
-  const argv = fillArgv([...generatorCommand(), ...LANE.args], { from: LANE.baseSeed, count, out: join(dir, "calibration"), jobs: o.jobs });
-  const logPath = join(dir, "calibration.log");
-  const r = await timedRun(argv, { cwd: dir, env, logPath });
-  if (r.code !== 0 && r.code !== 1) throw new Error(`calibration run failed (exit ${r.code ?? r.signal}): ${readFileSync(logPath, "utf8")}`);
-  rmSync(join(dir, "calibration"), { recursive: true, force: true });
-  return { count, seconds: r.seconds, seedsPerSec: count / r.seconds };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -242,80 +195,8 @@ async function runDistributed(o, env, dir, bootstrapSeeds) {
   return { loadBefore: load, port, sessionSeconds: (sessionEnd - coord.startedAtMs) / 1000, coordinatorExit: coordEnd.code, workers: out, chunksAll: chunks };
 }
 
-/** The chunks of the (only) session with their worker and the lane args they ran with. */
-function readChunks(dbPath) {
-  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
-  try {
-    return db
-      .prepare(
-        `SELECT c.id, c.worker_id, c.seed_from, c.seed_to, c.status, c.seconds, c.finds, l.params_json
-           FROM chunk c JOIN lane l ON l.id = c.lane_id ORDER BY c.id`,
-      )
-      .all()
-      .map((r) => {
-        if (r.status !== "complete") throw new Error(`chunk ${r.id} (${r.seed_from}..${r.seed_to}) ended '${r.status}', not complete`);
-        return {
-          id: r.id,
-          workerId: r.worker_id,
-          laneArgs: JSON.parse(r.params_json).args ?? [],
-          seedFrom: r.seed_from,
-          seedTo: r.seed_to,
-          seeds: r.seed_to - r.seed_from + 1,
-          childSeconds: r.seconds,
-          finds: r.finds,
-        };
-      });
-  } finally {
-    db.close();
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 // (a) efficiency: the same chunks from bash loops
-
-function shellQuote(s) {
-  return `'${String(s).replaceAll("'", `'\\''`)}'`;
-}
-
-function shellWord(arg, jobs) {
-  const perChunk = { seed_from: "from", seed_to: "to", count: "count", out: "out" };
-  const fixed = { jobs, max_shrinks: MAX_SHRINKS };
-  return arg
-    .split(/(\{[A-Za-z_]+\})/)
-    .filter((part) => part !== "")
-    .map((part) => {
-      const name = /^\{([A-Za-z_]+)\}$/.exec(part)?.[1];
-      if (name && name in perChunk) return `"$${perChunk[name]}"`;
-      if (name && name in fixed) return shellQuote(fixed[name]);
-      return shellQuote(part);
-    })
-    .join("");
-}
-
-/**
- * Runs `chunks` one after another, one fresh output directory each (left in place, as the
- * worker's are until the coordinator has ingested them); prints "start end" ($EPOCHREALTIME) per
- * run. Bash builtins only between runs, no extra processes.
- */
-function directScript(jobs, chunks, outRoot) {
-  const laneArgs = chunks[0].laneArgs;
-  const command = [...generatorCommand(), ...laneArgs].map((a) => shellWord(a, jobs)).join(" ");
-  return `set -u
-froms=(${chunks.map((c) => c.seedFrom).join(" ")})
-tos=(${chunks.map((c) => c.seedTo).join(" ")})
-times=""
-for i in "\${!froms[@]}"; do
-  from=\${froms[$i]}; to=\${tos[$i]}; count=$((to - from + 1)); out=${shellQuote(outRoot)}/chunk-$i
-  t0=$EPOCHREALTIME
-  ${command} >>"$out.log" 2>&1
-  rc=$?
-  t1=$EPOCHREALTIME
-  if [ "$rc" -gt 1 ]; then echo "chunk $i ($from..$to) exited $rc; see $out.log" >&2; exit 3; fi
-  times+="$t0 $t1"$'\\n'
-done
-printf '%s' "$times"
-`;
-}
 
 async function runLoop(o, env, dir, name, chunks) {
   const outRoot = join(dir, name);
@@ -907,35 +788,13 @@ async function capacityPart(o, scratch) {
 
 // ---------------------------------------------------------------------------------------------
 
-async function main() {
-  const o = options(process.argv.slice(2));
-  try {
-    readFileSync(CLI);
-  } catch {
-    console.error(`distributed: ${CLI} is missing; build the CLI first: npm run build`);
-    process.exit(2);
-  }
+const o = options(process.argv.slice(2));
+benchmarkMain("distributed", o, async (scratch) => {
   const machine = machineInfo();
   announce("distributed", machine);
-  const scratch = mkdtempSync(join(o.tmpRoot, "fuzzfleet-bench-"));
   const result = { benchmark: "distributed", date: new Date().toISOString(), machine, options: o };
-  try {
-    if (o.part !== "capacity") result.efficiency = await efficiencyPart(o, scratch);
-    if (o.part !== "efficiency") result.capacity = await capacityPart(o, scratch);
-    result.machine.loadAverageAtEnd = loadavg();
-    console.log(`load average at the end: ${loadavg().map(f2).join(" ")}`);
-    if (o.json) {
-      writeFileSync(o.json, JSON.stringify(result, null, 2) + "\n");
-      console.log(`results written to ${o.json}`);
-    }
-  } finally {
-    if (o.keep) console.log(`kept ${scratch}`);
-    else rmSync(scratch, { recursive: true, force: true });
-  }
-}
-
-main().catch((err) => {
-  console.error(`distributed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-  process.exit(1);
+  if (o.part !== "capacity") result.efficiency = await efficiencyPart(o, scratch);
+  if (o.part !== "efficiency") result.capacity = await capacityPart(o, scratch);
+  result.machine.loadAverageAtEnd = loadavg();
+  return result;
 });
-

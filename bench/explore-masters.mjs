@@ -12,11 +12,11 @@
 // Configurations are run side by side in one invocation, the order alternating between rounds.
 //
 // Runs against the compiled CLI: `npm run build && node bench/explore-masters.mjs [--help]`.
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { announce, CLI, f2, f3, machineInfo, median, parseOptions, printTable, ROOT, startProcess } from "./common.mjs";
+import { announce, benchmarkMain, CLI, f2, f3, machineInfo, median, parseOptions, printTable, ROOT, startProcess } from "./common.mjs";
 
 const MAZE_DIR = join(ROOT, "examples", "maze");
 const MAZE = join(MAZE_DIR, "maze.mjs");
@@ -146,62 +146,41 @@ function report(result) {
   return verdict;
 }
 
-async function main() {
-  const o = options(process.argv.slice(2));
-  try {
-    readFileSync(CLI);
-  } catch {
-    console.error(`explore-masters: ${CLI} is missing; build the CLI first: npm run build`);
-    process.exit(2);
-  }
+const o = options(process.argv.slice(2));
+benchmarkMain("explore-masters", o, async (scratch) => {
   const machine = machineInfo();
   announce("explore-masters", machine);
   const closure = await closureSize(o.depth);
   console.log(`maze closure at MAZE_DEPTH=${o.depth}: ${closure} unique inputs from the bundled seeds`);
-  const scratch = mkdtempSync(join(o.tmpRoot, "fuzzfleet-bench-"));
   const startedAt = new Date().toISOString();
   const runs = [];
-  try {
-    const configs = o.masters.flatMap((m) => OWNERSHIPS.map((ownership) => ({ masters: m, ownership })));
-    let n = 0;
-    for (let round = 1; round <= o.rounds; round++) {
-      for (const c of round % 2 === 1 ? configs : [...configs].reverse()) {
-        n++;
-        const dir = join(scratch, `run-${n}`);
-        mkdirSync(dir);
-        console.log(`round ${round}, ${c.masters} master(s), ${c.ownership} ...`);
-        const r = { round, ...(await runFleet(o, dir, c.masters, c.ownership)) };
-        console.log(`  ${r.observations} observations, ${r.corpusFiles} corpus files, redundancy ${f3(r.redundancy)}, wall ${f2(r.wallSeconds)} s`);
-        if (r.leftovers.length) console.log(`  note: left in the corpus directory: ${r.leftovers.join(", ")}`);
-        runs.push(r);
-        if (!o.keep) rmSync(dir, { recursive: true, force: true });
-      }
+  const configs = o.masters.flatMap((m) => OWNERSHIPS.map((ownership) => ({ masters: m, ownership })));
+  let n = 0;
+  for (let round = 1; round <= o.rounds; round++) {
+    for (const c of round % 2 === 1 ? configs : [...configs].reverse()) {
+      n++;
+      const dir = join(scratch, `run-${n}`);
+      mkdirSync(dir);
+      console.log(`round ${round}, ${c.masters} master(s), ${c.ownership} ...`);
+      const r = { round, ...(await runFleet(o, dir, c.masters, c.ownership)) };
+      console.log(`  ${r.observations} observations, ${r.corpusFiles} corpus files, redundancy ${f3(r.redundancy)}, wall ${f2(r.wallSeconds)} s`);
+      if (r.leftovers.length) console.log(`  note: left in the corpus directory: ${r.leftovers.join(", ")}`);
+      runs.push(r);
+      if (!o.keep) rmSync(dir, { recursive: true, force: true });
     }
-    const result = {
-      benchmark: "explore-masters",
-      date: startedAt,
-      machine: { ...machine, loadAverageAtEnd: loadavg() },
-      depth: o.depth,
-      jobs: o.jobs,
-      masters: o.masters,
-      closure,
-      runs,
-      target: TARGET_REDUNDANCY,
-      options: o,
-    };
-    result.verdict = report(result);
-    console.log(`load average at the end: ${loadavg().map(f2).join(" ")}`);
-    if (o.json) {
-      writeFileSync(o.json, JSON.stringify(result, null, 2) + "\n");
-      console.log(`results written to ${o.json}`);
-    }
-  } finally {
-    if (o.keep) console.log(`kept ${scratch}`);
-    else rmSync(scratch, { recursive: true, force: true });
   }
-}
-
-main().catch((err) => {
-  console.error(`explore-masters: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-  process.exit(1);
+  const result = {
+    benchmark: "explore-masters",
+    date: startedAt,
+    machine: { ...machine, loadAverageAtEnd: loadavg() },
+    depth: o.depth,
+    jobs: o.jobs,
+    masters: o.masters,
+    closure,
+    runs,
+    target: TARGET_REDUNDANCY,
+    options: o,
+  };
+  result.verdict = report(result);
+  return result;
 });

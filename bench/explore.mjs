@@ -14,11 +14,12 @@
 //     measured alongside (interleaved), and a timeline of one extra run taken with a probe.
 //
 // Runs against the compiled CLI: `npm run build && node bench/explore.mjs [--help]`.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   announce,
+  benchmarkMain,
   CLI,
   f0,
   f1,
@@ -482,35 +483,13 @@ function reportLatency(result) {
 
 // ---------------------------------------------------------------------------------------------
 
-async function main() {
-  const o = options(process.argv.slice(2));
-  try {
-    readFileSync(CLI);
-  } catch {
-    console.error(`explore: ${CLI} is missing; build the CLI first: npm run build`);
-    process.exit(2);
-  }
+const o = options(process.argv.slice(2));
+benchmarkMain("explore", o, async (scratch) => {
   const machine = machineInfo();
   announce("explore", machine);
-  const scratch = mkdtempSync(join(o.tmpRoot, "fuzzfleet-bench-"));
   const result = { benchmark: "explore", date: new Date().toISOString(), machine, options: o };
-  try {
-    if (o.part !== "latency") result.throughput = await throughputPart(o, scratch);
-    if (o.part !== "throughput") result.latency = await latencyPart(o, scratch);
-    result.machine.loadAverageAtEnd = loadavg();
-    console.log(`load average at the end: ${loadavg().map(f2).join(" ")}`);
-    if (o.json) {
-      writeFileSync(o.json, JSON.stringify(result, null, 2) + "\n");
-      console.log(`results written to ${o.json}`);
-    }
-  } finally {
-    if (o.keep) console.log(`kept ${scratch}`);
-    else rmSync(scratch, { recursive: true, force: true });
-  }
-}
-
-main().catch((err) => {
-  console.error(`explore: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-  process.exit(1);
+  if (o.part !== "latency") result.throughput = await throughputPart(o, scratch);
+  if (o.part !== "throughput") result.latency = await latencyPart(o, scratch);
+  result.machine.loadAverageAtEnd = loadavg();
+  return result;
 });
-

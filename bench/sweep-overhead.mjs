@@ -12,23 +12,13 @@
 // start-up, plus a timeline of where fuzzfleet's extra time goes.
 //
 // Runs against the compiled CLI: `npm run build && node bench/sweep-overhead.mjs [--help]`.
-import { spawn, spawnSync } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
-import Database from "better-sqlite3";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { announce, benchmarkMain, CLI, f1, f2, f3, f4, machineInfo, median, ms, parseOptions, printTable, sum, timedRun, wallOfSync } from "./common.mjs";
+import { budgetSeconds, calibrate, campaignToml, directScript, PLANTED, readChunks } from "./planted.mjs";
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const CLI = join(ROOT, "dist", "cli", "main.js");
-const PLANTED = join(ROOT, "examples", "planted", "planted.mjs");
 const TARGET_RATIO = 0.98;
-const MAX_SHRINKS = 20;
-const LANE = { name: "small", baseSeed: 1, args: ["--size", "small"] };
-/** Calibration sweeps about this many seconds of work to measure seeds/s. */
-const CALIBRATION_SECONDS = 3;
 const STARTUP_SAMPLES = 5;
 
 const HELP = `usage: node bench/sweep-overhead.mjs [options]
@@ -44,100 +34,26 @@ const HELP = `usage: node bench/sweep-overhead.mjs [options]
   --tmpdir DIR        where the temporary campaigns go                       default the OS temp dir
   --keep              keep the temporary directories (their paths are printed)`;
 
-function parseOptions(argv) {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        "chunk-seconds": { type: "string", default: "10" },
-        chunks: { type: "string", default: "6" },
-        jobs: { type: "string", default: "2" },
-        "cost-ms": { type: "string", default: "10" },
-        rounds: { type: "string", default: "2" },
-        nice: { type: "string", default: "0" },
-        "idle-io": { type: "boolean", default: false },
-        json: { type: "string" },
-        tmpdir: { type: "string" },
-        keep: { type: "boolean", default: false },
-        help: { type: "boolean", short: "h", default: false },
-      },
-    }));
-  } catch (err) {
-    usage(err.message);
-  }
-  if (values.help) {
-    console.log(HELP);
-    process.exit(0);
-  }
-  const num = (flag, { min, max = Infinity, integer }) => {
-    const v = Number(values[flag]);
-    if (!Number.isFinite(v) || v < min || v > max || (integer && !Number.isInteger(v))) {
-      const range = max === Infinity ? `>= ${min}` : `from ${min} to ${max}`;
-      usage(`--${flag} wants ${integer ? "an integer" : "a number"} ${range} (got '${values[flag]}')`);
-    }
-    return v;
-  };
-  return {
-    chunkSeconds: num("chunk-seconds", { min: 1, integer: false }),
-    chunks: num("chunks", { min: 1, integer: true }),
-    jobs: num("jobs", { min: 1, integer: true }),
-    costMs: num("cost-ms", { min: 0.01, integer: false }),
-    rounds: num("rounds", { min: 1, integer: true }),
-    nice: num("nice", { min: 0, max: 19, integer: true }),
-    idleIo: values["idle-io"],
-    json: values.json ? resolve(values.json) : null,
-    tmpRoot: values.tmpdir ? resolve(values.tmpdir) : tmpdir(),
-    keep: values.keep,
-  };
-}
-
-function usage(message) {
-  console.error(`sweep-overhead: ${message}\n\n${HELP}`);
-  process.exit(2);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Processes and timing
-
-/** Runs argv to completion with stdout+stderr appended to logPath; resolves to wall seconds and exit status. */
-function timedRun(argv, { cwd, env, logPath }) {
-  return new Promise((resolvePromise, reject) => {
-    const log = openSync(logPath, "a");
-    const t0 = performance.now();
-    const child = spawn(argv[0], argv.slice(1), { cwd, env, stdio: ["ignore", log, log] });
-    child.once("error", (err) => {
-      closeSync(log);
-      reject(err);
-    });
-    child.once("exit", (code, signal) => {
-      const seconds = (performance.now() - t0) / 1000;
-      closeSync(log);
-      resolvePromise({ seconds, code, signal });
-    });
-  });
-}
-
-function wallOfSync(argv) {
-  const t0 = performance.now();
-  const r = spawnSync(argv[0], argv.slice(1), { stdio: "ignore" });
-  const seconds = (performance.now() - t0) / 1000;
-  if (r.status !== 0) throw new Error(`${argv.join(" ")} exited ${r.status ?? r.signal}`);
-  return seconds;
-}
-
-/** The checked-out commit, for the record; null outside a git checkout. */
-function gitCommit() {
-  const r = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" });
-  return r.status === 0 ? r.stdout.trim() : null;
-}
-
-const sum = (xs) => xs.reduce((a, b) => a + b, 0);
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+function options(argv) {
+  const o = parseOptions(
+    "sweep-overhead",
+    argv,
+    {
+      "chunk-seconds": { default: "10", number: { min: 1 } },
+      chunks: { default: "6", number: { min: 1, integer: true } },
+      jobs: { default: "2", number: { min: 1, integer: true } },
+      "cost-ms": { default: "10", number: { min: 0.01 } },
+      rounds: { default: "2", number: { min: 1, integer: true } },
+      nice: { default: "0", number: { min: 0, max: 19, integer: true } },
+      "idle-io": { type: "boolean", default: false },
+      json: { path: true },
+      tmpdir: { path: true },
+      keep: { type: "boolean", default: false },
+    },
+    HELP,
+  );
+  o.tmpRoot = o.tmpdir ?? tmpdir();
+  return o;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -241,60 +157,6 @@ function readProbe(probePath) {
 // ---------------------------------------------------------------------------------------------
 // Campaign set-up
 
-function generatorCommand() {
-  return ["node", PLANTED, "--from", "{seed_from}", "--count", "{count}", "--jobs", "{jobs}", "--out", "{out}", "--max-shrinks", "{max_shrinks}"];
-}
-
-function campaignToml(o, bootstrapSeeds) {
-  const list = (xs) => `[${xs.map((x) => JSON.stringify(x)).join(", ")}]`;
-  return `# sweep-overhead benchmark campaign (temporary)
-[defaults]
-jobs = ${o.jobs}
-nice = ${o.nice}
-idle_io = ${o.idleIo}
-chunk_minutes = ${o.chunkSeconds / 60}
-bootstrap_seeds = ${bootstrapSeeds}
-max_shrinks = ${MAX_SHRINKS}
-
-[generator]
-command = ${list(generatorCommand())}
-identity = ${list([join(dirname(PLANTED), "*.mjs")])}
-
-[lanes.${LANE.name}]
-base_seed = ${LANE.baseSeed}
-args = ${list(LANE.args)}
-`;
-}
-
-/** Mirrors the engine's deadline floor: no chunk starts with less than this many seconds left. */
-function deadlineFloor(chunkSeconds) {
-  return Math.min(60, Math.max(10, Math.floor(chunkSeconds / 2)));
-}
-
-/**
- * A budget that fits `chunks` chunks and then stops: after chunk N the time left must be below the
- * deadline floor, after chunk N-1 at or above it. Half a chunk of slack on each side.
- */
-function budgetSeconds(o) {
-  return Math.round(deadlineFloor(o.chunkSeconds) + (o.chunks - 0.5) * o.chunkSeconds);
-}
-
-function fillArgv(template, v) {
-  const values = { seed_from: v.from, seed_to: v.from + v.count - 1, count: v.count, jobs: v.jobs, out: v.out, max_shrinks: MAX_SHRINKS };
-  return template.map((a) => a.replace(/\{([A-Za-z_]+)\}/g, (_, name) => String(values[name])));
-}
-
-/** Seeds/s of the generator alone, so that even the first (bootstrap) chunk lasts ~chunk-seconds. */
-async function calibrate(o, env, dir) {
-  const count = Math.max(10 * o.jobs, Math.round((CALIBRATION_SECONDS * 1000 * o.jobs) / o.costMs));
-  const argv = fillArgv([...generatorCommand(), ...LANE.args], { from: LANE.baseSeed, count, out: join(dir, "calibration"), jobs: o.jobs });
-  const logPath = join(dir, "calibration.log");
-  const r = await timedRun(argv, { cwd: dir, env, logPath });
-  if (r.code !== 0 && r.code !== 1) throw new Error(`calibration run failed (exit ${r.code ?? r.signal}): ${readFileSync(logPath, "utf8")}`);
-  rmSync(join(dir, "calibration"), { recursive: true, force: true });
-  return { count, seconds: r.seconds, seedsPerSec: count / r.seconds };
-}
-
 /** `fuzzfleet --version` (Node start-up plus loading the CLI): wall and own CPU; and bare `node -e 0`. */
 function startupCost(dir) {
   const wall = [];
@@ -329,7 +191,7 @@ async function runFuzzfleet(o, env, dir, bootstrapSeeds) {
   const campaign = join(dir, "campaign");
   mkdirSync(campaign, { recursive: true });
   const config = join(campaign, "fuzzfleet.toml");
-  writeFileSync(config, campaignToml(o, bootstrapSeeds));
+  writeFileSync(config, campaignToml({ title: "sweep-overhead", jobs: o.jobs, nice: o.nice, idleIo: o.idleIo, chunkSeconds: o.chunkSeconds, bootstrapSeeds }));
   const logPath = join(dir, "fuzzfleet.log");
   const probe = join(dir, "fuzzfleet.probe.json");
   const argv = fuzzfleetArgv(probe, ["--config", config, "run", "--for", `${budgetSeconds(o)}s`, "--yes"]);
@@ -344,89 +206,14 @@ async function runFuzzfleet(o, env, dir, bootstrapSeeds) {
   return { wallSeconds: r.seconds, ownCpuSeconds: p.cpuSeconds, timeline, exitCode: r.code, loadBefore: load, chunks };
 }
 
-/** The chunks of the (only) session, in the order they ran, with the lane args they ran with. */
-function readChunks(dbPath) {
-  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
-  try {
-    const rows = db
-      .prepare(
-        `SELECT c.id, c.seed_from, c.seed_to, c.status, c.seconds, c.finds, c.quarantine, l.name AS lane, l.params_json
-           FROM chunk c JOIN lane l ON l.id = c.lane_id
-          WHERE c.session_id = (SELECT MAX(id) FROM session)
-          ORDER BY c.id`,
-      )
-      .all();
-    return rows.map((r) => {
-      if (r.status !== "complete") throw new Error(`chunk ${r.id} (${r.seed_from}..${r.seed_to}) ended '${r.status}', not complete`);
-      return {
-        id: r.id,
-        lane: r.lane,
-        laneArgs: JSON.parse(r.params_json).args ?? [],
-        seedFrom: r.seed_from,
-        seedTo: r.seed_to,
-        seeds: r.seed_to - r.seed_from + 1,
-        childSeconds: r.seconds,
-        finds: r.finds,
-        quarantine: r.quarantine,
-      };
-    });
-  } finally {
-    db.close();
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 // B: the same chunks from a bash loop
-
-function shellQuote(s) {
-  return `'${String(s).replaceAll("'", `'\\''`)}'`;
-}
-
-/** One argv template word as bash source: literal text single-quoted, per-chunk placeholders as "$var". */
-function shellWord(arg, jobs) {
-  const perChunk = { seed_from: "from", seed_to: "to", count: "count", out: "out" };
-  const fixed = { jobs, max_shrinks: MAX_SHRINKS };
-  return arg
-    .split(/(\{[A-Za-z_]+\})/)
-    .filter((part) => part !== "")
-    .map((part) => {
-      const name = /^\{([A-Za-z_]+)\}$/.exec(part)?.[1];
-      if (name && name in perChunk) return `"$${perChunk[name]}"`;
-      if (name && name in fixed) return shellQuote(fixed[name]);
-      return shellQuote(part);
-    })
-    .join("");
-}
-
-/** The loop prints "start end" ($EPOCHREALTIME) of each generator run; bash builtins only, no extra processes. */
-function directScript(o, chunks, outRoot) {
-  const laneArgs = chunks[0].laneArgs;
-  for (const c of chunks) {
-    if (JSON.stringify(c.laneArgs) !== JSON.stringify(laneArgs)) throw new Error("the benchmark expects one lane; chunks ran with different lane args");
-  }
-  const command = [...generatorCommand(), ...laneArgs].map((a) => shellWord(a, o.jobs)).join(" ");
-  return `set -u
-froms=(${chunks.map((c) => c.seedFrom).join(" ")})
-tos=(${chunks.map((c) => c.seedTo).join(" ")})
-times=""
-for i in "\${!froms[@]}"; do
-  from=\${froms[$i]}; to=\${tos[$i]}; count=$((to - from + 1)); out=${shellQuote(outRoot)}/chunk-$i
-  t0=$EPOCHREALTIME
-  ${command} >>"$out.log" 2>&1
-  rc=$?
-  t1=$EPOCHREALTIME
-  if [ "$rc" -gt 1 ]; then echo "chunk $i ($from..$to) exited $rc; see $out.log" >&2; exit 3; fi
-  times+="$t0 $t1"$'\\n'
-done
-printf '%s' "$times"
-`;
-}
 
 async function runDirect(o, env, dir, chunks) {
   const outRoot = join(dir, "direct");
   mkdirSync(outRoot, { recursive: true });
   const scriptPath = join(dir, "direct.sh");
-  writeFileSync(scriptPath, directScript(o, chunks, outRoot));
+  writeFileSync(scriptPath, directScript(o.jobs, chunks, outRoot));
   const load = loadavg()[0];
   const timesPath = join(dir, "direct.times");
   const r = await timedRun(["bash", scriptPath], { cwd: outRoot, env, logPath: timesPath });
@@ -523,20 +310,6 @@ function roundResult(index, ff, direct, startup) {
   };
 }
 
-function printTable(rows) {
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i]).length)));
-  for (const [n, r] of rows.entries()) {
-    console.log(r.map((cell, i) => (i === 0 ? String(cell).padEnd(widths[i]) : String(cell).padStart(widths[i]))).join("  "));
-    if (n === 0) console.log(widths.map((w) => "-".repeat(w)).join("  "));
-  }
-}
-
-const f1 = (x) => x.toFixed(1);
-const f2 = (x) => x.toFixed(2);
-const f3 = (x) => x.toFixed(3);
-const f4 = (x) => x.toFixed(4);
-const ms = (seconds) => `${(seconds * 1000).toFixed(0)} ms`;
-
 function report(result) {
   const { options: o, startup, calibration, rounds, total } = result;
   const rows = [...rounds.map((r) => [`round ${r.round}`, r]), ["all rounds", total]];
@@ -607,79 +380,48 @@ function report(result) {
 
 // ---------------------------------------------------------------------------------------------
 
-async function main() {
-  const o = parseOptions(process.argv.slice(2));
-  if (!existsSync(CLI)) {
-    console.error(`sweep-overhead: ${CLI} is missing; build the CLI first: npm run build`);
-    process.exit(2);
-  }
+const o = options(process.argv.slice(2));
+benchmarkMain("sweep-overhead", o, async (scratch) => {
   const env = { ...process.env, PLANTED_COST_MS: String(o.costMs) };
-  const machine = {
-    cpus: availableParallelism(),
-    cpuModel: cpus()[0]?.model ?? "unknown",
-    node: process.version,
-    commit: gitCommit(),
-    loadAverageAtStart: loadavg(),
-  };
-  console.log(
-    `sweep-overhead: ${machine.cpus} CPUs (${machine.cpuModel}), Node ${machine.node}, commit ${machine.commit ?? "?"}, ` +
-      `load average ${machine.loadAverageAtStart.map(f2).join(" ")}`,
-  );
-  if (machine.loadAverageAtStart[0] > machine.cpus / 2) {
-    console.log("  note: other work is running; the raw ratio will carry its noise (compare the 'around the generator' view)");
-  }
-
-  const scratch = mkdtempSync(join(o.tmpRoot, "fuzzfleet-bench-"));
+  const machine = machineInfo();
+  announce("sweep-overhead", machine);
   const runs = [];
   const rounds = [];
-  try {
-    const cal = await calibrate(o, env, scratch);
-    const bootstrapSeeds = Math.max(10, Math.round(cal.seedsPerSec * o.chunkSeconds));
-    const calibration = { ...cal, bootstrapSeeds };
-    console.log(`calibration: ${cal.count} seeds in ${f2(cal.seconds)} s = ${f1(cal.seedsPerSec)} seeds/s -> bootstrap_seeds ${bootstrapSeeds}`);
+  const cal = await calibrate(o, env, scratch);
+  const bootstrapSeeds = Math.max(10, Math.round(cal.seedsPerSec * o.chunkSeconds));
+  const calibration = { ...cal, bootstrapSeeds };
+  console.log(`calibration: ${cal.count} seeds in ${f2(cal.seconds)} s = ${f1(cal.seedsPerSec)} seeds/s -> bootstrap_seeds ${bootstrapSeeds}`);
 
-    const startup = startupCost(scratch);
-    console.log(
-      `start-up: fuzzfleet --version ${ms(startup.fuzzfleetVersionSeconds)} (${ms(startup.fuzzfleetVersionCpuSeconds)} CPU), ` +
-        `node -e 0 ${ms(startup.nodeBareSeconds)} (medians of ${STARTUP_SAMPLES})`,
-    );
+  const startup = startupCost(scratch);
+  console.log(
+    `start-up: fuzzfleet --version ${ms(startup.fuzzfleetVersionSeconds)} (${ms(startup.fuzzfleetVersionCpuSeconds)} CPU), ` +
+      `node -e 0 ${ms(startup.nodeBareSeconds)} (medians of ${STARTUP_SAMPLES})`,
+  );
 
-    for (let i = 0; i < o.rounds; i++) {
-      const dir = join(scratch, `round-${i + 1}`);
-      mkdirSync(dir);
-      console.log(`round ${i + 1}/${o.rounds}: fuzzfleet run --for ${budgetSeconds(o)}s ...`);
-      const ff = await runFuzzfleet(o, env, dir, bootstrapSeeds);
-      console.log(`  fuzzfleet: ${ff.chunks.length} chunks, ${sum(ff.chunks.map((c) => c.seeds))} seeds in ${f2(ff.wallSeconds)} s; direct loop ...`);
-      const direct = await runDirect(o, env, dir, ff.chunks);
-      console.log(`  direct:    ${f2(direct.wallSeconds)} s`);
-      runs.push({ ff, direct });
-      rounds.push(roundResult(i, ff, direct, startup));
-      if (!o.keep) rmSync(dir, { recursive: true, force: true });
-    }
-
-    const result = {
-      benchmark: "sweep-overhead",
-      date: new Date().toISOString(),
-      options: { chunkSeconds: o.chunkSeconds, chunks: o.chunks, jobs: o.jobs, costMs: o.costMs, rounds: o.rounds, nice: o.nice, idleIo: o.idleIo },
-      machine: { ...machine, loadAverageAtEnd: loadavg() },
-      calibration,
-      startup,
-      rounds,
-      total: summarise(runs, startup),
-      target: TARGET_RATIO,
-    };
-    result.verdict = report(result);
-    if (o.json) {
-      writeFileSync(o.json, JSON.stringify(result, null, 2) + "\n");
-      console.log(`results written to ${o.json}`);
-    }
-  } finally {
-    if (o.keep) console.log(`kept ${scratch}`);
-    else rmSync(scratch, { recursive: true, force: true });
+  for (let i = 0; i < o.rounds; i++) {
+    const dir = join(scratch, `round-${i + 1}`);
+    mkdirSync(dir);
+    console.log(`round ${i + 1}/${o.rounds}: fuzzfleet run --for ${budgetSeconds(o)}s ...`);
+    const ff = await runFuzzfleet(o, env, dir, bootstrapSeeds);
+    console.log(`  fuzzfleet: ${ff.chunks.length} chunks, ${sum(ff.chunks.map((c) => c.seeds))} seeds in ${f2(ff.wallSeconds)} s; direct loop ...`);
+    const direct = await runDirect(o, env, dir, ff.chunks);
+    console.log(`  direct:    ${f2(direct.wallSeconds)} s`);
+    runs.push({ ff, direct });
+    rounds.push(roundResult(i, ff, direct, startup));
+    if (!o.keep) rmSync(dir, { recursive: true, force: true });
   }
-}
 
-main().catch((err) => {
-  console.error(`sweep-overhead: ${err instanceof Error ? err.message : String(err)}`);
-  process.exit(1);
+  const result = {
+    benchmark: "sweep-overhead",
+    date: new Date().toISOString(),
+    options: { chunkSeconds: o.chunkSeconds, chunks: o.chunks, jobs: o.jobs, costMs: o.costMs, rounds: o.rounds, nice: o.nice, idleIo: o.idleIo },
+    machine: { ...machine, loadAverageAtEnd: loadavg() },
+    calibration,
+    startup,
+    rounds,
+    total: summarise(runs, startup),
+    target: TARGET_RATIO,
+  };
+  result.verdict = report(result);
+  return result;
 });
