@@ -232,7 +232,12 @@ export async function explore(o: ExploreOptions): Promise<number> {
       const { participantStats } = await import("./stats-round.ts");
       const r = await participantStats({ conn: rootLink!, rank, master, corpusDir, late, graceMs, finalizeMs: (o.finalizeSeconds ?? 30) * 1000, inbox: statsInbox, lost: () => statsLost, log });
       problems.push(...r.problems);
-      write(`rank ${rank}: ${master.counters.observations} observation(s), ${master.counters.generated} generated${late ? `, ${late} late input file(s) left for the next campaign` : ""}`);
+      const stale = master.counters.staleResults;
+      write(
+        `rank ${rank}: ${master.counters.observations} observation(s), ${master.counters.generated} generated` +
+          `${stale ? `, ${stale} stale result(s) discarded (their tasks were taken over)` : ""}` +
+          `${late ? `, ${late} late input file(s) left for the next campaign` : ""}`,
+      );
       if (r.timedOut) return EXIT_EXPLORE.rendezvous;
       return problems.length > 0 ? report(write, problems, workDir, epoch, EXIT_EXPLORE.lifecycle) : EXIT_EXPLORE.ok;
     }

@@ -57,19 +57,21 @@ test("hostile bytes and frames are refused and logged while a live worker's camp
     const live = start(c, ["worker", "--master", `127.0.0.1:${port}`, "-j", "1"]);
     await waitFor("the live worker to hold a chunk", () => c.query("SELECT * FROM chunk").length > 0 ? true : undefined);
 
-    const garbage = await rawExchange(port, Buffer.from([0xde, 0xad, 0xbe, 0xef, 0x0a]));
-    assert.ok(garbage.closed);
-    assert.match(garbage.reply, /bad frame header/);
-    const huge = await rawExchange(port, "999999999\n");
-    assert.match(huge.reply, /over the 4194304-byte cap/);
-    const json = await rawExchange(port, "5\n{nope");
-    assert.match(json.reply, /not JSON/);
-    const wrongToken = await rawExchange(port, frameBytes({ type: "status", token: "x".repeat(32), json: false }));
-    assert.match(wrongToken.reply, /bad or missing token/);
-    const unknown = await rawExchange(port, frameBytes({ type: "gimme", token }));
-    assert.match(unknown.reply, /unknown frame type 'gimme'/);
-    const extra = await rawExchange(port, frameBytes({ type: "status", token, json: false, evil: 1 }));
-    assert.match(extra.reply, /unexpected field\(s\) evil/);
+    // Each one is answered with a refuse naming the reason, then the connection is closed.
+    const hostile: [string, Buffer | string, RegExp][] = [
+      ["garbage", Buffer.from([0xde, 0xad, 0xbe, 0xef, 0x0a]), /bad frame header/],
+      ["huge length", "999999999\n", /over the 4194304-byte cap/],
+      ["invalid JSON", "5\n{nope", /not JSON/],
+      ["wrong token", frameBytes({ type: "status", token: "x".repeat(32), json: false }), /bad or missing token/],
+      ["unknown type", frameBytes({ type: "gimme", token }), /unknown frame type 'gimme'/],
+      ["extra field", frameBytes({ type: "status", token, json: false, evil: 1 }), /unexpected field\(s\) evil/],
+    ];
+    for (const [what, bytes, reason] of hostile) {
+      const r = await rawExchange(port, bytes);
+      assert.match(r.reply, /"type":"refuse"/, what);
+      assert.match(r.reply, reason, what);
+      assert.ok(r.closed, `${what}: the coordinator closed the connection`);
+    }
 
     // A handshaken double reports a chunk that belongs to the live worker: ignored, not booked.
     const held = c.one<{ id: number; status: string }>("SELECT id, status FROM chunk ORDER BY id LIMIT 1");
@@ -79,17 +81,20 @@ test("hostile bytes and frames are refused and logged while a live worker's camp
     const bogus = (await send(double.conn, { type: "done", chunk_id: 999_999, elapsed: 1, rc: 0, outcome: "complete", error: null })) as { note: string };
     assert.equal(bogus.note, "unknown chunk");
     double.conn.destroy();
+    const lastBeforeAttackEnded = c.one<{ n: number }>("SELECT MAX(id) AS n FROM chunk").n;
 
     const [rc, rl] = await Promise.all([coord.result, live.result]);
     assert.ok(rc.code === 0 || rc.code === 1, rc.stdout + rc.stderr);
     assert.equal(rl.code, 0, rl.stdout);
-    for (const reason of ["bad frame header", "over the 4194304-byte cap", "not JSON", "bad or missing token", "unknown frame type 'gimme'"]) {
+    for (const reason of ["bad frame header", "over the 4194304-byte cap", "not JSON", "bad or missing token", "unknown frame type 'gimme'", "unexpected field(s) evil"]) {
       assert.match(rc.stdout, new RegExp(`REFUSED 127\\.0\\.0\\.1:\\d+ — .*${reason.replace(/[()]/g, "\\$&")}`));
     }
     assert.match(rc.stdout, new RegExp(`reported chunk ${held.id}, which it does not hold — ignored`));
     assert.equal(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM chunk WHERE status = 'complete' AND worker_id != (SELECT MIN(id) FROM worker)").n, 0);
     assert.deepEqual(coverageViolations(c), []);
     assert.ok(c.one<{ cursor: number }>("SELECT cursor FROM lane").cursor > 1);
+    const after = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM chunk WHERE id > ? AND status = 'complete'", lastBeforeAttackEnded).n;
+    assert.ok(after > 0, "the live worker kept being served after the attack");
   } finally {
     c.cleanup();
   }
@@ -116,7 +121,7 @@ test("a worker that never acknowledges the stop is named, and the coordinator ex
     const waited = (Date.now() - stopAt) / 1000;
     assert.equal(rc.code, 70, rc.stdout + rc.stderr);
     assert.match(rc.stdout, new RegExp(`worker mute#${silent.workerId} did not acknowledge the stop within 3s`));
-    assert.ok(waited < 3 + 10, `bounded by the grace (waited ${waited.toFixed(1)} s)`);
+    assert.ok(waited > 2.5 && waited < 3 + 5, `bounded by the 3 s grace (waited ${waited.toFixed(1)} s)`);
     silent.conn.destroy();
   } finally {
     c.cleanup();

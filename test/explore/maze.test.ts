@@ -2,7 +2,7 @@
 // SIGKILLed master resumed with --resume finishes the frontier with every input committed once.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { pathToFileURL } from "node:url";
@@ -28,6 +28,17 @@ function seedFrom(e: ExploreDir): void {
   for (const n of readdirSync(MAZE_SEEDS)) e.seed(n, readFileSync(join(MAZE_SEEDS, n)));
 }
 
+/** The maze behind a wrapper that logs the SHA-256 of every input it is run on. */
+function loggedMaze(e: ExploreDir): { target: string[]; executions: () => string[] } {
+  const log = join(e.dir, "executions.log");
+  const wrapper = e.script("maze.sh", `sha256sum "$1" | cut -c1-64 >> "${log}"\nexec "${process.execPath}" "${MAZE}" "$1"`);
+  return { target: [wrapper, "@@"], executions: () => (existsSync(log) ? readFileSync(log, "utf8").trim().split("\n") : []) };
+}
+
+function repeats(runs: string[]): number {
+  return runs.length - new Set(runs).size;
+}
+
 test("the maze reaches quiescence with the same unique inputs at -j 1 and -j 2, each executed once", async () => {
   const want = await expectedFrontier();
   const sets: string[][] = [];
@@ -35,8 +46,10 @@ test("the maze reaches quiescence with the same unique inputs at -j 1 and -j 2, 
     const e = new ExploreDir();
     try {
       seedFrom(e);
-      const r = e.run(["-j", jobs, "--max-idle", "1", "-t", "10"], ["node", MAZE, "@@"], { MAZE_DEPTH: DEPTH });
+      const maze = loggedMaze(e);
+      const r = e.run(["-j", jobs, "--max-idle", "1", "-t", "10"], maze.target, { MAZE_DEPTH: DEPTH });
       assert.equal(r.code, 0, r.stdout + r.stderr);
+      assert.deepEqual([...maze.executions()].sort(), want.hashes, "every unique input executed exactly once");
       const s = e.stats();
       assert.equal(s.observations, want.hashes.length, "one observation per unique input");
       assert.equal(s.generated, want.generated, "children counted once per committed execution");
@@ -56,7 +69,8 @@ test("a SIGKILLed master resumed with --resume EPOCH finishes the frontier, ever
   const e = new ExploreDir();
   try {
     seedFrom(e);
-    const first = e.start(["-j", "2", "--max-idle", "1", "-t", "10"], ["node", MAZE, "@@"], { MAZE_DEPTH: DEPTH, MAZE_COST_MS: "40" });
+    const maze = loggedMaze(e);
+    const first = e.start(["-j", "2", "--max-idle", "1", "-t", "10"], maze.target, { MAZE_DEPTH: DEPTH, MAZE_COST_MS: "40" });
     const epoch = await waitFor("the epoch", () => /epoch ([0-9a-f]{64})/.exec(first.output())?.[1]);
     await waitFor("a third of the frontier", () => (e.corpusFiles().length > want.hashes.length / 3 ? true : undefined), 120_000);
     first.child.kill("SIGKILL");
@@ -65,10 +79,16 @@ test("a SIGKILLed master resumed with --resume EPOCH finishes the frontier, ever
     assert.ok(e.corpusFiles().length < want.hashes.length, "killed before the end");
     assert.ok(readdirSync(join(e.corpus, ".fuzzfleet")).includes(`work-${epoch}`), "the crashed campaign's state is there");
 
-    const r = e.run(["-j", "2", "--max-idle", "1", "-t", "10", "--resume", epoch], ["node", MAZE, "@@"], { MAZE_DEPTH: DEPTH });
+    const r = e.run(["-j", "2", "--max-idle", "1", "-t", "10", "--resume", epoch], maze.target, { MAZE_DEPTH: DEPTH });
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /\(resumed\)/);
-    assert.match(r.stdout, /resumed: \d+ interrupted commit\(s\) redone, \d+ lease\(s\) taken over/);
+    const resumed = /resumed: (\d+) interrupted commit\(s\) redone, (\d+) lease\(s\) taken over/.exec(r.stdout);
+    assert.ok(resumed, r.stdout);
+    const takenOver = Number(resumed[2]);
+    assert.ok(Number(resumed[1]) + takenOver > 0, "the crash left work in flight, and the resume took it over");
+    const runs = maze.executions();
+    assert.deepEqual([...new Set(runs)].sort(), want.hashes, "every unique input was executed");
+    assert.ok(repeats(runs) <= takenOver, `only tasks in flight at the crash ran twice (${repeats(runs)} repeats, ${takenOver} taken over)`);
     const s = e.stats();
     assert.equal(s.observations, want.hashes.length, "every unique input committed, none twice");
     assert.equal(s.generated, want.generated, "no commit was counted twice");

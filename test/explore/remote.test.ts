@@ -2,7 +2,7 @@
 // executes the task exactly once; nothing from a bad stage reaches the corpus.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { CLI, waitFor } from "../helpers/campaign.ts";
@@ -64,7 +64,8 @@ test("a double reporting a wrong input hash, an extra staged file, or a stale fe
 
     // 2. An extra file in its stage, next to a correctly named child.
     const b = await doubleWithTask(port);
-    assert.equal(b.task.hash, seedHash, "the refused task went back to the front under the same fence");
+    assert.equal(b.task.hash, seedHash, "the refused task went back to the front");
+    assert.equal(b.task.fence, a.task.fence, "under the same fence");
     // The double stages where the master told it to (welcome.explore.stage_root).
     const stageId = "ab".repeat(16);
     const stage = join(b.stageRoot, stageId);
@@ -74,9 +75,11 @@ test("a double reporting a wrong input hash, an extra staged file, or a stale fe
     writeFileSync(join(stage, sha("smuggled\n")), "smuggled\n");
     const ackB = (await send(b.conn, result(b.task, { new_hashes: [sha(evil)], num_generated: 1, staged_bytes: evil.length, staging_id: stageId }))) as { note: string };
     assert.equal(ackB.note, "refused");
+    assert.ok(!existsSync(stage), "the bad stage was removed");
 
     // 3. A stale fence.
     const c = await doubleWithTask(port);
+    assert.equal(c.task.fence, a.task.fence);
     const ackC = (await send(c.conn, result(c.task, { fence: c.task.fence + "-old" }))) as { note: string };
     assert.equal(ackC.note, "refused");
 

@@ -68,12 +68,20 @@ describe("run on the bundled generator", () => {
     const firstNewChunk = c.one<{ n: number }>("SELECT MAX(id) AS n FROM chunk").n + 1;
     const r = c.cli(["run", "--for", "12s"]);
     assert.ok(r.code === 0 || r.code === 1, r.stderr);
+    let resumed = 0;
     for (const lane of before) {
       const row = c.one<{ id: number; cursor: number }>("SELECT id, cursor FROM lane WHERE retired = 0 AND name = ?", lane.name);
       const first = c.query<ChunkRow>("SELECT * FROM chunk WHERE lane_id = ? AND id >= ? ORDER BY id LIMIT 1", row.id, firstNewChunk)[0];
-      if (first) assert.equal(first.seed_from, lane.cursor, `lane ${lane.name} resumed at its cursor`);
-      assert.ok(row.cursor >= lane.cursor);
+      if (first) {
+        assert.equal(first.seed_from, lane.cursor, `lane ${lane.name} resumed at its cursor`);
+        assert.ok(row.cursor > lane.cursor, `lane ${lane.name} moved on`);
+        resumed++;
+      } else {
+        // A short session may give one lane no chunk at all; then its cursor must not move.
+        assert.equal(row.cursor, lane.cursor, `lane ${lane.name} without a new chunk kept its cursor`);
+      }
     }
+    assert.ok(resumed > 0, "at least one lane resumed");
     assert.ok(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM chunk WHERE id >= ?", firstNewChunk).n > 0, "the second run swept");
     assert.deepEqual(coverageViolations(c), []);
     const hits = c.one<{ n: number }>("SELECT SUM(hits) AS n FROM failure").n;
