@@ -437,7 +437,8 @@ export class LeaseTable {
     this.syncDir(join(this.root, shardName(this.shardOf(record.id))));
   }
 
-  private syncDir(dir: string): void {
+  /** Overridable so that tests can inject a failing directory fsync (an OS fault). */
+  protected syncDir(dir: string): void {
     fsyncDir(dir);
     this.stats.directorySyncs++;
   }

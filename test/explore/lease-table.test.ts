@@ -193,6 +193,42 @@ describe("lease table fencing", () => {
   });
 });
 
+/** A table whose shard-directory fsync fails once `failing` is set: the OS fault the table must survive. */
+class FailingDirSync extends LeaseTable {
+  failing = false;
+  protected override syncDir(dir: string): void {
+    if (this.failing && !dir.endsWith("leases")) throw Object.assign(new Error(`fsync ${dir}: EIO (injected)`), { code: "EIO" });
+    super.syncDir(dir);
+  }
+}
+
+describe("a failing directory fsync", () => {
+  it("heartbeatMany raises and acknowledges nothing, though the record files were renewed", () => {
+    const table = new FailingDirSync({ root: freshRoot() });
+    const tokens = new Map([A, C].map((id) => [id, table.claim(id, payload(id), "m", { now: 0, ttlMs: 10 })!]));
+    table.failing = true;
+    assert.throws(() => table.heartbeatMany(tokens, 6), /EIO \(injected\)/);
+    assert.equal(table.stats.renewals, 0, "no renewal is acknowledged");
+    for (const id of [A, C]) assert.equal(table.record(id)!.updated, 6, "the file contents were already renewed");
+  });
+
+  it("a claim whose directory sync fails leaves a fenced record, recoverable only after the TTL", () => {
+    const table = new FailingDirSync({ root: freshRoot() });
+    table.claim(B, payload(B), "m", { now: 0, ttlMs: 10 }); // the shard directory exists
+    table.failing = true;
+    assert.throws(() => table.claim(A, payload(A), "m", { now: 100, ttlMs: 10 }), /EIO \(injected\)/);
+    table.failing = false;
+    const left = table.record(A);
+    assert.equal(left?.status, "leased", "the record survived the failed claim");
+    assert.ok(left!.token.startsWith("m:"), "under a token nobody was given");
+    assert.equal(table.claim(A, payload(A), "other", { now: 105, ttlMs: 10 }), null, "not free before the TTL");
+    assert.deepEqual(table.recoverExpired(105, 10).map((r) => r.id).filter((id) => id === A), []);
+    assert.deepEqual(table.recoverExpired(110, 10).map((r) => r.id).filter((id) => id === A), [A]);
+    const token = table.claim(A, payload(A), "other", { now: 110, ttlMs: 10 });
+    assert.ok(token && token !== left!.token, "after the TTL it is taken under a new fence");
+  });
+});
+
 describe("commit fence", () => {
   it("committing is irreversible and cannot be stolen, even far past the TTL or with ttl 0", () => {
     const table = freshTable();
