@@ -118,6 +118,11 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
     return { outcome, abandoned, scratchRemoved: this.removeScratch() };
   }
 
+  /** Stops listening and drops every connection (for a coordinator that fails before run() ends). */
+  close(): void {
+    this.server.close();
+  }
+
   // ---- WorkProtocol ----------------------------------------------------------------------------
 
   closedToNewWorkers(): string | null {

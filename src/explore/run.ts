@@ -109,6 +109,9 @@ export async function explore(o: ExploreOptions): Promise<number> {
   const lock = role.kind === "participant" ? null : CampaignLock.acquire(state, { mode: "explore", port: o.port });
   let keepState = true;
   let rootLink: Connection | null = null;
+  // Closed in `finally` too: a campaign that fails early must not keep listening (nor the process alive).
+  let hub: RootHub | null = null;
+  let remote: ExploreRemote | null = null;
   try {
     let epoch: string;
     let rank = 0;
@@ -170,11 +173,9 @@ export async function explore(o: ExploreOptions): Promise<number> {
     );
 
     const campaign = new Campaign(o, master, join(workDir, "scratch", `r${rank}`), budgets, leaseTtlSeconds * 1000, now, log, ranks.length > 1);
-    let hub: RootHub | null = null;
     let ending: Ending;
     const nonce = { path: join(workDir, `nonce-r${rank}`), value: randomBytes(16).toString("hex") };
     writeFileSync(nonce.path, nonce.value + "\n", { mode: 0o600 });
-    let remote: ExploreRemote | null = null;
     if (role.kind === "root") {
       let rootEnding: RootEnding | null = null;
       const { RootHub } = await import("./peers.ts");
@@ -277,6 +278,8 @@ export async function explore(o: ExploreOptions): Promise<number> {
     if (!clean) write(`the frontier is not exhausted (${end}); continue with: --resume ${epoch}`);
     return EXIT_EXPLORE.ok;
   } finally {
+    hub?.close();
+    remote?.server.close();
     rootLink?.destroy();
     lock?.release();
     if (!keepState) removeIfEmpty(state);

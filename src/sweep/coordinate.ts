@@ -67,6 +67,8 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   let liveTimer: NodeJS.Timeout | null = null;
+  // Closed in `finally` too: a coordinator that fails midway must not keep listening.
+  let closeRemote: (() => void) | null = null;
   try {
     const { token, source } = serverToken({ flag: o.token, outDir: s.outDir });
     mkdirSync(join(s.outDir, "tmp"), { recursive: true });
@@ -142,6 +144,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
       read,
       log: (line) => out.line(`[${clock()}] ${line}`),
     });
+    closeRemote = () => remote.close();
     let addr;
     try {
       addr = await remote.listen(bind, port);
@@ -190,6 +193,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
     if (problems.length > 0) return EXIT.lifecycle;
     return engine.counts.newFailures + engine.counts.reopened > 0 ? EXIT.newFailures : EXIT.ok;
   } finally {
+    closeRemote?.();
     if (liveTimer) clearInterval(liveTimer);
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);

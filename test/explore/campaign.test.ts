@@ -164,3 +164,26 @@ test("SIGINT ends cleanly: running executions are stopped and requeued, the stat
     e.cleanup();
   }
 });
+
+test("the input directory is rescanned: a file dropped in later is explored; one over the budget is skipped until it changes", async () => {
+  const e = new ExploreDir();
+  try {
+    e.seed("first", "first\n");
+    const log = join(e.dir, "executions.log");
+    const target = e.script("t.sh", `read line; echo "$line" >> "${log}"`);
+    const run = e.start(["-j", "1", "--max-idle", "4", "-t", "5", "--max-input-bytes", "100", "--max-result-bytes", "100"], [target]);
+    await waitFor("the first seed to run", () => (existsSync(log) && readFileSync(log, "utf8").includes("first") ? true : undefined), 60_000);
+    // An external producer (an AFL++ queue, say) adds inputs while the campaign runs.
+    writeFileSync(join(e.seeds, "second"), "second\n");
+    writeFileSync(join(e.seeds, "big"), "x".repeat(200) + "\n");
+    await waitFor("the oversized input to be skipped", () => (/input big is larger than the input budget \(201 > 100 bytes\): skipped/.test(run.output()) ? true : undefined), 60_000);
+    writeFileSync(join(e.seeds, "big"), "now small\n");
+    const r = await run.done;
+    assert.equal(r.code, 0, run.output());
+    assert.deepEqual(readFileSync(log, "utf8").trim().split("\n").sort(), ["first", "now small", "second"]);
+    assert.equal(e.stats().observations, 3);
+    assert.deepEqual(e.corpusFiles().sort(), [sha("first\n"), sha("now small\n"), sha("second\n")].sort(), "the oversized content was never published");
+  } finally {
+    e.cleanup();
+  }
+});

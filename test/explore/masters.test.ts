@@ -164,6 +164,23 @@ test("a submaster that never hears the root's final release exits 71 after --fin
   }
 });
 
+test("a root whose submasters do not all join gives up after --join-timeout, naming the count and the fix", async () => {
+  const e = new ExploreDir();
+  try {
+    e.seed("a", "hello\n");
+    const root = e.start(["--port", "0", "--bind", "127.0.0.1", "--masters", "3", "--token", TOKEN, "--join-timeout", "1", "-j", "1", "--max-idle", "1"], ["/bin/true"]);
+    const startedAt = Date.now();
+    const r = await root.done;
+    const took = (Date.now() - startedAt) / 1000;
+    assert.equal(r.code, 4, root.output());
+    assert.match(root.output(), /only 1 of 3 masters joined within 1s; start the others with --join, or lower --masters/);
+    assert.ok(took < 15, `bounded by the join timeout (${took.toFixed(1)} s)`);
+    assert.equal(e.corpusFiles().length, 0, "nothing was scheduled");
+  } finally {
+    e.cleanup();
+  }
+});
+
 test("late work: a file dropped before PREPARE is explored; one dropped after a YES vote is left for the next campaign", async () => {
   const e = new ExploreDir();
   try {
