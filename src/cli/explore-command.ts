@@ -98,7 +98,16 @@ conflict), 71 final rendezvous timed out.`,
         if (o.maxResultBytes > o.maxInputBytes) throw new UsageError("--max-result-bytes must not exceed --max-input-bytes: every child becomes an input");
         const { explore } = await import("../explore/run.ts");
         const controller = new AbortController();
-        const onSignal = () => controller.abort();
+        const onSignal = (sig: NodeJS.Signals) => {
+          if (controller.signal.aborted) {
+            process.stdout.write(`${sig}: already stopping (every wait is bounded)\n`);
+            return;
+          }
+          process.stdout.write(
+            `${sig === "SIGINT" ? "Ctrl-C" : sig}: stopping — local executions are stopped and requeued, remote workers finish theirs and acknowledge; the state is kept for --resume\n`,
+          );
+          controller.abort();
+        };
         process.on("SIGINT", onSignal);
         process.on("SIGTERM", onSignal);
         try {

@@ -104,3 +104,43 @@ test("a double reporting a wrong input hash, an extra staged file, or a stale fe
     e.cleanup();
   }
 });
+
+test("a result that arrives while the master shuts down (Ctrl-C) is consumed and committed, not dropped", async () => {
+  const e = new ExploreDir();
+  try {
+    e.seed("only", "late but welcome\n");
+    const master = e.start(["-j", "0", "--port", "0", "--bind", "127.0.0.1", "--token", TOKEN, "--max-idle", "30", "-t", "5"], ["/bin/true"]);
+    const port = await waitFor("the master to listen", () => {
+      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(master.output());
+      return m ? Number(m[1]) : undefined;
+    });
+    const d = await doubleWithTask(port);
+    master.child.kill("SIGINT");
+    // The master is shutting down once its acks carry the drain flag.
+    // The master asks for the stop at once; a worker finishes what it runs, reports it, and only
+    // then acknowledges.
+    let stop: { type: string; token?: string } | null = null;
+    const startedAt = Date.now();
+    while (!stop) {
+      const reply = (await send(d.conn, { type: "heartbeat", ids: [d.task.task_id] })) as { type: string; token?: string; drain?: boolean; known?: number[] };
+      if (reply.type === "stop") stop = reply;
+      else {
+        assert.deepEqual(reply.known, [d.task.task_id], "the task is still the double's");
+        assert.ok(Date.now() - startedAt < 30_000, "the stop arrived");
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    assert.match(master.output(), /Ctrl-C: stopping/);
+    const ack = (await send(d.conn, result(d.task, {}))) as { type: string; note: string; drain: boolean };
+    assert.equal(ack.note, "committed", "the late result was consumed");
+    assert.equal(ack.drain, true);
+    d.conn.send({ type: "stop_ack", token: stop.token! });
+    const r = await master.done;
+    assert.equal(r.code, 0, master.output());
+    assert.equal(e.stats().observations, 1, "the late result counts");
+    assert.match(master.output(), /worker shutdown: 1 exact ACK\(s\)/);
+    d.conn.destroy();
+  } finally {
+    e.cleanup();
+  }
+});
