@@ -2,7 +2,7 @@
 // timestamped output lines, machine facts and table printing. Plain Node.js, no dependencies.
 import { spawn, spawnSync } from "node:child_process";
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { availableParallelism, cpus, loadavg } from "node:os";
+import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
@@ -16,11 +16,25 @@ export function epochMs() {
   return performance.timeOrigin + performance.now();
 }
 
+/** The output options every benchmark takes; parseOptions adds them and their help lines. */
+const OUTPUT_OPTIONS = {
+  json: { path: true },
+  tmpdir: { path: true },
+  keep: { type: "boolean", default: false },
+};
+const OUTPUT_HELP = `
+  --json FILE         also write the results as JSON
+  --tmpdir DIR        where the temporary directories go                      default the OS temp dir
+  --keep              keep the temporary directories (their paths are printed)`;
+
 /**
  * Parses argv against `spec` ({ flag: { type: "string"|"boolean", default, number?: {min, max, integer},
- * list?: true } }). Prints `help` for --help; exits 2 with the reason on a bad flag.
+ * list?: true, choices?: [...] } }) plus --json, --tmpdir and --keep (`tmpRoot` is the temporary
+ * directory to use). Prints `help` for --help; exits 2 with the reason on a bad flag.
  */
-export function parseOptions(name, argv, spec, help) {
+export function parseOptions(name, argv, benchSpec, benchHelp) {
+  const spec = { ...benchSpec, ...OUTPUT_OPTIONS };
+  const help = benchHelp + "\n" + OUTPUT_HELP;
   const options = { help: { type: "boolean", short: "h", default: false } };
   for (const [flag, s] of Object.entries(spec)) options[flag] = { type: s.type ?? "string", ...(s.default !== undefined ? { default: s.default } : {}) };
   let values;
@@ -41,6 +55,7 @@ export function parseOptions(name, argv, spec, help) {
   for (const [flag, s] of Object.entries(spec)) {
     const key = flag.replace(/-([a-z])/g, (_, c) => c.toUpperCase());
     const raw = values[flag];
+    if (s.choices && !s.choices.includes(raw)) usage(`--${flag} wants ${s.choices.join(", ")} (got '${raw}')`);
     if (!s.number || raw === undefined) {
       out[key] = s.path && raw ? resolve(raw) : raw;
       continue;
@@ -56,6 +71,7 @@ export function parseOptions(name, argv, spec, help) {
     };
     out[key] = s.list ? raw.split(",").map(parse) : parse(raw);
   }
+  out.tmpRoot = out.tmpdir ?? tmpdir();
   return out;
 }
 
@@ -210,8 +226,10 @@ export function announce(name, machine) {
 
 /**
  * What every benchmark's main does around its own work: refuse to run without the built CLI,
- * give `body` a fresh scratch directory (removed afterwards unless `o.keep`), write the result
- * `body` returns to `o.json` when asked, and report a failure with the benchmark's name.
+ * print the machine line, give `body` a fresh scratch directory (removed afterwards unless
+ * `o.keep`) and the machine facts, write the result (the benchmark's name, date, machine and
+ * options, then whatever `body` returns) to `o.json` when asked, and report a failure with the
+ * benchmark's name.
  */
 export function benchmarkMain(name, o, body) {
   const main = async () => {
@@ -219,10 +237,13 @@ export function benchmarkMain(name, o, body) {
       console.error(`${name}: ${CLI} is missing; build the CLI first: npm run build`);
       process.exit(2);
     }
+    const machine = machineInfo();
+    announce(name, machine);
     const scratch = mkdtempSync(join(o.tmpRoot, "fuzzfleet-bench-"));
     try {
-      const result = await body(scratch);
-      console.log(`load average at the end: ${loadavg().map(f2).join(" ")}`);
+      const result = { benchmark: name, date: new Date().toISOString(), machine, options: o, ...(await body(scratch, machine)) };
+      machine.loadAverageAtEnd = loadavg();
+      console.log(`load average at the end: ${machine.loadAverageAtEnd.map(f2).join(" ")}`);
       if (o.json) {
         writeFileSync(o.json, JSON.stringify(result, null, 2) + "\n");
         console.log(`results written to ${o.json}`);

@@ -14,11 +14,10 @@
 //
 // Runs against the compiled CLI: `npm run build && node bench/distributed.mjs [--help]`.
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import {
-  announce,
   benchmarkMain,
   CLI,
   epochMs,
@@ -27,7 +26,6 @@ import {
   f2,
   f4,
   int,
-  machineInfo,
   median,
   ms,
   parseOptions,
@@ -69,18 +67,14 @@ const HELP = `usage: node bench/distributed.mjs [options]
   --window S          measured seconds                                        default 20
   --capacity-rounds R passes over LIST, alternating ascending and descending  default 1
   --skip-scratch      fake workers create no scratch directory (the coordinator then ingests a missing one)
-  --cpu-prof DIR      profile the coordinator (node --cpu-prof) into DIR and print where its time went
-
-  --json FILE         also write the results as JSON
-  --tmpdir DIR        where the temporary campaigns go                        default the OS temp dir
-  --keep              keep the temporary directories (their paths are printed)`;
+  --cpu-prof DIR      profile the coordinator (node --cpu-prof) into DIR and print where its time went`;
 
 function options(argv) {
-  const o = parseOptions(
+  return parseOptions(
     "distributed",
     argv,
     {
-      part: { default: "both" },
+      part: { default: "both", choices: ["efficiency", "capacity", "both"] },
       "chunk-seconds": { default: "10", number: { min: 1 } },
       chunks: { default: "6", number: { min: 1, integer: true } },
       jobs: { default: "1", number: { min: 1, integer: true } },
@@ -93,18 +87,9 @@ function options(argv) {
       "capacity-rounds": { default: "1", number: { min: 1, integer: true } },
       "cpu-prof": { path: true },
       "skip-scratch": { type: "boolean", default: false },
-      json: { path: true },
-      tmpdir: { path: true },
-      keep: { type: "boolean", default: false },
     },
     HELP,
   );
-  if (!["efficiency", "capacity", "both"].includes(o.part)) {
-    console.error(`distributed: --part wants efficiency, capacity or both (got '${o.part}')\n\n${HELP}`);
-    process.exit(2);
-  }
-  o.tmpRoot = o.tmpdir ?? tmpdir();
-  return o;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -789,12 +774,7 @@ async function capacityPart(o, scratch) {
 // ---------------------------------------------------------------------------------------------
 
 const o = options(process.argv.slice(2));
-benchmarkMain("distributed", o, async (scratch) => {
-  const machine = machineInfo();
-  announce("distributed", machine);
-  const result = { benchmark: "distributed", date: new Date().toISOString(), machine, options: o };
-  if (o.part !== "capacity") result.efficiency = await efficiencyPart(o, scratch);
-  if (o.part !== "efficiency") result.capacity = await capacityPart(o, scratch);
-  result.machine.loadAverageAtEnd = loadavg();
-  return result;
-});
+benchmarkMain("distributed", o, async (scratch) => ({
+  efficiency: o.part !== "capacity" ? await efficiencyPart(o, scratch) : undefined,
+  capacity: o.part !== "efficiency" ? await capacityPart(o, scratch) : undefined,
+}));

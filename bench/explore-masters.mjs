@@ -13,10 +13,10 @@
 //
 // Runs against the compiled CLI: `npm run build && node bench/explore-masters.mjs [--help]`.
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { announce, benchmarkMain, CLI, f2, f3, machineInfo, median, parseOptions, printTable, ROOT, startProcess } from "./common.mjs";
+import { benchmarkMain, CLI, f2, f3, median, parseOptions, printTable, ROOT, startProcess } from "./common.mjs";
 
 const MAZE_DIR = join(ROOT, "examples", "maze");
 const MAZE = join(MAZE_DIR, "maze.mjs");
@@ -30,13 +30,10 @@ const HELP = `usage: node bench/explore-masters.mjs [options]
   --depth D           MAZE_DEPTH (the frontier's size, see examples/maze)     default 7
   --jobs J            local slots per master (-j)                             default 1
   --rounds R          passes over every configuration, order alternating      default 1
-  --max-idle S        every master's --max-idle                               default 1
-  --json FILE         also write the results as JSON
-  --tmpdir DIR        where the temporary corpora go                          default the OS temp dir
-  --keep              keep the temporary directories (their paths are printed)`;
+  --max-idle S        every master's --max-idle                               default 1`;
 
 function options(argv) {
-  const o = parseOptions(
+  return parseOptions(
     "explore-masters",
     argv,
     {
@@ -45,14 +42,9 @@ function options(argv) {
       jobs: { default: "1", number: { min: 1, integer: true } },
       rounds: { default: "1", number: { min: 1, integer: true } },
       "max-idle": { default: "1", number: { min: 0 } },
-      json: { path: true },
-      tmpdir: { path: true },
-      keep: { type: "boolean", default: false },
     },
     HELP,
   );
-  o.tmpRoot = o.tmpdir ?? tmpdir();
-  return o;
 }
 
 /** The number of unique inputs reachable from the bundled seeds at this depth, seeds included. */
@@ -148,11 +140,8 @@ function report(result) {
 
 const o = options(process.argv.slice(2));
 benchmarkMain("explore-masters", o, async (scratch) => {
-  const machine = machineInfo();
-  announce("explore-masters", machine);
   const closure = await closureSize(o.depth);
   console.log(`maze closure at MAZE_DEPTH=${o.depth}: ${closure} unique inputs from the bundled seeds`);
-  const startedAt = new Date().toISOString();
   const runs = [];
   const configs = o.masters.flatMap((m) => OWNERSHIPS.map((ownership) => ({ masters: m, ownership })));
   let n = 0;
@@ -170,16 +159,12 @@ benchmarkMain("explore-masters", o, async (scratch) => {
     }
   }
   const result = {
-    benchmark: "explore-masters",
-    date: startedAt,
-    machine: { ...machine, loadAverageAtEnd: loadavg() },
     depth: o.depth,
     jobs: o.jobs,
     masters: o.masters,
     closure,
     runs,
     target: TARGET_REDUNDANCY,
-    options: o,
   };
   result.verdict = report(result);
   return result;

@@ -15,17 +15,15 @@
 //
 // Runs against the compiled CLI: `npm run build && node bench/explore.mjs [--help]`.
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import {
-  announce,
   benchmarkMain,
   CLI,
   f0,
   f1,
   f2,
   f3,
-  machineInfo,
   median,
   ms,
   parseOptions,
@@ -53,34 +51,22 @@ const HELP = `usage: node bench/explore.mjs [options]
  (b) latency: the one-seed campaign, -j 2 --max-idle 1
   --runs R            timed runs of each command (interleaved)                default 7
 
-  --cpu-prof DIR      also profile one extra explore run of each part (node --cpu-prof) into DIR
-  --json FILE         also write the results as JSON
-  --tmpdir DIR        where the temporary corpora go                          default the OS temp dir
-  --keep              keep the temporary directories (their paths are printed)`;
+  --cpu-prof DIR      also profile one extra explore run of each part (node --cpu-prof) into DIR`;
 
 function options(argv) {
-  const o = parseOptions(
+  return parseOptions(
     "explore",
     argv,
     {
-      part: { default: "both" },
+      part: { default: "both", choices: ["throughput", "latency", "both"] },
       seeds: { default: "300", number: { min: 1, integer: true } },
       rounds: { default: "5", number: { min: 1, integer: true } },
       "max-idle": { default: "1", number: { min: 0 } },
       runs: { default: "7", number: { min: 1, integer: true } },
       "cpu-prof": { path: true },
-      json: { path: true },
-      tmpdir: { path: true },
-      keep: { type: "boolean", default: false },
     },
     HELP,
   );
-  if (!["throughput", "latency", "both"].includes(o.part)) {
-    console.error(`explore: --part wants throughput, latency or both (got '${o.part}')\n\n${HELP}`);
-    process.exit(2);
-  }
-  o.tmpRoot = o.tmpdir ?? tmpdir();
-  return o;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -484,12 +470,7 @@ function reportLatency(result) {
 // ---------------------------------------------------------------------------------------------
 
 const o = options(process.argv.slice(2));
-benchmarkMain("explore", o, async (scratch) => {
-  const machine = machineInfo();
-  announce("explore", machine);
-  const result = { benchmark: "explore", date: new Date().toISOString(), machine, options: o };
-  if (o.part !== "latency") result.throughput = await throughputPart(o, scratch);
-  if (o.part !== "throughput") result.latency = await latencyPart(o, scratch);
-  result.machine.loadAverageAtEnd = loadavg();
-  return result;
-});
+benchmarkMain("explore", o, async (scratch) => ({
+  throughput: o.part !== "latency" ? await throughputPart(o, scratch) : undefined,
+  latency: o.part !== "throughput" ? await latencyPart(o, scratch) : undefined,
+}));

@@ -13,9 +13,9 @@
 //
 // Runs against the compiled CLI: `npm run build && node bench/sweep-overhead.mjs [--help]`.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { loadavg } from "node:os";
 import { join } from "node:path";
-import { announce, benchmarkMain, CLI, f1, f2, f3, f4, machineInfo, median, ms, parseOptions, printTable, sum, timedRun, wallOfSync } from "./common.mjs";
+import { benchmarkMain, CLI, f1, f2, f3, f4, median, ms, parseOptions, printTable, sum, timedRun, wallOfSync } from "./common.mjs";
 import { budgetSeconds, calibrate, campaignToml, directScript, PLANTED, readChunks } from "./planted.mjs";
 
 const TARGET_RATIO = 0.98;
@@ -29,13 +29,10 @@ const HELP = `usage: node bench/sweep-overhead.mjs [options]
   --cost-ms M         PLANTED_COST_MS: ms of busy work per seed              default 10
   --rounds R          fuzzfleet/direct pairs, run ABAB                       default 2
   --nice N            the campaign's nice (the direct loop runs unniced)    default 0
-  --idle-io           the campaign's idle_io = true (ionice -c3 wrapper)    default off
-  --json FILE         also write the results as JSON
-  --tmpdir DIR        where the temporary campaigns go                       default the OS temp dir
-  --keep              keep the temporary directories (their paths are printed)`;
+  --idle-io           the campaign's idle_io = true (ionice -c3 wrapper)    default off`;
 
 function options(argv) {
-  const o = parseOptions(
+  return parseOptions(
     "sweep-overhead",
     argv,
     {
@@ -46,14 +43,9 @@ function options(argv) {
       rounds: { default: "2", number: { min: 1, integer: true } },
       nice: { default: "0", number: { min: 0, max: 19, integer: true } },
       "idle-io": { type: "boolean", default: false },
-      json: { path: true },
-      tmpdir: { path: true },
-      keep: { type: "boolean", default: false },
     },
     HELP,
   );
-  o.tmpRoot = o.tmpdir ?? tmpdir();
-  return o;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -383,8 +375,6 @@ function report(result) {
 const o = options(process.argv.slice(2));
 benchmarkMain("sweep-overhead", o, async (scratch) => {
   const env = { ...process.env, PLANTED_COST_MS: String(o.costMs) };
-  const machine = machineInfo();
-  announce("sweep-overhead", machine);
   const runs = [];
   const rounds = [];
   const cal = await calibrate(o, env, scratch);
@@ -412,10 +402,7 @@ benchmarkMain("sweep-overhead", o, async (scratch) => {
   }
 
   const result = {
-    benchmark: "sweep-overhead",
-    date: new Date().toISOString(),
     options: { chunkSeconds: o.chunkSeconds, chunks: o.chunks, jobs: o.jobs, costMs: o.costMs, rounds: o.rounds, nice: o.nice, idleIo: o.idleIo },
-    machine: { ...machine, loadAverageAtEnd: loadavg() },
     calibration,
     startup,
     rounds,
