@@ -1,14 +1,13 @@
 // `fuzzfleet explore` with one master, end to end: real target processes, the real corpus and
 // lease table on disk.
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { ExploreDir } from "../helpers/explore.ts";
 import { waitFor } from "../helpers/campaign.ts";
+import { sha256 } from "../helpers/scratch.ts";
 
-const sha = (s: string | Buffer) => createHash("sha256").update(s).digest("hex");
 
 test("one seed, /bin/true, two slots: one observation, exit 0, nothing hidden left", () => {
   const e = new ExploreDir();
@@ -19,7 +18,7 @@ test("one seed, /bin/true, two slots: one observation, exit 0, nothing hidden le
     const s = e.stats();
     assert.deepEqual([s.observations, s.generated, s.external_inputs, s.interesting], [1, 0, 1, 0]);
     assert.deepEqual(s.by_master, { "0": 1 });
-    assert.deepEqual(e.entries(), [sha("hello\n")], "only the corpus object: no work state, staging or lock");
+    assert.deepEqual(e.entries(), [sha256("hello\n")], "only the corpus object: no work state, staging or lock");
     assert.match(r.stdout, /no more inputs after 1\.0\d\ds \(limit 1s\)/, "the idle window is exact");
     for (const key of ["observations", "generated", "external_inputs", "interesting", "throughput", "by_master", "elapsed_seconds"]) {
       assert.ok(key in s, `--stats-json has ${key}`);
@@ -65,7 +64,7 @@ test("a corpus file whose content does not match its name: digest mismatch repor
   try {
     e.seed("good", "good seed\n");
     mkdirSync(e.corpus);
-    const forged = sha("what the name promises\n");
+    const forged = sha256("what the name promises\n");
     writeFileSync(join(e.corpus, forged), "something else entirely\n");
     const log = join(e.dir, "executions.log");
     const target = e.script("t.sh", `cat >> "${log}"`);
@@ -89,15 +88,15 @@ test("file mode: @@ becomes the input's path and SYMCC_INPUT_FILE names it; stdi
     const fileMode = e.script("f.sh", `test "$1" = "$SYMCC_INPUT_FILE" || exit 9; tr a-z A-Z < "$1" > "$SYMCC_OUTPUT_DIR/up"`);
     const r = e.run(["-j", "1", "--max-idle", "0.5", "-t", "5"], [fileMode, "@@"]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.ok(e.corpusFiles().includes(sha("ABC")));
+    assert.ok(e.corpusFiles().includes(sha256("ABC")));
     const e2 = new ExploreDir();
     try {
       e2.seed("a", "xyz");
       const stdinMode = e2.script("s.sh", `tr a-z A-Z > "$SYMCC_OUTPUT_DIR/up"`);
       const r2 = e2.run(["-j", "1", "--max-idle", "0.5", "-t", "5"], [stdinMode]);
       assert.equal(r2.code, 0, r2.stdout + r2.stderr);
-      assert.ok(e2.corpusFiles().includes(sha("XYZ")));
-      assert.ok(e2.corpusFiles().includes(sha("XYZ")) && !e2.corpusFiles().includes(sha("ABC")));
+      assert.ok(e2.corpusFiles().includes(sha256("XYZ")));
+      assert.ok(e2.corpusFiles().includes(sha256("XYZ")) && !e2.corpusFiles().includes(sha256("ABC")));
     } finally {
       e2.cleanup();
     }
@@ -182,7 +181,7 @@ test("the input directory is rescanned: a file dropped in later is explored; one
     assert.equal(r.code, 0, run.output());
     assert.deepEqual(readFileSync(log, "utf8").trim().split("\n").sort(), ["first", "now small", "second"]);
     assert.equal(e.stats().observations, 3);
-    assert.deepEqual(e.corpusFiles().sort(), [sha("first\n"), sha("now small\n"), sha("second\n")].sort(), "the oversized content was never published");
+    assert.deepEqual(e.corpusFiles().sort(), [sha256("first\n"), sha256("now small\n"), sha256("second\n")].sort(), "the oversized content was never published");
   } finally {
     e.cleanup();
   }

@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
-import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, symlinkSync, utimesSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import {
   CHUNK_BYTES,
   DEFAULT_BUDGETS,
@@ -17,19 +15,9 @@ import {
   publishFile,
   verifyPublic,
 } from "../../src/explore/corpus.ts";
+import { scratchDirs, sha256 } from "../helpers/scratch.ts";
 
-const scratch = mkdtempSync(join(tmpdir(), "fuzzfleet-corpus-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
-let dirCount = 0;
-function freshDir(): string {
-  const dir = join(scratch, `d-${++dirCount}`);
-  mkdirSync(dir);
-  return dir;
-}
-
-function sha256(data: Buffer | string): string {
-  return createHash("sha256").update(data).digest("hex");
-}
+const { freshDir } = scratchDirs("corpus");
 
 /** Bytes that differ from chunk to chunk, so a digest over mixed or missing chunks cannot match. */
 function patterned(size: number, salt = 0): Buffer {

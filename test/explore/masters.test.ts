@@ -1,14 +1,13 @@
 // Explore with several masters, as real processes on 127.0.0.1 sharing one corpus directory.
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { owner } from "../../src/core/rendezvous.ts";
 import { processesMentioning, waitFor } from "../helpers/campaign.ts";
 import { ExploreDir } from "../helpers/explore.ts";
+import { sha256 } from "../helpers/scratch.ts";
 
-const sha = (s: string | Buffer) => createHash("sha256").update(s).digest("hex");
 const TOKEN = "masters-test-token-0123456789";
 
 interface Fleet {
@@ -39,7 +38,7 @@ test("two masters x two slots: one seed is observed once, not twice", async () =
     assert.equal(s.code, 0, f.subs[0]!.output());
     const st = e.stats();
     assert.equal(st.observations, 1);
-    assert.deepEqual(e.entries(), [sha("hello\n")], "no hidden state left");
+    assert.deepEqual(e.entries(), [sha256("hello\n")], "no hidden state left");
     assert.match(f.root.output(), /global quiescence committed by all masters/);
     assert.match(f.subs[0]!.output(), /voted YES — discovery frozen/);
   } finally {
@@ -57,7 +56,7 @@ test("two masters: 24 seeds give 24 observations split between the masters, and 
     assert.equal(s.code, 0, f.subs[0]!.output());
     const st = e.stats();
     assert.equal(st.observations, 24);
-    const expected0 = Array.from({ length: 24 }, (_, i) => sha(`seed ${i}\n`)).filter((h) => owner(h, [0, 1]) === 0).length;
+    const expected0 = Array.from({ length: 24 }, (_, i) => sha256(`seed ${i}\n`)).filter((h) => owner(h, [0, 1]) === 0).length;
     assert.deepEqual(st.by_master, { "0": expected0, "1": 24 - expected0 }, "each master executed exactly the seeds it owns");
     assert.ok(expected0 > 0 && expected0 < 24);
     assert.equal(e.corpusFiles().length, 24);
@@ -204,8 +203,8 @@ test("late work: a file dropped before PREPARE is explored; one dropped after a 
     assert.equal(st.observations, 2, "first and second were explored");
     assert.equal(st.late_inputs, 1);
     assert.match(f.root.output(), /1 input file\(s\) arrived after the frontier was declared exhausted: left for the next campaign/);
-    assert.ok(!e.corpusFiles().includes(sha("third\n")), "the late file was not half-processed");
-    assert.ok(e.corpusFiles().includes(sha("second\n")));
+    assert.ok(!e.corpusFiles().includes(sha256("third\n")), "the late file was not half-processed");
+    assert.ok(e.corpusFiles().includes(sha256("second\n")));
   } finally {
     e.cleanup();
   }

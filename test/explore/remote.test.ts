@@ -1,7 +1,6 @@
 // Remote explore workers: dishonest doubles are refused and quarantined; an honest worker still
 // executes the task exactly once; nothing from a bad stage reaches the corpus.
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -10,8 +9,8 @@ import { ExploreDir } from "../helpers/explore.ts";
 import { fakeWorker, send } from "../helpers/wire.ts";
 import { spawn } from "node:child_process";
 import type { Connection } from "../../src/net/connection.ts";
+import { sha256 } from "../helpers/scratch.ts";
 
-const sha = (s: string | Buffer) => createHash("sha256").update(s).digest("hex");
 const TOKEN = "explore-test-token-0123456789";
 
 /** Handshakes a double and pulls one task. */
@@ -52,12 +51,12 @@ test("a double reporting a wrong input hash, an extra staged file, or a stale fe
       const m = /listening on 127\.0\.0\.1:(\d+)/.exec(master.output());
       return m ? Number(m[1]) : undefined;
     });
-    const seedHash = sha("the one seed\n");
+    const seedHash = sha256("the one seed\n");
 
     // 1. A wrong input hash.
     const a = await doubleWithTask(port);
     assert.equal(a.task.hash, seedHash);
-    const ackA = (await send(a.conn, result(a.task, { input_hash: sha("something else") }))) as { note: string };
+    const ackA = (await send(a.conn, result(a.task, { input_hash: sha256("something else") }))) as { note: string };
     assert.equal(ackA.note, "refused");
     const againA = (await send(a.conn, { type: "want", slots: 1 })) as { type: string };
     assert.equal(againA.type, "wait", "a quarantined worker gets no more work");
@@ -71,9 +70,9 @@ test("a double reporting a wrong input hash, an extra staged file, or a stale fe
     const stage = join(b.stageRoot, stageId);
     mkdirSync(stage, { recursive: true });
     const evil = "evil child\n";
-    writeFileSync(join(stage, sha(evil)), evil);
-    writeFileSync(join(stage, sha("smuggled\n")), "smuggled\n");
-    const ackB = (await send(b.conn, result(b.task, { new_hashes: [sha(evil)], num_generated: 1, staged_bytes: evil.length, staging_id: stageId }))) as { note: string };
+    writeFileSync(join(stage, sha256(evil)), evil);
+    writeFileSync(join(stage, sha256("smuggled\n")), "smuggled\n");
+    const ackB = (await send(b.conn, result(b.task, { new_hashes: [sha256(evil)], num_generated: 1, staged_bytes: evil.length, staging_id: stageId }))) as { note: string };
     assert.equal(ackB.note, "refused");
     assert.ok(!existsSync(stage), "the bad stage was removed");
 
@@ -96,7 +95,7 @@ test("a double reporting a wrong input hash, an extra staged file, or a stale fe
     assert.equal(s.observations, 2, "the seed and the honest child");
     assert.equal(s.invalid_results, 3);
     assert.equal(readFileSync(log, "utf8"), "the one seed\n\nhonest-child\n", "each input was executed exactly once, by the honest worker");
-    assert.deepEqual(e.corpusFiles().sort(), [seedHash, sha("honest-child")].sort(), "nothing from a bad stage was promoted");
+    assert.deepEqual(e.corpusFiles().sort(), [seedHash, sha256("honest-child")].sort(), "nothing from a bad stage was promoted");
     assert.match(master.output(), /executor w1 quarantined: input hash/);
     assert.match(master.output(), /executor w2 quarantined: stage (ab){16}: stage holds undeclared child/);
     assert.match(master.output(), /executor w3 quarantined: the fence does not match/);

@@ -1,21 +1,14 @@
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, readdirSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { RuntimeFailure } from "../../src/errors.ts";
 import { CHUNK_BYTES, DEFAULT_BUDGETS, FileProblem, type Budgets } from "../../src/explore/corpus.ts";
 import { simulateMutants, seededRandom, type RandomInt } from "../../src/explore/simulate.ts";
 import { BudgetError } from "../../src/explore/staging.ts";
+import { scratchDirs } from "../helpers/scratch.ts";
 
-const scratch = mkdtempSync(join(tmpdir(), "fuzzfleet-simulate-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
-let dirCount = 0;
-function freshDir(): string {
-  const dir = join(scratch, `d-${++dirCount}`);
-  mkdirSync(dir);
-  return dir;
-}
+const { scratch, freshDir } = scratchDirs("simulate");
 
 function inputFile(content: Buffer | string): string {
   const path = join(freshDir(), "current_input");

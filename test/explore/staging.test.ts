@@ -1,24 +1,12 @@
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { appendFileSync, mkdirSync, readFileSync, readdirSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { DEFAULT_BUDGETS, FileProblem, IntegrityError, STAGE_ID_RE, type Budgets } from "../../src/explore/corpus.ts";
 import { BudgetError, collectOutputs, promoteChildren, stageOutputs, verifyStage } from "../../src/explore/staging.ts";
+import { scratchDirs, sha256 } from "../helpers/scratch.ts";
 
-const scratch = mkdtempSync(join(tmpdir(), "fuzzfleet-staging-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
-let dirCount = 0;
-function freshDir(): string {
-  const dir = join(scratch, `d-${++dirCount}`);
-  mkdirSync(dir);
-  return dir;
-}
-
-function sha256(data: Buffer | string): string {
-  return createHash("sha256").update(data).digest("hex");
-}
+const { freshDir } = scratchDirs("staging");
 
 function budgets(over: Partial<Budgets>): Budgets {
   return { ...DEFAULT_BUDGETS, ...over };

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
-import { hostname, tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { RefusedError } from "../../src/errors.ts";
@@ -17,19 +17,13 @@ import {
   refuseIfRemoteCampaign,
   type LockHolder,
 } from "../../src/lock/campaign-lock.ts";
+import { scratchDirs } from "../helpers/scratch.ts";
 
 const HOST = hostname();
 const CHILD = fileURLToPath(new URL("../fixtures/lock/acquire-child.ts", import.meta.url));
 const LINE_FORMAT = /^(\S+) (\d+) (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) (\S+) (\d+|-)\n$/;
 
-const scratch = mkdtempSync(join(tmpdir(), "fuzzfleet-lock-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
-let dirCount = 0;
-function freshDir(): string {
-  const dir = join(scratch, `out-${++dirCount}`);
-  mkdirSync(dir);
-  return dir;
-}
+const { freshDir } = scratchDirs("lock");
 
 /** A pid that existed on this host and has exited (and been reaped). */
 function deadPid(): number {
