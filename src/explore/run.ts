@@ -22,6 +22,7 @@ import type { CampaignSetup, RootHub } from "./peers.ts";
 import type { ExploreRemote } from "./remote.ts";
 import { computeStats, renderStats, type ExploreStats } from "./stats.ts";
 import type { Inbox } from "./stats-round.ts";
+import { WakeablePause } from "../util/pause.ts";
 // The wire, the masters' channel and their statistics round are loaded only by a master that
 // serves workers or has peers: a lone master starts faster without them.
 
@@ -297,7 +298,7 @@ function report(write: (l: string) => void, problems: string[], workDir: string,
 class Campaign {
   private readonly localControllers: AbortController[] = [];
   private readonly localRunning = new Set<Promise<void>>();
-  private wake: (() => void) | null = null;
+  private readonly sleeper = new WakeablePause();
   private closing = false;
   private remote: ExploreRemote | null = null;
   port = 0;
@@ -314,7 +315,7 @@ class Campaign {
     /** Other masters publish into the same corpus: scan it for their children. */
     private readonly multiMaster: boolean,
   ) {
-    o.signal.addEventListener("abort", () => this.poke(), { once: true });
+    o.signal.addEventListener("abort", () => this.sleeper.wake(), { once: true });
   }
 
   executorsUsed(): { local: number; remote: number } {
@@ -343,7 +344,7 @@ class Campaign {
       read,
       now: this.now,
       log: this.log,
-      onProgress: () => this.poke(),
+      onProgress: () => this.sleeper.wake(),
       onPeer,
     });
     const bind = this.o.bind ?? hostname();
@@ -362,10 +363,6 @@ class Campaign {
       this.log("!! that is a LOOPBACK address — hosts other than this one cannot reach it; pass --bind <LAN address>");
     }
     return remote;
-  }
-
-  private poke(): void {
-    this.wake?.();
   }
 
   private dispatchOpen(elapsedSeconds: number): boolean {
@@ -417,7 +414,7 @@ class Campaign {
       const end = ending.step(t, found);
       if (end) return end;
       const untilEnd = ending instanceof IdleWindow ? ending.untilEnd(this.now()) : 50;
-      await this.pause(Math.max(0, Math.min(CORPUS_SCAN_MS, untilEnd)));
+      await this.sleeper.pause(Math.max(0, Math.min(CORPUS_SCAN_MS, untilEnd)));
     }
   }
 
@@ -452,7 +449,7 @@ class Campaign {
         .finally(() => {
           delete this.localControllers[i];
           this.localRunning.delete(run);
-          this.poke();
+          this.sleeper.wake();
         });
       this.localRunning.add(run);
     }
@@ -476,19 +473,6 @@ class Campaign {
     for (let i = 0; i < this.o.slots; i++) disposeScratch(join(this.scratchDir, `local-${i}`));
     rmSync(this.scratchDir, { recursive: true, force: true });
     return problems;
-  }
-
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done(): void {
-        clearTimeout(timer);
-        self.wake = null;
-        resolve();
-      }
-      this.wake = done;
-    });
   }
 }
 

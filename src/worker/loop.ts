@@ -11,6 +11,7 @@ import { performance } from "node:perf_hooks";
 import { RuntimeFailure } from "../errors.ts";
 import type { Connection } from "../net/connection.ts";
 import { CoordinatorReply, type CoordinatorReplyT, type Frame, type WelcomeFrame } from "../net/messages.ts";
+import { WakeablePause } from "../util/pause.ts";
 
 const REQUEST_TIMEOUT_MS = 60_000;
 
@@ -42,8 +43,7 @@ export class WorkerLoop<U> {
   private interrupted = false;
   private stopToken: string | null = null;
   private lastBeatMs = 0;
-  private wake: (() => void) | null = null;
-  private woken = false;
+  private readonly sleeper = new WakeablePause();
 
   constructor(
     private readonly conn: Connection,
@@ -51,7 +51,7 @@ export class WorkerLoop<U> {
     private readonly runner: UnitRunner<U>,
     private readonly o: { slots: number; signal: AbortSignal; log: (line: string) => void },
   ) {
-    o.signal.addEventListener("abort", () => this.poke(), { once: true });
+    o.signal.addEventListener("abort", () => this.sleeper.wake(), { once: true });
   }
 
   async run(): Promise<number> {
@@ -99,7 +99,7 @@ export class WorkerLoop<U> {
         if (this.stopToken !== null) continue;
         if (idleDrained) pauseMs = Math.min(pauseMs, 1000);
       }
-      await this.pause(pauseMs);
+      await this.sleeper.pause(pauseMs);
     }
   }
 
@@ -123,7 +123,7 @@ export class WorkerLoop<U> {
     this.o.log(this.runner.started(unit));
     void this.runner.run(unit, run.controller.signal).then((report) => {
       run.report = report;
-      this.poke();
+      this.sleeper.wake();
     });
   }
 
@@ -158,34 +158,7 @@ export class WorkerLoop<U> {
 
   /** Bounded by the runners' own TERM -> KILL grace. */
   private async waitChildren(): Promise<void> {
-    while ([...this.running.values()].some((r) => r.report === null)) await this.pause(100);
+    while ([...this.running.values()].some((r) => r.report === null)) await this.sleeper.pause(100);
   }
 
-  /**
-   * Sleeps up to `ms`, or until something happens (a unit finished, Ctrl-C). Something that
-   * happened while the loop was busy elsewhere (awaiting a reply) is remembered, so the next
-   * pause returns at once instead of sleeping through it.
-   */
-  private pause(ms: number): Promise<void> {
-    if (this.woken) {
-      this.woken = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done(): void {
-        clearTimeout(timer);
-        self.wake = null;
-        self.woken = false;
-        resolve();
-      }
-      this.wake = done;
-    });
-  }
-
-  private poke(): void {
-    this.woken = true;
-    this.wake?.();
-  }
 }
