@@ -63,7 +63,7 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
       protocol: this,
       nonce: o.nonce,
       read: o.read,
-      idleLimitMs: Math.max(o.leaseSeconds * 2, 60) * 1000,
+      leaseSeconds: o.leaseSeconds,
       now: o.now,
       log: o.log,
     });

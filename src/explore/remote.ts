@@ -47,7 +47,7 @@ export class ExploreRemote implements WorkProtocol<ExploreWorker> {
       protocol: this,
       nonce: o.nonce,
       read: o.read,
-      idleLimitMs: Math.max(o.leaseSeconds * 2, 60) * 1000,
+      leaseSeconds: o.leaseSeconds,
       now: o.now,
       log: o.log,
       onPeer: o.onPeer ?? undefined,

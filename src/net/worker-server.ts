@@ -75,8 +75,8 @@ export interface WorkerServerOptions<W extends AttachedWorker> {
   protocol: WorkProtocol<W>;
   nonce: { path: string; value: string };
   read: ReadService;
-  /** A silent worker is dropped after this long. */
-  idleLimitMs: number;
+  /** The lease workers renew; one silent for two leases (and at least a minute) is dropped. */
+  leaseSeconds: number;
   now: () => number;
   log: (line: string) => void;
   /** Handles a submaster's connection (explore roots only); without it, masters are refused. */
@@ -92,7 +92,11 @@ export class WorkerServer<W extends AttachedWorker> {
   private readonly sockets = new Set<Socket>();
   private stopping = false;
 
-  constructor(private readonly o: WorkerServerOptions<W>) {}
+  private readonly idleLimitMs: number;
+
+  constructor(private readonly o: WorkerServerOptions<W>) {
+    this.idleLimitMs = Math.max(o.leaseSeconds * 2, 60) * 1000;
+  }
 
   listen(bind: string, port: number): Promise<AddressInfo> {
     return new Promise((resolve, reject) => {
@@ -214,12 +218,12 @@ export class WorkerServer<W extends AttachedWorker> {
       for (;;) {
         let frame: WorkerFrameT;
         try {
-          frame = await w.conn.receive(WorkerFrame, this.o.idleLimitMs);
+          frame = await w.conn.receive(WorkerFrame, this.idleLimitMs);
         } catch (err) {
           if (err instanceof PeerClosed) {
             why = "connection closed";
           } else if (err instanceof FrameTimeout) {
-            why = `silent for ${Math.round(this.o.idleLimitMs / 1000)}s`;
+            why = `silent for ${Math.round(this.idleLimitMs / 1000)}s`;
           } else {
             why = `protocol error: ${(err as Error).message}`;
             this.refuse(w.conn, (err as Error).message);
