@@ -16,11 +16,11 @@ import {
   readdirSync,
   renameSync,
   unlinkSync,
-  writeSync,
   type Stats,
 } from "node:fs";
 import { join } from "node:path";
 import { RuntimeFailure } from "../errors.ts";
+import { fsyncDir, lstatOrNull, writeFully } from "./durable.ts";
 
 export const HASH_RE = /^[0-9a-f]{64}$/;
 export const STAGE_ID_RE = /^[0-9a-f]{32}$/;
@@ -192,11 +192,6 @@ export function hashFile(path: string, maxBytes: number, hooks?: StreamHooks): {
   }
 }
 
-export function writeFully(fd: number, data: Buffer): void {
-  let off = 0;
-  while (off < data.length) off += writeSync(fd, data, off, data.length - off);
-}
-
 function unlinkQuietly(path: string): void {
   try {
     unlinkSync(path);
@@ -233,25 +228,6 @@ export function copyHashing(src: string, dest: string, maxBytes: number, hooks?:
   }
 }
 
-export function fsyncDir(dir: string): void {
-  const fd = openSync(dir, constants.O_RDONLY | (constants.O_DIRECTORY ?? 0));
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function existsNoFollow(path: string): boolean {
-  try {
-    lstatSync(path);
-    return true;
-  } catch (err) {
-    if (errnoOf(err) === "ENOENT") return false;
-    throw err;
-  }
-}
-
 /**
  * Seed admission: copies src into a hidden temp in corpusDir while hashing, then either verifies
  * the object that already holds that name (the temp is dropped) or renames the temp into place,
@@ -270,9 +246,8 @@ export function publishFile(
   try {
     const { hash, size } = copyHashing(src, temp, maxBytes, hooks, durable);
     const dest = join(corpusDir, hash);
-    if (existsNoFollow(dest)) {
+    if (lstatOrNull(dest) !== null) {
       verifyPublic(corpusDir, hash, maxBytes);
-      unlinkQuietly(temp);
       return { hash, size, created: false };
     }
     renameSync(temp, dest);
@@ -317,12 +292,3 @@ export function listRegularFiles(dir: string): { name: string; identity: FileIde
   return found;
 }
 
-/** lstat that treats an entry removed since the listing as absent. */
-function lstatOrNull(path: string): Stats | null {
-  try {
-    return lstatSync(path);
-  } catch (err) {
-    if (errnoOf(err) === "ENOENT") return null;
-    throw err;
-  }
-}

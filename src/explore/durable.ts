@@ -2,8 +2,24 @@
 // directory holding the new name has been fsynced, so callers that batch several renames into
 // one directory use replaceFileSynced per file and fsyncDir once at the end.
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, fsyncSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { basename, dirname, join } from "node:path";
+
+/** Writes all of `data` at the descriptor's position (writeSync may write less than asked). */
+export function writeFully(fd: number, data: Uint8Array): void {
+  let off = 0;
+  while (off < data.length) off += writeSync(fd, data, off, data.length - off);
+}
+
+/** lstat that treats a missing entry (removed since a listing, say) as absent; other errors throw. */
+export function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw err;
+  }
+}
 
 /** Flushes a directory's entries (created, renamed, removed names) to stable storage. */
 export function fsyncDir(dir: string): void {
@@ -36,9 +52,7 @@ function replaceFileWith(path: string, data: string | Uint8Array, mode: number, 
   let renamed = false;
   try {
     try {
-      const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
-      let written = 0;
-      while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+      writeFully(fd, typeof data === "string" ? Buffer.from(data, "utf8") : data);
       if (sync) fsyncSync(fd);
     } finally {
       closeSync(fd);

@@ -115,7 +115,7 @@ export class ExploreMaster {
 
   /** Whether this master admits `hash` (rendezvous owner, or everyone under broadcast). */
   owns(hash: string): boolean {
-    return this.o.ownership === "broadcast" || rendezvousOwner(hash, this.o.ranks) === this.o.rank;
+    return this.o.ownership === "broadcast" || this.o.ranks.length === 1 || rendezvousOwner(hash, this.o.ranks) === this.o.rank;
   }
 
   // ---- discovery --------------------------------------------------------------------------------
@@ -193,8 +193,10 @@ export class ExploreMaster {
       return 0;
     }
     for (const hash of names) {
-      if (!HASH_RE.test(hash) || this.observed.has(hash) || !this.owns(hash)) continue;
+      if (!HASH_RE.test(hash) || this.observed.has(hash)) continue;
+      // Ownership never changes during a campaign: another master's object is looked at once.
       this.observed.add(hash);
+      if (!this.owns(hash)) continue;
       try {
         verifyPublic(this.o.corpusDir, hash, this.o.budgets.maxInputBytes);
       } catch (err) {

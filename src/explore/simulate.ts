@@ -5,10 +5,11 @@
 // same mutants. The input is streamed once in 1 MiB chunks whatever its size, and the mutants
 // appear all together or not at all, never over an existing name.
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, constants, linkSync, lstatSync, openSync, unlinkSync } from "node:fs";
+import { closeSync, constants, linkSync, openSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { RuntimeFailure } from "../errors.ts";
-import { FileProblem, openRegular, streamOpened, writeFully, type Budgets, type StreamHooks } from "./corpus.ts";
+import { FileProblem, openRegular, streamOpened, type Budgets, type StreamHooks } from "./corpus.ts";
+import { lstatOrNull, writeFully } from "./durable.ts";
 import { BudgetError } from "./staging.ts";
 
 export const SIMULATED_MUTANTS = 5;
@@ -48,16 +49,6 @@ function drawMutations(random: RandomInt, size: number, count: number): Mutation
   return mutations;
 }
 
-function existsNoFollow(path: string): boolean {
-  try {
-    lstatSync(path);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
-    throw err;
-  }
-}
-
 /**
  * Writes `count` mutants of inputPath into outDir as sim_0000, sim_0001, … and returns their names.
  * An empty, symlinked or non-regular input yields no mutants. Budgets are checked before anything
@@ -94,7 +85,7 @@ export function simulateMutants(
 
     const names = Array.from({ length: count }, (_, i) => simulatedName(i));
     for (const name of names) {
-      if (existsNoFollow(join(outDir, name))) {
+      if (lstatOrNull(join(outDir, name)) !== null) {
         throw new RuntimeFailure(`${join(outDir, name)} already exists; simulated mutants never replace an output`);
       }
     }

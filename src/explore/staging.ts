@@ -4,10 +4,11 @@
 // byte total) and, only after the parent passed its commit fence, promotes the children into the
 // public corpus. Promotion is replayable: a child already public counts once its digest checks.
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, opendirSync, renameSync, rmSync, type Dir, type Stats } from "node:fs";
+import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, opendirSync, renameSync, rmSync, type Dir } from "node:fs";
 import { join } from "node:path";
 import { RuntimeFailure } from "../errors.ts";
-import { FileProblem, HASH_RE, copyHashing, fsyncDir, hashFile, verifyPublic, type Budgets } from "./corpus.ts";
+import { FileProblem, HASH_RE, copyHashing, hashFile, verifyPublic, type Budgets } from "./corpus.ts";
+import { fsyncDir, lstatOrNull } from "./durable.ts";
 
 export interface CollectedOutputs {
   files: { path: string; size: number }[];
@@ -222,12 +223,12 @@ export function promoteChildren(
   for (const hash of [...new Set(hashes)].sort()) {
     const dest = join(corpusDir, hash);
     if (trusted(hash)) continue;
-    if (lstatIfExists(dest) !== null) {
+    if (lstatOrNull(dest) !== null) {
       verifyPublic(corpusDir, hash, maxBytes);
       continue;
     }
     const staged = join(stageDir, hash);
-    const st = lstatIfExists(staged);
+    const st = lstatOrNull(staged);
     if (st === null) {
       throw new RuntimeFailure(`child ${hash} is neither staged in ${stageDir} nor public in ${corpusDir}; the result cannot be promoted`);
     }
@@ -248,14 +249,5 @@ function fsyncFile(path: string): void {
     fsyncSync(fd);
   } finally {
     closeSync(fd);
-  }
-}
-
-function lstatIfExists(path: string): Stats | null {
-  try {
-    return lstatSync(path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw err;
   }
 }
