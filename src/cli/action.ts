@@ -16,6 +16,18 @@ export function actionExitCode(): number {
   return exitCode;
 }
 
+/** commander argument parser for a TCP port, 0 (a free one) to 65535. */
+export function portNumber(value: string): number {
+  const n = intAtLeast(0)(value);
+  if (n > 65535) throw new InvalidArgumentError("expected a port from 0 to 65535");
+  return n;
+}
+
+/** commander collector for a repeatable option. */
+export function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
 /** commander argument parser for integers >= min; commander names the flag and the value. */
 export function intAtLeast(min: number) {
   return (value: string): number => {

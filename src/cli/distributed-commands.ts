@@ -4,20 +4,8 @@ import { parseDuration } from "../config/duration.ts";
 import { campaignPaths } from "../config/paths.ts";
 import { parseHostPort } from "../net/address.ts";
 import { clientToken } from "../net/token.ts";
-import { coordinate } from "../sweep/coordinate.ts";
-import { runWorker } from "../worker/client.ts";
-import { action, intAtLeast } from "./action.ts";
+import { action, collect, intAtLeast, portNumber } from "./action.ts";
 import { makeConfirm } from "./prompt.ts";
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
-
-function portNumber(value: string): number {
-  const n = intAtLeast(0)(value);
-  if (n > 65535) throw new Error("expected a port from 0 to 65535");
-  return n;
-}
 
 export function registerDistributedCommands(program: Command): void {
   program
@@ -45,8 +33,10 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
     )
     .action(
       action<{ for: string; port?: number; bind?: string; token?: string; lane: string[]; yes?: boolean; allowStaleApp?: boolean; forceUnlock?: boolean }>(
-        (o) =>
-          coordinate({
+        async (o) => {
+          // Loaded here: a worker never needs the store, the config loader or the engine.
+          const { coordinate } = await import("../sweep/coordinate.ts");
+          return coordinate({
             paths: campaignPaths(o),
             seconds: parseDuration(o.for),
             laneNames: o.lane,
@@ -56,7 +46,8 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
             port: o.port ?? null,
             bind: o.bind ?? null,
             token: o.token,
-          }),
+          });
+        },
       ),
     );
 
@@ -85,6 +76,7 @@ Exit: 0 after the coordinator's stop (or Ctrl-C), 2 bad flag,
         const onSignal = () => controller.abort();
         process.on("SIGINT", onSignal);
         process.on("SIGTERM", onSignal);
+        const { runWorker } = await import("../worker/client.ts");
         try {
           return await runWorker({
             host,

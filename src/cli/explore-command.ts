@@ -1,7 +1,7 @@
 // `explore`: run a target over a content-addressed corpus until the frontier is exhausted.
 import { Option, type Command } from "commander";
 import { UsageError } from "../errors.ts";
-import { action, intAtLeast } from "./action.ts";
+import { action, intAtLeast, portNumber } from "./action.ts";
 import { parseHostPort } from "../net/address.ts";
 
 function seconds(flag: string, min: number) {
@@ -25,7 +25,7 @@ export function registerExplore(program: Command): void {
     .option("--max-idle <sec>", "end this long (monotonic, exact) after the last work, once nothing is pending or running", seconds("--max-idle", 0), 60)
     .option("--wall-timeout <sec>", "whole-campaign budget; 0 = none. No run is started that could not finish inside it", seconds("--wall-timeout", 0), 0)
     .option("--simulate", "when a run produced no child, synthesise 5 seeded byte mutants (for targets not built with SymCC)")
-    .addOption(new Option("--port <n>", "also serve remote workers on this port (0 = a free one)").argParser(intAtLeast(0)))
+    .addOption(new Option("--port <n>", "also serve remote workers on this port (0 = a free one)").argParser(portNumber))
     .option("--bind <addr>", "listen address with --port (default: this host's name)")
     .option("--token <t>", "shared secret for workers (default: $FUZZFLEET_TOKEN, else a fresh one printed in the banner)")
     .option("--stats-json <file>", "also write the final statistics as one JSON object")

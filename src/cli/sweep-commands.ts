@@ -6,17 +6,10 @@ import { parseDuration } from "../config/duration.ts";
 import { campaignPaths } from "../config/paths.ts";
 import { initTemplate } from "../config/template.ts";
 import { RefusedError } from "../errors.ts";
-import { action, intAtLeast } from "./action.ts";
+import { action, collect, intAtLeast } from "./action.ts";
 import { EXIT } from "./exit-codes.ts";
 import { makeConfirm } from "./prompt.ts";
-import { runSweep } from "../sweep/run.ts";
-import { resweepCommand } from "../sweep/resweep.ts";
-import { resetCommand } from "../sweep/reset.ts";
 import { bundledExample } from "./package-root.ts";
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
 
 export function registerSweepCommands(program: Command): void {
   program
@@ -62,8 +55,9 @@ config or flag, 3 refused (lock held, stale app, generator or lane changed witho
 4 runtime error, or every lane got disabled (timeouts, unexpected generator exits).`,
     )
     .action(
-      action<{ for: string; lane: string[]; yes?: boolean; allowStaleApp?: boolean; forceUnlock?: boolean }>((o) =>
-        runSweep({
+      action<{ for: string; lane: string[]; yes?: boolean; allowStaleApp?: boolean; forceUnlock?: boolean }>(async (o) => {
+        const { runSweep } = await import("../sweep/run.ts");
+        return runSweep({
           paths: campaignPaths(o),
           seconds: parseDuration(o.for),
           laneNames: o.lane,
@@ -71,8 +65,8 @@ config or flag, 3 refused (lock held, stale app, generator or lane changed witho
           forceUnlock: o.forceUnlock ?? false,
           confirm: makeConfirm(o.yes ?? false),
           live: process.stdout.isTTY === true,
-        }),
-      ),
+        });
+      }),
     );
 
   program
@@ -82,9 +76,10 @@ config or flag, 3 refused (lock held, stale app, generator or lane changed witho
     .option("-j, --jobs <n>", "passed to the check command as {jobs}", intAtLeast(1), 6)
     .option("--force-unlock", "take over the campaign lock (only when you know its holder is dead)")
     .action(
-      action<{ id?: number; jobs: number; forceUnlock?: boolean }>((o) =>
-        resweepCommand({ paths: campaignPaths(o), id: o.id ?? null, jobs: o.jobs, forceUnlock: o.forceUnlock ?? false }),
-      ),
+      action<{ id?: number; jobs: number; forceUnlock?: boolean }>(async (o) => {
+        const { resweepCommand } = await import("../sweep/resweep.ts");
+        return resweepCommand({ paths: campaignPaths(o), id: o.id ?? null, jobs: o.jobs, forceUnlock: o.forceUnlock ?? false });
+      }),
     );
 
   program
@@ -94,14 +89,15 @@ config or flag, 3 refused (lock held, stale app, generator or lane changed witho
     .option("-y, --yes", "do not ask")
     .option("--force-unlock", "take over the campaign lock (only when you know its holder is dead)")
     .action(
-      action<{ lane?: string; yes?: boolean; forceUnlock?: boolean }>((o) =>
-        resetCommand({
+      action<{ lane?: string; yes?: boolean; forceUnlock?: boolean }>(async (o) => {
+        const { resetCommand } = await import("../sweep/reset.ts");
+        return resetCommand({
           paths: campaignPaths(o),
           lane: o.lane ?? null,
           confirm: makeConfirm(o.yes ?? false),
           forceUnlock: o.forceUnlock ?? false,
-        }),
-      ),
+        });
+      }),
     );
 }
 
