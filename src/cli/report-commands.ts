@@ -68,7 +68,7 @@ export function registerReportCommands(program: Command): void {
         refuseIfRemoteCampaign(paths.outDir, "status");
         const config = optionalConfig(paths);
         const ctx: StatusContext = {
-          genHashNow: config ? tryGenerationHash(config) : null,
+          genHashNow: null,
           appBuildNow: optionalAppBuild(config),
           outDir: paths.outDir,
           laneOrder: config?.lanes.map((l) => l.name) ?? null,
@@ -79,6 +79,8 @@ export function registerReportCommands(program: Command): void {
           print(emptyStatus(ctx));
           return EXIT.ok;
         }
+        // Hashing the generator's files is only worth it when there is a generation to compare.
+        ctx.genHashNow = config ? tryGenerationHash(config) : null;
         const db = openStore(paths.dbPath, { readonly: true });
         try {
           print(statusData(db, ctx));

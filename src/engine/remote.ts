@@ -18,6 +18,7 @@ import { generatorIdentity } from "../sweep/identity.ts";
 import type { SweepSession } from "../sweep/session.ts";
 import type { Assignment, SweepEngine, WorkerView } from "./sweep-engine.ts";
 import { WriteBatch } from "./write-batch.ts";
+import { setTimeout as sleep } from "node:timers/promises";
 
 const IDLE_POLL_SECONDS = 1;
 
@@ -292,8 +293,4 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
     }
     return removed;
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -21,6 +21,7 @@ import { access, mkdir, open, readdir, readFile, stat, type FileHandle } from "n
 import { setPriority } from "node:os";
 import { dirname, resolve as resolvePath } from "node:path";
 import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
 
 export type ChildOutcome = "complete" | "timeout" | "interrupted" | "error";
 
@@ -414,10 +415,6 @@ class TimerSet {
     for (const handle of this.handles) clearTimeout(handle);
     this.handles.clear();
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 function errorCode(err: unknown): string | undefined {

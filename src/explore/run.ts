@@ -14,7 +14,7 @@ import type { Connection } from "../net/connection.ts";
 import type { ReadService } from "../net/worker-server.ts";
 import { DEFAULT_BUDGETS, type Budgets } from "./corpus.ts";
 import { writeFileAtomic } from "./durable.ts";
-import { disposeScratch, executeTask } from "./execute.ts";
+import { disposeScratch, executeTask, usesFileMode } from "./execute.ts";
 import { IdleWindow, ParticipantEnding, RootEnding, type EndReason, type Ending } from "./endings.ts";
 import { LeaseTable } from "./lease-table.ts";
 import { ExploreMaster, type Ownership } from "./master.ts";
@@ -167,7 +167,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     write(`fuzzfleet explore: epoch ${epoch} (${o.resumeEpoch ? "resumed" : role.kind === "participant" ? "joined" : "new"})${ranks.length > 1 ? `, rank ${rank} of ${ranks.length} masters (${ownership} ownership)` : ""}`);
     write(`  corpus   ${corpusDir}`);
     write(`  inputs   ${inputDir}`);
-    write(`  target   ${o.target.join(" ")}  (${o.target.some((a) => a.includes("@@")) ? "file mode: @@ is the input's path" : "stdin mode"})`);
+    write(`  target   ${o.target.join(" ")}  (${usesFileMode(o.target) ? "file mode: @@ is the input's path" : "stdin mode"})`);
     write(
       `  per-run timeout ${formatDuration(o.timeoutSeconds)}, idle window ${o.maxIdleSeconds}s` +
         `${o.wallTimeoutSeconds > 0 ? `, wall budget ${formatDuration(o.wallTimeoutSeconds)}` : ""}${o.simulate ? ", --simulate" : ""}`,
@@ -232,7 +232,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
 
     if (role.kind === "participant") {
       const { participantStats } = await import("./stats-round.ts");
-      const r = await participantStats({ conn: rootLink!, rank, master, corpusDir, late, graceMs, finalizeMs: (o.finalizeSeconds ?? 30) * 1000, inbox: statsInbox, lost: () => statsLost, log });
+      const r = await participantStats({ conn: rootLink!, rank, master, late, graceMs, finalizeMs: (o.finalizeSeconds ?? 30) * 1000, inbox: statsInbox, lost: () => statsLost, log });
       problems.push(...r.problems);
       const stale = master.counters.staleResults;
       write(
@@ -247,7 +247,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     let stats: ExploreStats;
     if (role.kind === "root") {
       const { rootStats } = await import("./stats-round.ts");
-      const r = await rootStats({ hub: hub!, master, corpusDir, late, graceMs, inbox: statsInbox, now, log });
+      const r = await rootStats({ hub: hub!, master, late, graceMs, inbox: statsInbox, now, log });
       problems.push(...r.problems);
       stats = computeStats(leases, master, corpusDir, elapsed, campaign.executorsUsed(), ranks.length);
       // With several masters the exchange is the source of the counts: each master reports its own.

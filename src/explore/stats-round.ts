@@ -7,6 +7,7 @@ import type { Connection } from "../net/connection.ts";
 import type { ExploreMaster } from "./master.ts";
 import type { RootHub } from "./peers.ts";
 import { randomToken } from "./tokens.ts";
+import { setTimeout as sleep } from "node:timers/promises";
 
 export type Inbox = { rank: number; frame: { type: string } & Record<string, unknown> }[];
 
@@ -18,7 +19,6 @@ function ownStats(master: ExploreMaster, late: number): MasterStats {
 export async function rootStats(o: {
   hub: RootHub;
   master: ExploreMaster;
-  corpusDir: string;
   late: number;
   graceMs: number;
   inbox: Inbox;
@@ -55,7 +55,6 @@ export async function participantStats(o: {
   conn: Connection;
   rank: number;
   master: ExploreMaster;
-  corpusDir: string;
   late: number;
   graceMs: number;
   finalizeMs: number;
@@ -92,8 +91,4 @@ export async function participantStats(o: {
     await sleep(20);
   }
   return { problems: [], timedOut: false };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

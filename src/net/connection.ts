@@ -133,5 +133,3 @@ export function dial(host: string, port: number, timeoutMs: number): Promise<Con
   });
 }
 
-export { parseHostPort } from "./address.ts";
-

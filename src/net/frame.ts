@@ -44,11 +44,6 @@ export class FrameDecoder {
     }
   }
 
-  /** Bytes received but not yet returned as a frame. */
-  get pending(): number {
-    return this.buffered;
-  }
-
   private decode(): unknown {
     if (this.expected === null) {
       const all = this.join();

@@ -28,6 +28,7 @@ import {
   type WorkerFrameT,
 } from "./messages.ts";
 import { tokensEqual } from "./token.ts";
+import { setTimeout as sleep } from "node:timers/promises";
 
 const FIRST_FRAME_MS = 10_000;
 const HANDSHAKE_MS = 30_000;
@@ -272,8 +273,4 @@ export class WorkerServer<W extends AttachedWorker> {
     this.o.log(`worker ${w.label} left (${why})`);
     w.conn.close();
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

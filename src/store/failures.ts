@@ -35,9 +35,6 @@ export function failureByKey(db: Db, generationId: number, dedupKey: string): Fa
     | undefined;
 }
 
-export function failureById(db: Db, id: number): FailureRow | undefined {
-  return stmt(db, "SELECT * FROM failure WHERE id = ?").get(id) as FailureRow | undefined;
-}
 
 export interface NewFailure {
   generationId: number;

@@ -59,24 +59,3 @@ export function recentSessions(db: Db, limit: number): SessionRow[] {
   return stmt(db, "SELECT * FROM session ORDER BY id DESC LIMIT ?").all(limit) as SessionRow[];
 }
 
-export interface SessionTotals {
-  chunks: number;
-  seeds: number;
-  finds: number;
-  unshrunk: number;
-  quarantine: number;
-  aborted: number;
-}
-
-export function sessionTotals(db: Db, sessionId: number): SessionTotals {
-  return stmt(
-    db,
-    `SELECT COUNT(*) AS chunks,
-            COALESCE(SUM(CASE WHEN status = 'complete' THEN seed_to - seed_from + 1 END), 0) AS seeds,
-            COALESCE(SUM(CASE WHEN status = 'complete' THEN finds END), 0) AS finds,
-            COALESCE(SUM(CASE WHEN status = 'complete' THEN unshrunk END), 0) AS unshrunk,
-            COALESCE(SUM(CASE WHEN status = 'complete' THEN quarantine END), 0) AS quarantine,
-            COALESCE(SUM(CASE WHEN status LIKE 'aborted%' OR status = 'reissued' THEN 1 END), 0) AS aborted
-       FROM chunk WHERE session_id = ?`,
-  ).get(sessionId) as SessionTotals;
-}

@@ -1,7 +1,7 @@
 // `coordinate`: one distributed sweep session. The same SweepEngine as `run`, driven by remote
 // workers instead of the local executor; this process sweeps nothing itself.
 import { randomBytes } from "node:crypto";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { hostname } from "node:os";
 import { join } from "node:path";
@@ -71,7 +71,6 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
   let closeRemote: (() => void) | null = null;
   try {
     const { token, source } = serverToken({ flag: o.token, outDir: s.outDir });
-    mkdirSync(join(s.outDir, "tmp"), { recursive: true });
     writeFileSync(nonce.path, nonce.value + "\n");
     const out = new SweepConsole({ live: null, write, remaining: () => (deadlineMs - performance.now()) / 1000, showWorker: true });
     const engine = new SweepEngine({

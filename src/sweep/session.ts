@@ -7,7 +7,6 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { formatDuration } from "../config/duration.ts";
 import { loadConfig, type Config } from "../config/load.ts";
-import type { LaneConfig } from "../config/schema.ts";
 import { deadlineFloor } from "../core/schedule.ts";
 import { RefusedError, UsageError } from "../errors.ts";
 import { CampaignLock, type LockMode } from "../lock/campaign-lock.ts";
@@ -44,7 +43,6 @@ export interface SweepSession {
   lanes: EngineLane[];
   lastCounts: Map<string, number | null>;
   uncovered: Map<string, number>;
-  selected: LaneConfig[];
 }
 
 export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSession> {
@@ -98,7 +96,6 @@ export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSess
       lanes: recovered.lanes,
       lastCounts: recovered.lastCounts,
       uncovered: recovered.uncovered,
-      selected,
     };
   } catch (err) {
     db?.close();
