@@ -8,7 +8,6 @@
 //                                          -> reissue -> reissued (range queued again; a late
 //                                             successful finish still counts, once)
 // Coverage only moves through LaneState.complete, i.e. to the low-water mark.
-import { rmSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Config, LaneConfig } from "../config/schema.ts";
@@ -18,6 +17,7 @@ import { atomically, type Db } from "../store/db.ts";
 import { getChunk, insertChunk, markChunkComplete, markChunkEnded } from "../store/chunks.ts";
 import { saveLaneProgress, saveLaneRate } from "../store/lanes.ts";
 import { upsertWorkerRate } from "../store/workers.ts";
+import type { ChildOutcome } from "../exec/run-child.ts";
 import { chunkCommand, resultsDir } from "../sweep/command.ts";
 import { ingestChunk, type IngestResult } from "../sweep/ingest.ts";
 
@@ -69,7 +69,8 @@ export type AssignResult =
 
 export type DrainReason = "deadline" | "interrupted" | "all lanes disabled";
 
-export type ChunkOutcome = "complete" | "timeout" | "interrupted" | "error";
+/** How a chunk's generator run ended: the local executor's child outcome, or a worker's report of it. */
+export type ChunkOutcome = ChildOutcome;
 
 export interface ChunkReport {
   outcome: ChunkOutcome;
@@ -138,12 +139,19 @@ export class SweepEngine {
   readonly floorSeconds: number;
   readonly counts: SessionCounts = { chunks: 0, seedsSwept: 0, finds: 0, newFailures: 0, reopened: 0, unshrunk: 0, quarantine: 0, malformed: 0 };
   private readonly lanes = new Map<string, EngineLane>();
+  private readonly lanesById = new Map<number, EngineLane>();
+  /** The lanes pickLane chooses from: enabled in the config (fixed for the session). */
+  private readonly enabledConfigs: LaneConfig[];
   private readonly chunksRun = new Map<string, number>();
   private readonly inFlight = new Map<number, InFlight>();
   private drainReason: DrainReason | null = null;
 
   constructor(private readonly o: EngineOptions) {
-    for (const lane of o.lanes) this.lanes.set(lane.config.name, lane);
+    for (const lane of o.lanes) {
+      this.lanes.set(lane.config.name, lane);
+      this.lanesById.set(lane.laneId, lane);
+    }
+    this.enabledConfigs = o.lanes.filter((l) => l.config.enabled).map((l) => l.config);
     this.floorSeconds = deadlineFloor(o.config.defaults.chunkSeconds);
   }
 
@@ -175,11 +183,7 @@ export class SweepEngine {
       this.drain("deadline");
       return { kind: "drain", reason: "deadline" };
     }
-    const laneName = pickLane(
-      this.o.lanes.filter((l) => l.config.enabled).map((l) => l.config),
-      this.chunksRun,
-      worker.disabled,
-    );
+    const laneName = pickLane(this.enabledConfigs, this.chunksRun, worker.disabled);
     if (laneName === undefined) {
       if (this.o.mode === "local") {
         this.drain("all lanes disabled");
@@ -203,11 +207,9 @@ export class SweepEngine {
       workerId: worker.workerId,
     });
     this.chunksRun.set(laneName, (this.chunksRun.get(laneName) ?? 0) + 1);
-    const tmp = join(this.o.outDir, "tmp");
     // Whoever runs the chunk starts from an empty scratch directory (local.ts, the worker's
     // sweep runner): clearing it here would put file-system work on the coordinator's hot path.
-    const scratchDir = join(tmp, `chunk-${chunkId}`);
-    const logPath = join(tmp, `chunk-${chunkId}.log`);
+    const { scratchDir, logPath } = chunkPaths(this.o.outDir, chunkId);
     const argv = chunkCommand(this.o.config.generator.command, lane.config.args, {
       seedFrom,
       seedTo,
@@ -246,9 +248,8 @@ export class SweepEngine {
       this.inFlight.delete(chunkId);
       return "already recorded";
     }
-    const lane = [...this.lanes.values()].find((l) => l.laneId === row.lane_id);
-    const scratchDir = flight?.scratchDir ?? join(this.o.outDir, "tmp", `chunk-${chunkId}`);
-    const logPath = flight?.logPath ?? join(this.o.outDir, "tmp", `chunk-${chunkId}.log`);
+    const lane = this.lanesById.get(row.lane_id);
+    const { scratchDir, logPath } = flight ?? chunkPaths(this.o.outDir, chunkId);
     const info: InFlight = flight ?? {
       chunkId,
       lane: lane?.config.name ?? "?",
@@ -264,7 +265,7 @@ export class SweepEngine {
     this.inFlight.delete(chunkId);
     if (!lane) {
       markChunkEnded(this.o.db, chunkId, "aborted:lane-gone", report.seconds);
-      rmSync(scratchDir, { recursive: true, force: true });
+      discardChunkFiles({ scratchDir, logPath }, true);
       return "lane no longer active";
     }
     const ok = report.outcome === "complete" && (report.exitCode === 0 || report.exitCode === 1);
@@ -329,10 +330,7 @@ export class SweepEngine {
     this.counts.unshrunk += ingest.unshrunk;
     this.counts.quarantine += ingest.quarantine;
     this.counts.malformed += ingest.malformed.length;
-    // Removed in the background while the next chunk starts: the scratch directory of a recorded
-    // chunk is never read again, and the process waits for pending removals before it exits.
-    void rm(f.scratchDir, { recursive: true, force: true }).catch(() => undefined);
-    void rm(f.logPath, { force: true }).catch(() => undefined);
+    discardChunkFiles(f, false);
     this.o.events.chunkRecorded(f, worker, ingest, seconds, n / Math.max(seconds, 0.001), clean);
   }
 
@@ -342,8 +340,7 @@ export class SweepEngine {
     if (!alreadyQueued) lane.state.requeue(f.seedFrom, f.seedTo);
     this.counts.chunks++;
     const keepLog = r.outcome !== "interrupted";
-    rmSync(f.scratchDir, { recursive: true, force: true });
-    if (!keepLog) rmSync(f.logPath, { force: true });
+    discardChunkFiles(f, keepLog);
     this.o.events.chunkAborted(f, worker, why, r.seconds, keepLog);
 
     if (r.outcome === "timeout") {
@@ -420,4 +417,20 @@ export function localWorker(lanes: readonly EngineLane[], lastCounts: ReadonlyMa
     if (n != null) lastCount.set(lane.config.name, n);
   }
   return { label: "local", jobs: 0, workerId: null, rates, lastCount, strikes: new Map(), disabled: new Set() };
+}
+
+/** Where chunk `chunkId` runs: its scratch directory and its log, under `<out>/tmp/`. */
+export function chunkPaths(outDir: string, chunkId: number): { scratchDir: string; logPath: string } {
+  const tmp = join(outDir, "tmp");
+  return { scratchDir: join(tmp, `chunk-${chunkId}`), logPath: join(tmp, `chunk-${chunkId}.log`) };
+}
+
+/**
+ * Removes a finished chunk's scratch directory (and its log unless `keepLog`) in the background,
+ * off the coordinator's hot path: nothing reads them again, and the process waits for pending
+ * removals before it exits.
+ */
+function discardChunkFiles(f: { scratchDir: string; logPath: string }, keepLog: boolean): void {
+  void rm(f.scratchDir, { recursive: true, force: true }).catch(() => undefined);
+  if (!keepLog) void rm(f.logPath, { force: true }).catch(() => undefined);
 }
