@@ -22,7 +22,7 @@ import { renderStatus, statusData } from "../report/status.ts";
 import { clock, SweepConsole } from "../report/sweep-console.ts";
 import { setSessionPort } from "../store/sessions.ts";
 import type { Confirm } from "./campaign.ts";
-import { closeSweepSession, openSweepSession, type SweepSession } from "./session.ts";
+import { closeSweepSession, openSweepSession, sessionBudgetLines, sessionHeadLines, type SweepSession } from "./session.ts";
 
 export interface CoordinateOptions {
   paths: CampaignPaths;
@@ -202,13 +202,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
 }
 
 function banner(write: (l: string) => void, s: SweepSession, seconds: number, ip: string, port: number, shown: string, tokenSource: string): void {
-  const enabled = s.lanes.filter((l) => l.config.enabled);
-  write(`fuzzfleet coordinate: session ${s.sessionId}, generation ${s.generationId} (${s.genHash.slice(0, 12)})${s.appBuild ? `, app ${s.appBuild}` : ""}`);
-  if (s.freshGeneration) write("         new generation — all lanes start at base_seed");
-  for (const [lane, n] of s.uncovered) {
-    if (!enabled.some((l) => l.config.name === lane)) continue;
-    write(`         ${lane}: ${formatInt(n)} seed(s) left uncovered by an earlier session — re-sweeping them first`);
-  }
+  for (const line of sessionHeadLines(s, "coordinate")) write(line);
   write(`         listening on ${ip}:${port} (${hostname()})`);
   if (ip.startsWith("127.") || ip === "::1") {
     write("         !! that is a LOOPBACK address — workers on other hosts cannot reach it.");
@@ -216,12 +210,7 @@ function banner(write: (l: string) => void, s: SweepSession, seconds: number, ip
     write("            (Debian and Ubuntu map the host name to 127.0.1.1 in /etc/hosts: the usual cause.)");
   }
   write(`         token from ${tokenSource}`);
-  write(
-    `         ${formatDuration(seconds)} budget, ~${formatDuration(s.config.defaults.chunkSeconds)} chunks, lanes: ${enabled
-      .map((l) => `${l.config.name}(w${l.config.weight})`)
-      .join(", ")}`,
-  );
-  write(`         ends at ${new Date(Date.now() + seconds * 1000).toTimeString().slice(0, 8)}`);
+  for (const line of sessionBudgetLines(s, seconds)) write(line);
   write(`         start workers:  fuzzfleet worker --master ${shown}:${port} -j 12`);
   write(`         watch it:       fuzzfleet status --master ${shown}:${port}`);
 }

@@ -1,16 +1,14 @@
 // `run`: one single-host sweep session, start to summary.
 import { hostname } from "node:os";
 import { performance } from "node:perf_hooks";
-import { formatDuration } from "../config/duration.ts";
 import type { CampaignPaths } from "../config/paths.ts";
-import { formatInt } from "../config/format.ts";
 import { localWorker, SweepEngine } from "../engine/sweep-engine.ts";
 import { runLocal } from "../engine/local.ts";
 import { saveSessionSummary, sessionSummary } from "../report/session-summary.ts";
 import { SweepConsole } from "../report/sweep-console.ts";
 import { EXIT } from "../cli/exit-codes.ts";
 import type { Confirm } from "./campaign.ts";
-import { closeSweepSession, openSweepSession } from "./session.ts";
+import { closeSweepSession, openSweepSession, sessionBudgetLines, sessionHeadLines } from "./session.ts";
 
 export interface RunSweepOptions {
   paths: CampaignPaths;
@@ -75,19 +73,7 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
       deadlineMs,
       events: out,
     });
-    const enabled = s.lanes.filter((l) => l.config.enabled);
-    write(`fuzzfleet run: session ${s.sessionId}, generation ${s.generationId} (${s.genHash.slice(0, 12)})${s.appBuild ? `, app ${s.appBuild}` : ""} on ${hostname()}`);
-    if (s.freshGeneration) write("         new generation — all lanes start at base_seed");
-    for (const [lane, n] of s.uncovered) {
-      if (!enabled.some((l) => l.config.name === lane)) continue;
-      write(`         ${lane}: ${formatInt(n)} seed(s) left uncovered by an earlier session — re-sweeping them first`);
-    }
-    write(
-      `         ${formatDuration(o.seconds)} budget, ~${formatDuration(s.config.defaults.chunkSeconds)} chunks, lanes: ${enabled
-        .map((l) => `${l.config.name}(w${l.config.weight})`)
-        .join(", ")}`,
-    );
-    write(`         ends at ${new Date(Date.now() + o.seconds * 1000).toTimeString().slice(0, 8)}`);
+    for (const line of [...sessionHeadLines(s, "run", ` on ${hostname()}`), ...sessionBudgetLines(s, o.seconds)]) write(line);
     await runLocal(engine, localWorker(s.lanes, s.lastCounts), controller.signal);
     const allDisabled = engine.draining === "all lanes disabled" && !controller.signal.aborted;
     if (allDisabled) out.line("all lanes disabled — stopping early");

@@ -6,6 +6,7 @@ import { mkdirSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { formatDuration } from "../config/duration.ts";
+import { formatInt } from "../config/format.ts";
 import { loadConfig, type Config } from "../config/load.ts";
 import { deadlineFloor } from "../core/schedule.ts";
 import { RefusedError, UsageError } from "../errors.ts";
@@ -14,6 +15,7 @@ import { openStore, type Db } from "../store/db.ts";
 import { abortLostChunks } from "../store/chunks.ts";
 import { endSession, insertSession, markCrashedSessions } from "../store/sessions.ts";
 import type { EngineLane } from "../engine/sweep-engine.ts";
+import { clock } from "../report/sweep-console.ts";
 import { ensureGeneration, recoverLanes, selectLanes, syncLanes, type Confirm } from "./campaign.ts";
 import { appBuildId, generationHash, staleAppSource } from "./identity.ts";
 import type { CampaignPaths } from "../config/paths.ts";
@@ -140,4 +142,33 @@ export function closeSweepSession(s: SweepSession, status: "done" | "interrupted
     s.db.close();
     s.lock.release();
   }
+}
+
+/**
+ * The opening lines of a session's banner, `run` and `coordinate` alike: the session and
+ * generation, and the seeds an earlier session left uncovered (swept first). `suffix` ends the
+ * first line.
+ */
+export function sessionHeadLines(s: SweepSession, command: string, suffix = ""): string[] {
+  const lines = [
+    `fuzzfleet ${command}: session ${s.sessionId}, generation ${s.generationId} (${s.genHash.slice(0, 12)})${s.appBuild ? `, app ${s.appBuild}` : ""}${suffix}`,
+  ];
+  if (s.freshGeneration) lines.push("         new generation — all lanes start at base_seed");
+  const enabled = new Set(s.lanes.filter((l) => l.config.enabled).map((l) => l.config.name));
+  for (const [lane, n] of s.uncovered) {
+    if (enabled.has(lane)) lines.push(`         ${lane}: ${formatInt(n)} seed(s) left uncovered by an earlier session — re-sweeping them first`);
+  }
+  return lines;
+}
+
+/** The budget lines of a session's banner: budget, chunk length, enabled lanes, end time. */
+export function sessionBudgetLines(s: SweepSession, seconds: number): string[] {
+  const lanes = s.lanes
+    .filter((l) => l.config.enabled)
+    .map((l) => `${l.config.name}(w${l.config.weight})`)
+    .join(", ");
+  return [
+    `         ${formatDuration(seconds)} budget, ~${formatDuration(s.config.defaults.chunkSeconds)} chunks, lanes: ${lanes}`,
+    `         ends at ${clock(new Date(Date.now() + seconds * 1000))}`,
+  ];
 }
