@@ -186,7 +186,7 @@ export function registerReportCommands(program: Command): void {
             id: o.id ?? null,
             state: o.state,
             bucket: o.bucket ?? null,
-            allGenerations: effectiveFilters({ state: o.state, bucket: null, allGenerations: o.allGenerations ?? false }).allGenerations,
+            allGenerations: o.allGenerations ?? false,
             full: o.full ?? false,
             lines: o.lines,
             outDir: paths.outDir,

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse, TomlDate, TomlError } from "smol-toml";
 import { ConfigError } from "../errors.ts";
-import { validateConfigDocument, type Config, type ConfigFile, type ConfigIssue, type LaneConfig } from "./schema.ts";
+import { isTable, validateConfigDocument, type Config, type ConfigFile, type ConfigIssue, type LaneConfig } from "./schema.ts";
 
 export { laneIdentity, type Config, type LaneConfig } from "./schema.ts";
 
@@ -109,10 +109,6 @@ function resolveConfig(file: ConfigFile, absPath: string, laneOrder: (a: string,
 
 // ---------------------------------------------------------------------------------------------
 // Issue rendering
-
-function isTable(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof TomlDate);
-}
 
 function renderIssue(issue: ConfigIssue, raw: Record<string, unknown>): string {
   const got = issue.showGot ? ` (got ${describeValue(valueAt(raw, issue.path))})` : "";

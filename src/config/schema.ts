@@ -221,7 +221,8 @@ export interface ConfigIssue {
   showGot: boolean;
 }
 
-function isTable(v: unknown): v is Record<string, unknown> {
+/** A TOML table as parsed (a plain object; a TOML date is a Date, not a table). */
+export function isTable(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Date);
 }
 

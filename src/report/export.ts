@@ -9,6 +9,7 @@ import { currentGeneration } from "../store/generations.ts";
 import { failureSeeds, listFailures, type FailureState } from "../store/failures.ts";
 import { resolveStorePath } from "../sweep/ingest.ts";
 import { checkCommand, laneArgs } from "../sweep/resweep.ts";
+import { effectiveFilters, oneLine } from "./failures.ts";
 
 export interface ExportOptions {
   id: number | null;
@@ -42,7 +43,7 @@ export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
     id: o.id,
     state: o.state,
     bucket: o.bucket,
-    generationId: o.allGenerations || o.state === "stale" ? null : gen.id,
+    generationId: effectiveFilters(o).allGenerations ? null : gen.id,
   }).sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : b.hits - a.hits || a.id - b.id));
   const out: string[] = [];
   let truncated = 0;
@@ -56,13 +57,14 @@ export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
   out.push("# Parse file sections by their shown=N count (the next N lines are the file), never by scanning");
   out.push("# for a delimiter: the input itself may contain any text.");
   for (const f of rows) {
-    const seeds = failureSeeds(db, f.id);
+    // One more than shown tells whether there are more.
+    const seeds = failureSeeds(db, f.id, SEEDS_SHOWN + 1);
     const dir = f.artifact_dir === null ? null : resolveStorePath(o.outDir, f.artifact_dir);
     out.push("");
     out.push(RULE);
     out.push(`===== FAILURE ${f.id}  ${f.bucket}  lane=${f.lane_name}  hits=${f.hits}  state=${f.state}`);
     out.push(`      first seed  ${f.first_seed}`);
-    out.push(`      message     ${(f.message ?? "").replace(/\s+/g, " ").trim()}`);
+    out.push(`      message     ${oneLine(f.message ?? "")}`);
     if (f.repro) out.push(`      repro       ${f.repro}`);
     if (o.check) out.push(`      check       ${checkCommand(o.check, laneArgs(f.lane_params), [f.first_seed], 1).join(" ")}`);
     out.push(`      app build   ${f.first_app_build ?? "?"}`);

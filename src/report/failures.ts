@@ -73,7 +73,7 @@ export function failuresData(db: Db, outDir: string, requested: FailureFilters):
       last_seen: r.last_seen,
       first_app_build: r.first_app_build,
       resolved_at: r.resolved_at,
-      seeds: failureSeeds(db, r.id).slice(0, SEEDS_SHOWN),
+      seeds: failureSeeds(db, r.id, SEEDS_SHOWN),
     })),
   };
 }
@@ -110,7 +110,7 @@ export function renderFailures(d: FailuresData, opts: RenderFailureOptions): str
   return out.join("\n") + "\n";
 }
 
-function oneLine(s: string): string {
+export function oneLine(s: string): string {
   return s.replace(/\s+/g, " ").trim();
 }
 

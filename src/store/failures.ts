@@ -69,8 +69,9 @@ export function addFailureSeed(db: Db, failureId: number, seed: number, chunkId:
   return true;
 }
 
-export function failureSeeds(db: Db, failureId: number): number[] {
-  return (stmt(db, "SELECT seed FROM failure_seed WHERE failure_id = ? ORDER BY seed").all(failureId) as { seed: number }[]).map(
+/** The seeds that hit a failure, lowest first; at most `limit` of them. */
+export function failureSeeds(db: Db, failureId: number, limit = -1): number[] {
+  return (stmt(db, "SELECT seed FROM failure_seed WHERE failure_id = ? ORDER BY seed LIMIT ?").all(failureId, limit) as { seed: number }[]).map(
     (r) => r.seed,
   );
 }
