@@ -24,6 +24,7 @@
 // While frozen the caller discovers no new work (no input, corpus or lease-recovery scans): the
 // YES vote is the linearisation point, and whatever arrives later belongs to a later campaign.
 import assert from "node:assert/strict";
+import { asObject, HEX64, isCount } from "./message-checks.ts";
 
 export type Action =
   | { kind: "prepare"; token: string; to: number[] }
@@ -64,7 +65,7 @@ export interface DecisionMessage {
   token: string;
 }
 
-const TOKEN = /^[0-9a-f]{64}$/;
+const TOKEN = HEX64;
 
 export function isQuiescenceToken(value: unknown): value is string {
   return typeof value === "string" && TOKEN.test(value);
@@ -377,30 +378,22 @@ export class ParticipantQuiescence {
   }
 }
 
-function asObject(msg: unknown): Record<string, unknown> | null {
-  return typeof msg === "object" && msg !== null && !Array.isArray(msg) ? (msg as Record<string, unknown>) : null;
-}
-
-function isRank(v: unknown): v is number {
-  return typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
-}
-
 function parseStatus(msg: unknown): StatusMessage | null {
   const o = asObject(msg);
-  if (!o || !isRank(o.rank) || typeof o.idle !== "boolean") return null;
+  if (!o || !isCount(o.rank) || typeof o.idle !== "boolean") return null;
   if (typeof o.sequence !== "number" || !Number.isSafeInteger(o.sequence) || o.sequence < 1) return null;
   return { rank: o.rank, sequence: o.sequence, idle: o.idle };
 }
 
 function parseVote(msg: unknown): VoteMessage | null {
   const o = asObject(msg);
-  if (!o || !isRank(o.rank) || !isQuiescenceToken(o.token) || typeof o.idle !== "boolean") return null;
+  if (!o || !isCount(o.rank) || !isQuiescenceToken(o.token) || typeof o.idle !== "boolean") return null;
   return { rank: o.rank, token: o.token, idle: o.idle };
 }
 
 function parseCommitAck(msg: unknown): CommitAckMessage | null {
   const o = asObject(msg);
-  if (!o || !isRank(o.rank) || !isQuiescenceToken(o.token) || typeof o.committed !== "boolean") return null;
+  if (!o || !isCount(o.rank) || !isQuiescenceToken(o.token) || typeof o.committed !== "boolean") return null;
   return { rank: o.rank, token: o.token, committed: o.committed };
 }
 

@@ -4,11 +4,12 @@
 // only: two masters may still race for one hash, and the fenced lease decides who runs it.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { HEX64 } from "./message-checks.ts";
 
 /** Domain separation for the score; changing it remaps every key, so it is versioned. */
 export const OWNER_DOMAIN = "fuzzfleet-owner-v1";
 
-const CONTENT_HASH = /^[0-9a-f]{64}$/;
+const CONTENT_HASH = HEX64;
 
 /**
  * The score of `rank` for `hash`: the first 128 bits of

@@ -5,6 +5,7 @@
 // sends, receives and owns the deadline; a peer still silent at the deadline is listed as
 // pending and the exchange is incomplete (the campaign fails instead of hanging).
 import assert from "node:assert/strict";
+import { asObject, HEX64, isCount } from "./message-checks.ts";
 
 /** What one master did during the campaign (all non-negative integers). */
 export interface MasterStats {
@@ -51,7 +52,7 @@ export interface StatsOutcome {
   quarantined: number;
 }
 
-const TOKEN = /^[0-9a-f]{64}$/;
+const TOKEN = HEX64;
 const FIELDS = ["observations", "generated", "interesting", "external", "late"] as const;
 
 export class StatsCollector {
@@ -164,14 +165,6 @@ export class StatsSender {
     this.counters[cls] = (this.counters[cls] ?? 0) + 1;
     return cls;
   }
-}
-
-function asObject(msg: unknown): Record<string, unknown> | null {
-  return typeof msg === "object" && msg !== null && !Array.isArray(msg) ? (msg as Record<string, unknown>) : null;
-}
-
-function isCount(v: unknown): v is number {
-  return typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
 }
 
 function isMasterStats(v: unknown): v is MasterStats {
