@@ -109,8 +109,16 @@ export class ExploreMaster {
     return this.pending.length;
   }
 
-  activeTasks(): ActiveTask[] {
-    return [...this.active.values()];
+  /** Tasks handed out and not yet answered. */
+  get activeCount(): number {
+    return this.active.size;
+  }
+
+  /** The ids of the tasks `executor` holds. */
+  activeOn(executor: string): number[] {
+    const ids: number[] = [];
+    for (const t of this.active.values()) if (t.executor === executor) ids.push(t.taskId);
+    return ids;
   }
 
   /** Whether this master admits `hash` (rendezvous owner, or everyone under broadcast). */

@@ -100,7 +100,7 @@ export class ExploreRemote implements WorkProtocol<ExploreWorker> {
     switch (f.type) {
       case "want": {
         if (this.closing) return { type: "drain", reason: this.closing };
-        const held = master.activeTasks().filter((t) => t.executor === w.key).length;
+        const held = master.activeOn(w.key).length;
         const free = Math.min(f.slots, w.slots - held);
         const tasks = [];
         for (let i = 0; i < free; i++) {
@@ -113,7 +113,7 @@ export class ExploreRemote implements WorkProtocol<ExploreWorker> {
         return { type: "task", tasks };
       }
       case "heartbeat": {
-        const mine = new Set(master.activeTasks().filter((t) => t.executor === w.key).map((t) => t.taskId));
+        const mine = new Set(master.activeOn(w.key));
         return { type: "ack", drain: this.closing !== null, known: f.ids.filter((id) => mine.has(id)), note: null };
       }
       case "result": {

@@ -249,16 +249,9 @@ export async function explore(o: ExploreOptions): Promise<number> {
       const { rootStats } = await import("./stats-round.ts");
       const r = await rootStats({ hub: hub!, master, late, graceMs, inbox: statsInbox, now, log });
       problems.push(...r.problems);
-      stats = computeStats(leases, master, corpusDir, elapsed, campaign.executorsUsed(), ranks.length);
-      // With several masters the exchange is the source of the counts: each master reports its own.
-      stats.observations = r.totals.observations;
-      stats.generated = r.totals.generated;
-      stats.throughput = elapsed > 0 ? r.totals.generated / elapsed : 0;
-      stats.by_master = Object.fromEntries(Object.entries(r.byMaster).map(([k, v]) => [k, v]));
-      stats.late_inputs = r.totals.late;
+      stats = computeStats(leases, master, corpusDir, elapsed, campaign.executorsUsed(), ranks.length, { ...r.totals, byMaster: r.byMaster });
     } else {
       stats = computeStats(leases, master, corpusDir, elapsed, campaign.executorsUsed());
-      stats.late_inputs = late;
     }
     write(renderStats(stats));
     if (o.statsJson) writeFileSync(o.statsJson, JSON.stringify(stats, null, 2) + "\n");
@@ -406,7 +399,7 @@ class Campaign {
         lastRecovery = t;
       }
       if (this.dispatchOpen(elapsed)) this.fillLocalSlots();
-      else if (this.o.wallTimeoutSeconds > 0 && this.master.activeTasks().length === 0) return "wall budget";
+      else if (this.o.wallTimeoutSeconds > 0 && this.master.activeCount === 0) return "wall budget";
       if (!remote && this.o.slots > 0 && this.master.quarantined.size >= this.o.slots && this.master.pendingCount > 0) {
         this.master.problems.push("every executor was quarantined: no usable executor left");
         return "no usable executor";

@@ -30,6 +30,18 @@ export interface ExploreStats {
   late_inputs: number;
 }
 
+/** The counts every master reported in the statistics exchange (several masters). */
+export interface ExchangedCounts {
+  observations: number;
+  generated: number;
+  late: number;
+  byMaster: Record<string, number>;
+}
+
+/**
+ * With `exchanged` (the root of several masters) the counts come from the exchange, each master
+ * reporting its own; otherwise from the lease table's `done` records.
+ */
 export function computeStats(
   leases: LeaseTable,
   master: ExploreMaster,
@@ -37,16 +49,21 @@ export function computeStats(
   elapsedSeconds: number,
   executors: { local: number; remote: number },
   masters = 1,
+  exchanged: ExchangedCounts | null = null,
 ): ExploreStats {
   let observations = 0;
   let generated = 0;
-  const byMaster: Record<string, number> = {};
-  for (const r of leases.snapshot()) {
-    if (r.status !== "done" || !r.commit || r.commit.worker === "budget") continue;
-    observations++;
-    generated += r.commit.num_generated;
-    const rank = r.owner.slice(r.owner.lastIndexOf(":") + 1);
-    byMaster[rank] = (byMaster[rank] ?? 0) + 1;
+  let byMaster: Record<string, number> = {};
+  if (exchanged) {
+    ({ observations, generated, byMaster } = exchanged);
+  } else {
+    for (const r of leases.snapshot()) {
+      if (r.status !== "done" || !r.commit || r.commit.worker === "budget") continue;
+      observations++;
+      generated += r.commit.num_generated;
+      const rank = r.owner.slice(r.owner.lastIndexOf(":") + 1);
+      byMaster[rank] = (byMaster[rank] ?? 0) + 1;
+    }
   }
   const corpus = listCorpus(corpusDir);
   const external = corpus.filter((h) => master.external.has(h)).length;
@@ -67,7 +84,7 @@ export function computeStats(
     replayed_commits: c.replayedCommits,
     budget_errors: c.budgetErrors,
     integrity_errors: c.integrityErrors,
-    late_inputs: c.lateInputs,
+    late_inputs: exchanged ? exchanged.late : c.lateInputs,
   };
 }
 
