@@ -184,13 +184,7 @@ export class RootHub {
       try {
         frame = await peer.conn.receive(FromPeer, this.o.graceMs);
       } catch (err) {
-        const why =
-          err instanceof FrameTimeout
-            ? `silent for more than ${Math.round(this.o.graceMs / 1000)}s`
-            : err instanceof PeerClosed
-              ? "connection closed"
-              : `protocol error: ${(err as Error).message}`;
-        this.lose(peer, why);
+        this.lose(peer, lostReason(err, this.o.graceMs));
         return;
       }
       if (peer.lost) return;
@@ -252,15 +246,16 @@ export async function readRoot(conn: Connection, graceMs: number, onFrame: (f: F
     try {
       frame = await conn.receive(FromRoot, graceMs);
     } catch (err) {
-      onLost(
-        err instanceof FrameTimeout
-          ? `silent for more than ${Math.round(graceMs / 1000)}s`
-          : err instanceof PeerClosed
-            ? "connection closed"
-            : `protocol error: ${(err as Error).message}`,
-      );
+      onLost(lostReason(err, graceMs));
       return;
     }
     onFrame(frame);
   }
+}
+
+/** Why a master's link ended, for the report that names it. */
+function lostReason(err: unknown, graceMs: number): string {
+  if (err instanceof FrameTimeout) return `silent for more than ${Math.round(graceMs / 1000)}s`;
+  if (err instanceof PeerClosed) return "connection closed";
+  return `protocol error: ${(err as Error).message}`;
 }
