@@ -27,6 +27,17 @@ export function closeGeneration(db: Db, generationId: number): number {
   return stale.changes;
 }
 
+/**
+ * Starts a new generation, closing `previousId` first when there is one (its open failures go
+ * stale, its lanes retire), in one transaction. Returns the new generation's id.
+ */
+export function startGeneration(db: Db, previousId: number | null, genHash: string, note: string): number {
+  return db.transaction(() => {
+    if (previousId !== null) closeGeneration(db, previousId);
+    return insertGeneration(db, genHash, note);
+  })();
+}
+
 /** Seeds covered by complete chunks of every lane (retired or not) of a generation. */
 export function seedsSwept(db: Db, generationId: number): number {
   const row = stmt(

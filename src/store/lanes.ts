@@ -36,6 +36,18 @@ export function insertLane(db: Db, generationId: number, name: string, paramsJso
   return Number(info.lastInsertRowid);
 }
 
+/**
+ * Starts lane `name` afresh at `baseSeed`: retires `previousId` (when there is one) and inserts a
+ * new row, in one transaction, so the old chunk rows can never count toward the new cursor.
+ * Returns the new lane's id.
+ */
+export function restartLane(db: Db, previousId: number | null, generationId: number, name: string, paramsJson: string, baseSeed: number): number {
+  return db.transaction(() => {
+    if (previousId !== null) retireLane(db, previousId);
+    return insertLane(db, generationId, name, paramsJson, baseSeed);
+  })();
+}
+
 export function retireLane(db: Db, laneId: number): void {
   stmt(db, "UPDATE lane SET retired = 1 WHERE id = ?").run(laneId);
 }

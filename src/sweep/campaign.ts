@@ -7,9 +7,9 @@ import { formatInt } from "../config/format.ts";
 import { LaneState } from "../core/lane-state.ts";
 import { RefusedError, UsageError } from "../errors.ts";
 import type { Db } from "../store/db.ts";
-import { closeGeneration, currentGeneration, insertGeneration, seedsSwept, type GenerationRow } from "../store/generations.ts";
+import { currentGeneration, seedsSwept, startGeneration, type GenerationRow } from "../store/generations.ts";
 import { openFailureCount } from "../store/failures.ts";
-import { activeLane, insertLane, laneChunkRows, laneSeedsSwept, lastCompleteCount, retireLane, saveCursor, type LaneRow } from "../store/lanes.ts";
+import { activeLane, laneChunkRows, laneSeedsSwept, lastCompleteCount, restartLane, saveCursor, type LaneRow } from "../store/lanes.ts";
 import type { EngineLane } from "../engine/sweep-engine.ts";
 
 /** Asks the user a yes/no question; resolves false when the answer is not an explicit yes. */
@@ -25,7 +25,7 @@ export interface GenerationChoice {
 export async function ensureGeneration(db: Db, genHash: string, confirm: Confirm, log: (line: string) => void): Promise<GenerationChoice> {
   const current = currentGeneration(db);
   if (!current) {
-    insertGeneration(db, genHash, "initial");
+    startGeneration(db, null, genHash, "initial");
     return { generation: currentGeneration(db)!, fresh: true };
   }
   if (current.gen_hash === genHash) return { generation: current, fresh: false };
@@ -39,10 +39,7 @@ export async function ensureGeneration(db: Db, genHash: string, confirm: Confirm
       "the generator changed and no new generation was started; restore the generator (or the [generator] command), or re-run with --yes",
     );
   }
-  db.transaction(() => {
-    closeGeneration(db, current.id);
-    insertGeneration(db, genHash, "generator changed");
-  })();
+  startGeneration(db, current.id, genHash, "generator changed");
   return { generation: currentGeneration(db)!, fresh: true };
 }
 
@@ -75,10 +72,7 @@ export async function syncLanes(
         );
       }
     }
-    db.transaction(() => {
-      if (row) retireLane(db, row.id);
-      insertLane(db, generationId, lane.name, identity, lane.baseSeed);
-    })();
+    restartLane(db, row?.id ?? null, generationId, lane.name, identity, lane.baseSeed);
     rows.set(lane.name, activeLane(db, generationId, lane.name)!);
   }
   return rows;

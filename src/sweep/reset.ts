@@ -8,8 +8,8 @@ import { laneIdentity } from "../config/schema.ts";
 import { RefusedError } from "../errors.ts";
 import { CampaignLock } from "../lock/campaign-lock.ts";
 import { openStore } from "../store/db.ts";
-import { closeGeneration, currentGeneration, insertGeneration } from "../store/generations.ts";
-import { activeLane, insertLane, retireLane } from "../store/lanes.ts";
+import { currentGeneration, startGeneration } from "../store/generations.ts";
+import { activeLane, restartLane } from "../store/lanes.ts";
 import type { Confirm } from "./campaign.ts";
 import { tryGenerationHash } from "./identity.ts";
 
@@ -42,10 +42,7 @@ export async function resetCommand(o: ResetOptions): Promise<number> {
       if (!(await o.confirm(`Restart lane '${o.lane}' from seed ${formatInt(base)} (discards ${formatInt(covered)} seeds of coverage)?`))) {
         throw new RefusedError(`lane '${o.lane}' was not reset`);
       }
-      db.transaction(() => {
-        retireLane(db, row.id);
-        insertLane(db, gen.id, o.lane!, identity, base);
-      })();
+      restartLane(db, row.id, gen.id, o.lane, identity, base);
       write(`lane '${o.lane}' reset to ${formatInt(base)}`);
       return 0;
     }
@@ -53,11 +50,7 @@ export async function resetCommand(o: ResetOptions): Promise<number> {
       throw new RefusedError("no new generation was started");
     }
     const hash = tryGenerationHash(config) ?? gen.gen_hash;
-    let id = 0;
-    db.transaction(() => {
-      closeGeneration(db, gen.id);
-      id = insertGeneration(db, hash, "manual reset");
-    })();
+    const id = startGeneration(db, gen.id, hash, "manual reset");
     write(`generation ${id} started (${hash.slice(0, 12)})`);
     return 0;
   } finally {
