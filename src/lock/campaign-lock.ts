@@ -22,6 +22,7 @@ import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, unlink
 import { hostname as osHostname } from "node:os";
 import { join } from "node:path";
 import { RefusedError, RuntimeFailure } from "../errors.ts";
+import { formatDuration } from "../config/duration.ts";
 
 export type LockMode = "run" | "coordinate" | "resweep" | "reset" | "explore";
 
@@ -151,13 +152,11 @@ export function readLock(outDir: string, opts: { hostname?: string } = {}): Lock
   return holderFrom(readLockFile(lockPath(outDir)), thisHost(opts.hostname));
 }
 
-export function formatAge(seconds: number): string {
+/** A lock's age: formatDuration's form, with days for a lock left behind long ago. */
+function formatAge(seconds: number): string {
   const s = Math.max(0, Math.floor(seconds));
-  const pad = (n: number) => String(n).padStart(2, "0");
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${pad(s % 60)}s`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h${pad(Math.floor(s / 60) % 60)}m`;
-  return `${Math.floor(s / 86400)}d${pad(Math.floor(s / 3600) % 24)}h`;
+  if (s < 86400) return formatDuration(s);
+  return `${Math.floor(s / 86400)}d${String(Math.floor(s / 3600) % 24).padStart(2, "0")}h`;
 }
 
 /** What the holder is doing, in words: campaigns run for hours, resweep and reset are one-off commands. */
