@@ -1,6 +1,7 @@
 // `explore`: run a target over a content-addressed corpus until the frontier is exhausted.
 import { Option, type Command } from "commander";
 import { UsageError } from "../errors.ts";
+import { DEFAULT_BUDGETS, DEFAULT_FINALIZE_SECONDS, DEFAULT_JOIN_TIMEOUT_SECONDS } from "../explore/defaults.ts";
 import { action, intAtLeast, portNumber } from "./action.ts";
 import { parseHostPort } from "../net/address.ts";
 
@@ -35,16 +36,16 @@ export function registerExplore(program: Command): void {
     .option("--join <host:port>", "be a submaster of the root master at this address (same command line otherwise)")
     .addOption(new Option("--ownership <mode>", "rendezvous: each content has one owning master; broadcast: every master runs everything (for comparison)").choices(["rendezvous", "broadcast"]).default("rendezvous"))
     .option("--grace <sec>", "a master silent for this long is lost; also bounds the statistics exchange (default max(120, 4 x -t))", seconds("--grace", 0.1))
-    .option("--join-timeout <sec>", "how long the root waits for every master to join, and a submaster for the roster", seconds("--join-timeout", 0.1), 120)
-    .option("--finalize-timeout <sec>", "how long a submaster waits, after its statistics were acknowledged, for the root's final release (then exit 71)", seconds("--finalize-timeout", 0.1), 30)
+    .option("--join-timeout <sec>", "how long the root waits for every master to join, and a submaster for the roster", seconds("--join-timeout", 0.1), DEFAULT_JOIN_TIMEOUT_SECONDS)
+    .option("--finalize-timeout <sec>", "how long a submaster waits, after its statistics were acknowledged, for the root's final release (then exit 71)", seconds("--finalize-timeout", 0.1), DEFAULT_FINALIZE_SECONDS)
     .addOption(
       new Option("--sync <policy>", "fence: fsync the lease records whose loss a crash could not redo (commit fences); all: fsync every record write")
         .choices(["fence", "all"])
         .default("fence"),
     )
-    .option("--max-children <n>", "children one execution may produce", intAtLeast(1), 4096)
-    .option("--max-result-bytes <n>", "bytes of children one execution may produce", intAtLeast(1), 256 << 20)
-    .option("--max-input-bytes <n>", "bytes of one corpus input", intAtLeast(1), 256 << 20)
+    .option("--max-children <n>", "children one execution may produce", intAtLeast(1), DEFAULT_BUDGETS.maxChildren)
+    .option("--max-result-bytes <n>", "bytes of children one execution may produce", intAtLeast(1), DEFAULT_BUDGETS.maxResultBytes)
+    .option("--max-input-bytes <n>", "bytes of one corpus input", intAtLeast(1), DEFAULT_BUDGETS.maxInputBytes)
     .addHelpText(
       "after",
       `

@@ -26,20 +26,7 @@ export const HASH_RE = /^[0-9a-f]{64}$/;
 export const STAGE_ID_RE = /^[0-9a-f]{32}$/;
 export const CHUNK_BYTES = 1024 * 1024;
 
-export interface Budgets {
-  /** Children one execution may produce. */
-  maxChildren: number;
-  /** Total bytes of one execution's children, duplicates counted. */
-  maxResultBytes: number;
-  /** Bytes of one corpus object. */
-  maxInputBytes: number;
-}
-
-export const DEFAULT_BUDGETS: Budgets = Object.freeze({
-  maxChildren: 4096,
-  maxResultBytes: 256 * 1024 * 1024,
-  maxInputBytes: 256 * 1024 * 1024,
-});
+export { DEFAULT_BUDGETS, type Budgets } from "./defaults.ts";
 
 export type ReadProblem = "missing" | "symlink" | "not-regular" | "changed" | "too-large" | "unreadable";
 

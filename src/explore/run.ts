@@ -12,7 +12,8 @@ import { RuntimeFailure, UsageError } from "../errors.ts";
 import { CampaignLock } from "../lock/campaign-lock.ts";
 import type { Connection } from "../net/connection.ts";
 import type { ReadService } from "../net/worker-server.ts";
-import { DEFAULT_BUDGETS, type Budgets } from "./corpus.ts";
+import type { Budgets } from "./corpus.ts";
+import { DEFAULT_BUDGETS, DEFAULT_FINALIZE_SECONDS, DEFAULT_JOIN_TIMEOUT_SECONDS } from "./defaults.ts";
 import { writeFileAtomic } from "./durable.ts";
 import { disposeScratch, executeTask, usesFileMode } from "./execute.ts";
 import { IdleWindow, ParticipantEnding, RootEnding, type EndReason, type Ending } from "./endings.ts";
@@ -125,7 +126,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
         token,
         setup,
         waitSeconds: 60,
-        joinTimeoutMs: (o.joinTimeoutSeconds ?? 120) * 1000,
+        joinTimeoutMs: (o.joinTimeoutSeconds ?? DEFAULT_JOIN_TIMEOUT_SECONDS) * 1000,
         signal: o.signal,
         log: write,
       });
@@ -196,7 +197,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
       });
       remote = await campaign.startServer(token, nonce, (conn, hello) => hub!.accept(conn, hello));
       write(`  waiting for ${role.masters - 1} more master(s): fuzzfleet explore … --join <this host>:${campaign.port} --token ${token}`);
-      await hub.start((o.joinTimeoutSeconds ?? 120) * 1000);
+      await hub.start((o.joinTimeoutSeconds ?? DEFAULT_JOIN_TIMEOUT_SECONDS) * 1000);
       ending = rootEnding = new RootEnding(master, hub, o.maxIdleSeconds * 1000, now, log);
     } else if (role.kind === "participant") {
       if (o.port !== null) remote = await campaign.startServer(token, nonce, null);
@@ -232,7 +233,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
 
     if (role.kind === "participant") {
       const { participantStats } = await import("./stats-round.ts");
-      const r = await participantStats({ conn: rootLink!, rank, master, late, graceMs, finalizeMs: (o.finalizeSeconds ?? 30) * 1000, inbox: statsInbox, lost: () => statsLost, log });
+      const r = await participantStats({ conn: rootLink!, rank, master, late, graceMs, finalizeMs: (o.finalizeSeconds ?? DEFAULT_FINALIZE_SECONDS) * 1000, inbox: statsInbox, lost: () => statsLost, log });
       problems.push(...r.problems);
       const stale = master.counters.staleResults;
       write(
