@@ -7,7 +7,7 @@ import type { Config } from "../config/load.ts";
 import { loadConfig } from "../config/load.ts";
 import { campaignPaths, type CampaignPaths } from "../config/paths.ts";
 import { refuseIfRemoteCampaign } from "../lock/campaign-lock.ts";
-import { openStore } from "../store/db.ts";
+import { openStore, type Db } from "../store/db.ts";
 import { FAILURE_STATES } from "../store/failures.ts";
 import { exportBundle } from "../report/export.ts";
 import { effectiveFilters, failuresData, NOTHING_RECORDED, renderFailures, type FailureFilters } from "../report/failures.ts";
@@ -73,21 +73,17 @@ export function registerReportCommands(program: Command): void {
           outDir: paths.outDir,
           laneOrder: config?.lanes.map((l) => l.name) ?? null,
         };
-        const print = (data: ReturnType<typeof statusData>) =>
-          process.stdout.write(o.json ? JSON.stringify(data, null, 2) + "\n" : renderStatus(data));
-        if (!existsSync(paths.dbPath)) {
-          print(emptyStatus(ctx));
-          return EXIT.ok;
-        }
-        // Hashing the generator's files is only worth it when there is a generation to compare.
-        ctx.genHashNow = config ? tryGenerationHash(config) : null;
-        const db = openStore(paths.dbPath, { readonly: true });
-        try {
-          print(statusData(db, ctx));
-          return EXIT.ok;
-        } finally {
-          db.close();
-        }
+        const data = withReadStore(
+          paths.dbPath,
+          () => emptyStatus(ctx),
+          (db) => {
+            // Hashing the generator's files is only worth it when there is a generation to compare.
+            ctx.genHashNow = config ? tryGenerationHash(config) : null;
+            return statusData(db, ctx);
+          },
+        );
+        process.stdout.write(o.json ? JSON.stringify(data, null, 2) + "\n" : renderStatus(data));
+        return EXIT.ok;
       }),
     );
 
@@ -134,20 +130,16 @@ export function registerReportCommands(program: Command): void {
             return EXIT.ok;
           }
           refuseIfRemoteCampaign(paths.outDir, "failures");
-          if (!existsSync(paths.dbPath)) {
-            process.stdout.write(o.json ? JSON.stringify({ generation: null, filters, failures: [] }, null, 2) + "\n" : `${NOTHING_RECORDED}\n`);
-            return EXIT.ok;
-          }
-          const db = openStore(paths.dbPath, { readonly: true });
-          try {
-            const data = failuresData(db, paths.outDir, filters);
-            process.stdout.write(
-              o.json ? JSON.stringify(data, null, 2) + "\n" : renderFailures(data, { verbose: o.verbose ?? false, lines: o.lines }),
-            );
-            return EXIT.ok;
-          } finally {
-            db.close();
-          }
+          const text = withReadStore(
+            paths.dbPath,
+            () => (o.json ? JSON.stringify({ generation: null, filters, failures: [] }, null, 2) + "\n" : `${NOTHING_RECORDED}\n`),
+            (db) => {
+              const data = failuresData(db, paths.outDir, filters);
+              return o.json ? JSON.stringify(data, null, 2) + "\n" : renderFailures(data, { verbose: o.verbose ?? false, lines: o.lines });
+            },
+          );
+          process.stdout.write(text);
+          return EXIT.ok;
         },
       ),
     );
@@ -175,47 +167,54 @@ export function registerReportCommands(program: Command): void {
         const paths = campaignPaths(o);
         refuseIfRemoteCampaign(paths.outDir, "export");
         // The bundle goes to stdout; everything said about it goes to stderr.
-        if (!existsSync(paths.dbPath)) {
+        const config = optionalConfig(paths);
+        const bundle = withReadStore(
+          paths.dbPath,
+          () => null,
+          (db) =>
+            exportBundle(db, {
+              id: o.id ?? null,
+              state: o.state,
+              bucket: o.bucket ?? null,
+              allGenerations: o.allGenerations ?? false,
+              full: o.full ?? false,
+              lines: o.lines,
+              outDir: paths.outDir,
+              appBuildNow: optionalAppBuild(config),
+              check: config?.generator.check ?? null,
+          }),
+        );
+        if (!bundle) {
           process.stderr.write(`${NOTHING_RECORDED}\n`);
           return EXIT.ok;
         }
-        const db = openStore(paths.dbPath, { readonly: true });
-        try {
-          const config = optionalConfig(paths);
-          const bundle = exportBundle(db, {
-            id: o.id ?? null,
-            state: o.state,
-            bucket: o.bucket ?? null,
-            allGenerations: o.allGenerations ?? false,
-            full: o.full ?? false,
-            lines: o.lines,
-            outDir: paths.outDir,
-            appBuildNow: optionalAppBuild(config),
-            check: config?.generator.check ?? null,
-          });
-          if (!bundle) {
-            process.stderr.write(`${NOTHING_RECORDED}\n`);
-            return EXIT.ok;
-          }
-          if (bundle.failures === 0) {
-            process.stderr.write("no matching failures\n");
-            return EXIT.ok;
-          }
-          if (o.output) {
-            try {
-              writeFileSync(o.output, bundle.text);
-            } catch (err) {
-              const reason = (err as Error).message.replace(/, \w+ '.*'$/, "");
-              throw new RuntimeFailure(`cannot write the export to ${o.output} (${reason}); pick a writable path for -o`, { cause: err });
-            }
-            process.stderr.write(`wrote ${o.output} (${bundle.failures} failure(s), ${Buffer.byteLength(bundle.text)} bytes)\n`);
-          } else {
-            process.stdout.write(bundle.text);
-          }
+        if (bundle.failures === 0) {
+          process.stderr.write("no matching failures\n");
           return EXIT.ok;
-        } finally {
-          db.close();
         }
+        if (o.output) {
+          try {
+            writeFileSync(o.output, bundle.text);
+          } catch (err) {
+            const reason = (err as Error).message.replace(/, \w+ '.*'$/, "");
+            throw new RuntimeFailure(`cannot write the export to ${o.output} (${reason}); pick a writable path for -o`, { cause: err });
+          }
+          process.stderr.write(`wrote ${o.output} (${bundle.failures} failure(s), ${Buffer.byteLength(bundle.text)} bytes)\n`);
+        } else {
+          process.stdout.write(bundle.text);
+        }
+        return EXIT.ok;
       }),
     );
+}
+
+/** Runs `read` on the store opened read-only, or `missing` when there is no store yet. */
+function withReadStore<T>(dbPath: string, missing: () => T, read: (db: Db) => T): T {
+  if (!existsSync(dbPath)) return missing();
+  const db = openStore(dbPath, { readonly: true });
+  try {
+    return read(db);
+  } finally {
+    db.close();
+  }
 }
