@@ -219,12 +219,7 @@ export class LeaseTable {
         const ok = this.locked(id, () => {
           const found = this.read(id);
           if (found.kind !== "valid" || found.record.token !== token || found.record.status === "done") return false;
-          if (this.durability === "all") {
-            replaceFileSynced(this.recordPath(id), serialize({ ...found.record, updated: now }));
-            dirty.add(this.shardOf(id));
-          } else {
-            replaceFile(this.recordPath(id), serialize({ ...found.record, updated: now }));
-          }
+          this.write({ ...found.record, updated: now }, false, dirty);
           return true;
         });
         (ok ? renewed : lost).push(id);
@@ -426,15 +421,20 @@ export class LeaseTable {
     return problem === null ? { kind: "valid", record: value as LeaseRecord } : { kind: "invalid", reason: problem };
   }
 
-  /** Writes a whole record atomically; fsyncs it unless the durability policy says it may be redone. */
-  private write(record: LeaseRecord, fence = false): void {
+  /**
+   * Writes a whole record atomically; fsyncs it, and its shard directory, unless the durability
+   * policy says it may be redone. With `deferDirSync` the shard is added to that set instead, for
+   * the caller to sync once for a whole batch.
+   */
+  private write(record: LeaseRecord, fence = false, deferDirSync?: Set<number>): void {
     const path = this.recordPath(record.id);
     if (this.durability === "fence" && !fence) {
       replaceFile(path, serialize(record));
       return;
     }
     replaceFileSynced(path, serialize(record));
-    this.syncDir(join(this.root, shardName(this.shardOf(record.id))));
+    if (deferDirSync) deferDirSync.add(this.shardOf(record.id));
+    else this.syncDir(join(this.root, shardName(this.shardOf(record.id))));
   }
 
   /** Overridable so that tests can inject a failing directory fsync (an OS fault). */
