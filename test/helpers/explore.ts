@@ -5,22 +5,11 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CLI, killProcessesMentioning, ROOT } from "./campaign.ts";
+import type { ExploreStats } from "../../src/explore/stats.ts";
 
 export const MAZE = join(ROOT, "examples/maze/maze.mjs");
 export const MAZE_SEEDS = join(ROOT, "examples/maze/seeds");
 
-export interface ExploreStatsJson {
-  observations: number;
-  generated: number;
-  external_inputs: number;
-  interesting: number;
-  throughput: number;
-  by_master: Record<string, number>;
-  elapsed_seconds: number;
-  invalid_results: number;
-  integrity_errors: number;
-  [key: string]: unknown;
-}
 
 export interface Started {
   child: ChildProcess;
@@ -78,8 +67,9 @@ export class ExploreDir {
     return { child, output: () => out, done };
   }
 
-  stats(): ExploreStatsJson {
-    return JSON.parse(readFileSync(this.statsPath, "utf8")) as ExploreStatsJson;
+  /** The --stats-json file, as the campaign wrote it. */
+  stats(): ExploreStats {
+    return JSON.parse(readFileSync(this.statsPath, "utf8")) as ExploreStats;
   }
 
   /** Every entry of the corpus directory (hidden ones included). */
