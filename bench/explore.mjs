@@ -28,6 +28,7 @@ import {
   ms,
   parseOptions,
   printTable,
+  ROOT,
   startProcess,
   sum,
   summariseCpuProfile,
@@ -38,6 +39,8 @@ import {
 const TARGET_RATIO = 0.85;
 const TARGET_LATENCY_SECONDS = 1.25;
 const TRUE = "/bin/true";
+// fuzzfleet's process starter (native/spawn.c), which explore uses unless FUZZFLEET_SPAWN=node.
+const ADDON = join(ROOT, "build", "Release", "fuzzfleet_spawn.node");
 
 const HELP = `usage: node bench/explore.mjs [options]
 
@@ -129,6 +132,23 @@ childProcess.spawn = function spawn(...args) {
   child.once("exit", () => { entry.exitAt = performance.now(); });
   return child;
 };
+// The native starter: the same record, from the addon fuzzfleet loads (one module instance per path).
+try {
+  const addon = require(${JSON.stringify(ADDON)});
+  const originalNative = addon.spawn;
+  addon.spawn = function spawn(file, argv, envp, cwd, stdin, stdout, stderr, onExit) {
+    const entry = { argv0: file, at: performance.now(), exitAt: null, callMs: 0 };
+    spawns.push(entry);
+    const pid = originalNative.call(this, file, argv, envp, cwd, stdin, stdout, stderr, (code, signal) => {
+      entry.exitAt = performance.now();
+      onExit(code, signal);
+    });
+    entry.callMs = performance.now() - entry.at;
+    return pid;
+  };
+} catch {
+  // not built: explore falls back to child_process, recorded above
+}
 for (const name of ${JSON.stringify(SYNC_FS)}) fs[name] = timed(name, fs[name]);
 syncBuiltinESMExports();
 try {
@@ -199,13 +219,27 @@ function readProbe(probePath) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Raw spawns: a fresh Node process spawning /bin/true with stdin from a file, `concurrency` at a time.
+// Raw spawns: a fresh Node process spawning /bin/true with stdin from a file, `concurrency` at a time,
+// through child_process.spawn (mode "attached" or "detached") or through fuzzfleet's own starter
+// (mode "native": the addon called directly, nothing of fuzzfleet around it).
 
 const RAW_SOURCE = `"use strict";
-const { spawn } = require("node:child_process");
+const { spawn: nodeSpawn } = require("node:child_process");
 const fs = require("node:fs");
 const { performance } = require("node:perf_hooks");
-const [files, concurrency, detached] = [JSON.parse(process.argv[2]), Number(process.argv[3]), process.argv[4] === "detached"];
+const [files, concurrency, mode] = [JSON.parse(process.argv[2]), Number(process.argv[3]), process.argv[4]];
+const detached = mode === "detached";
+const addon = mode === "native" ? require(${JSON.stringify(ADDON)}) : null;
+const envp = Object.entries(process.env).map(([k, v]) => k + "=" + v);
+// Both return an object with once("exit", cb) and once("error", cb).
+function spawn(file, args, options) {
+  if (!addon) return nodeSpawn(file, args, options);
+  const { EventEmitter } = require("node:events");
+  const child = new EventEmitter();
+  const [input, out] = options.stdio;
+  addon.spawn(file, [file, ...args], envp, null, input, out, out, (code) => child.emit("exit", code));
+  return child;
+}
 let next = 0;
 let lives = 0;
 let calls = 0;
@@ -236,11 +270,11 @@ Promise.all(Array.from({ length: concurrency }, one)).then(() => {
 });
 `;
 
-async function rawSpawns(dir, files, detached) {
+async function rawSpawns(dir, files, mode) {
   const script = join(dir, "raw-spawn.cjs");
   writeFileSync(script, RAW_SOURCE);
   const filesPath = JSON.stringify(files);
-  const p = startProcess([process.execPath, script, filesPath, "2", detached ? "detached" : "attached"], { cwd: dir, env: process.env });
+  const p = startProcess([process.execPath, script, filesPath, "2", mode], { cwd: dir, env: process.env });
   const end = await p.done;
   if (end.code !== 0) throw new Error(`raw spawn loop exited ${end.code ?? end.signal}:\n${p.output()}`);
   const r = JSON.parse(p.output().trim().split("\n").at(-1));
@@ -266,7 +300,7 @@ function exploreArgs(seeds, corpus, statsPath, maxIdle) {
   return ["explore", "-i", seeds, "-o", corpus, "-j", "2", "--max-idle", String(maxIdle), "-t", "5", "--stats-json", statsPath, "--", TRUE];
 }
 
-async function runExplore(o, dir, seeds, name, { probe = false, cpuProf = null } = {}) {
+async function runExplore(o, dir, seeds, name, { probe = false, cpuProf = null, env = process.env } = {}) {
   const corpus = join(dir, `corpus-${name}`);
   const statsPath = join(dir, `${name}.stats.json`);
   const logPath = join(dir, `${name}.log`);
@@ -274,7 +308,7 @@ async function runExplore(o, dir, seeds, name, { probe = false, cpuProf = null }
   const prof = cpuProf ? ["--cpu-prof", "--cpu-prof-dir", cpuProf] : [];
   const argv = [p.argv[0], ...prof, ...p.argv.slice(1), ...exploreArgs(seeds, corpus, statsPath, o.maxIdle)];
   const load = loadavg()[0];
-  const r = await timedRun(argv, { cwd: dir, env: process.env, logPath });
+  const r = await timedRun(argv, { cwd: dir, env, logPath });
   if (r.code !== 0) throw new Error(`explore exited ${r.code ?? r.signal}:\n${readFileSync(logPath, "utf8")}`);
   const stats = JSON.parse(readFileSync(statsPath, "utf8"));
   rmSync(corpus, { recursive: true, force: true });
@@ -296,12 +330,27 @@ async function throughputPart(o, scratch) {
   for (let i = 0; i < o.rounds; i++) {
     const ex = await runExplore(o, dir, seeds, `round-${i + 1}`, { probe: true });
     if (ex.observations !== o.seeds) throw new Error(`explore made ${ex.observations} observations of ${o.seeds} distinct seeds`);
-    const raw = await rawSpawns(dir, files, false);
-    const rawDetached = await rawSpawns(dir, files, true);
-    const round = { round: i + 1, explore: ex, raw, rawDetached, ratio: ex.tasksPerSec / raw.spawnsPerSec, ratioDetached: ex.tasksPerSec / rawDetached.spawnsPerSec };
+    const exNode = await runExplore(o, dir, seeds, `round-${i + 1}-node`, { probe: true, env: { ...process.env, FUZZFLEET_SPAWN: "node" } });
+    if (exNode.observations !== o.seeds) throw new Error(`explore (node starter) made ${exNode.observations} observations of ${o.seeds} distinct seeds`);
+    const raw = await rawSpawns(dir, files, "attached");
+    const rawDetached = await rawSpawns(dir, files, "detached");
+    const rawNative = await rawSpawns(dir, files, "native");
+    const round = {
+      round: i + 1,
+      explore: ex,
+      exploreNodeStarter: exNode,
+      raw,
+      rawDetached,
+      rawNative,
+      ratio: ex.tasksPerSec / raw.spawnsPerSec,
+      ratioDetached: ex.tasksPerSec / rawDetached.spawnsPerSec,
+      ratioNative: ex.tasksPerSec / rawNative.spawnsPerSec,
+      ratioNodeStarter: exNode.tasksPerSec / raw.spawnsPerSec,
+    };
     console.log(
-      `round ${i + 1}/${o.rounds}: explore ${f1(ex.tasksPerSec)} tasks/s (${ex.observations} in ${f3(ex.elapsedSeconds)} s - ${o.maxIdle} s idle); ` +
-        `raw ${f1(raw.spawnsPerSec)} spawns/s, detached ${f1(rawDetached.spawnsPerSec)}/s -> ratio ${f3(round.ratio)}`,
+      `round ${i + 1}/${o.rounds}: explore ${f1(ex.tasksPerSec)} tasks/s (${ex.observations} in ${f3(ex.elapsedSeconds)} s - ${o.maxIdle} s idle), ` +
+        `${f1(exNode.tasksPerSec)} with FUZZFLEET_SPAWN=node; raw child_process ${f1(raw.spawnsPerSec)} spawns/s, detached ${f1(rawDetached.spawnsPerSec)}/s, ` +
+        `native starter ${f1(rawNative.spawnsPerSec)}/s -> ratio ${f3(round.ratio)}, like for like ${f3(round.ratioNative)}`,
     );
     rounds.push(round);
   }
@@ -315,8 +364,12 @@ async function throughputPart(o, scratch) {
     exploreTasksPerSec: median(rounds.map((r) => r.explore.tasksPerSec)),
     rawSpawnsPerSec: median(rounds.map((r) => r.raw.spawnsPerSec)),
     rawDetachedSpawnsPerSec: median(rounds.map((r) => r.rawDetached.spawnsPerSec)),
+    rawNativeSpawnsPerSec: median(rounds.map((r) => r.rawNative.spawnsPerSec)),
+    exploreNodeStarterTasksPerSec: median(rounds.map((r) => r.exploreNodeStarter.tasksPerSec)),
     ratio: median(rounds.map((r) => r.ratio)),
     ratioDetached: median(rounds.map((r) => r.ratioDetached)),
+    ratioNative: median(rounds.map((r) => r.ratioNative)),
+    ratioNodeStarter: median(rounds.map((r) => r.ratioNodeStarter)),
   };
   const result = { seeds: o.seeds, maxIdle: o.maxIdle, rounds, total, target: TARGET_RATIO, profile };
   result.verdict = reportThroughput(result);
@@ -328,19 +381,37 @@ function reportThroughput(result) {
   const { rounds, total } = result;
   console.log(`\n(a) throughput: explore -j 2 over ${result.seeds} distinct seeds, /bin/true on stdin, vs raw spawns at concurrency 2`);
   printTable([
-    ["round", "explore wall s", "elapsed s", "explore tasks/s", "busy tasks/s", "raw spawns/s", "raw detached/s", "ratio", "ratio vs detached"],
+    ["round", "explore wall s", "elapsed s", "explore tasks/s", "busy tasks/s", "explore, node starter", "raw spawns/s", "raw detached/s", "raw native/s", "ratio", "ratio vs detached", "ratio vs native", "node starter ratio"],
     ...rounds.map((r) => [
       r.round,
       f2(r.explore.wallSeconds),
       f3(r.explore.elapsedSeconds),
       f1(r.explore.tasksPerSec),
       r.explore.probe?.busySeconds ? f1(r.explore.probe.tasks / r.explore.probe.busySeconds) : "?",
+      f1(r.exploreNodeStarter.tasksPerSec),
       f1(r.raw.spawnsPerSec),
       f1(r.rawDetached.spawnsPerSec),
+      f1(r.rawNative.spawnsPerSec),
       f3(r.ratio),
       f3(r.ratioDetached),
+      f3(r.ratioNative),
+      f3(r.ratioNodeStarter),
     ]),
-    ["median", "", "", f1(total.exploreTasksPerSec), "", f1(total.rawSpawnsPerSec), f1(total.rawDetachedSpawnsPerSec), f3(total.ratio), f3(total.ratioDetached)],
+    [
+      "median",
+      "",
+      "",
+      f1(total.exploreTasksPerSec),
+      "",
+      f1(total.exploreNodeStarterTasksPerSec),
+      f1(total.rawSpawnsPerSec),
+      f1(total.rawDetachedSpawnsPerSec),
+      f1(total.rawNativeSpawnsPerSec),
+      f3(total.ratio),
+      f3(total.ratioDetached),
+      f3(total.ratioNative),
+      f3(total.ratioNodeStarter),
+    ],
   ]);
   // Where the explore process's time goes, per task (medians over rounds).
   const probes = rounds.map((r) => r.explore.probe).filter(Boolean);
@@ -370,8 +441,12 @@ function reportThroughput(result) {
     );
   }
   const v = total.ratio >= TARGET_RATIO ? "PASS" : "MISS";
-  console.log(`verdict (target ${TARGET_RATIO}): ratio ${f3(total.ratio)} ${v} (${f3(total.ratioDetached)} against detached raw spawns)`);
-  return v;
+  const vNative = total.ratioNative >= TARGET_RATIO ? "PASS" : "MISS";
+  console.log(
+    `verdict (target ${TARGET_RATIO}): against raw child_process spawns ${f3(total.ratio)} ${v} (${f3(total.ratioDetached)} against detached ones); ` +
+      `against raw spawns through the same native starter ${f3(total.ratioNative)} ${vNative}`,
+  );
+  return { childProcess: v, native: vNative };
 }
 
 const f0pct = (x) => `${Math.round(x * 100)}%`;

@@ -15,13 +15,13 @@
 //   (hardTimeoutMs = Infinity) and no abort arrives; after SIGKILL the leader gets KILL_SETTLE_MS
 //   to disappear before runChild gives up on it and says so in the log.
 
-import { spawn, type ChildProcess } from "node:child_process";
 import { constants as fsConstants, existsSync } from "node:fs";
 import { access, mkdir, open, readdir, readFile, stat, type FileHandle } from "node:fs/promises";
 import { setPriority } from "node:os";
 import { dirname, resolve as resolvePath } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
+import { defaultStarter, startChild, type LeaderEnd, type Started, type Starter } from "./native-spawn.ts";
 
 export type ChildOutcome = "complete" | "timeout" | "interrupted" | "error";
 
@@ -47,6 +47,8 @@ export interface RunChildOptions {
   stdin?: "ignore" | string;
   /** Called synchronously with the child's pid (= its process group id) right after it started. */
   onSpawn?: (pid: number) => void;
+  /** How the child is started (see native-spawn.ts); default: FUZZFLEET_SPAWN, else native if it works. */
+  starter?: Starter;
 }
 
 export interface ChildResult {
@@ -116,19 +118,17 @@ async function supervise(
   const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
 
   const t0 = performance.now();
-  let child: ChildProcess;
+  let child: Started;
   try {
-    child = spawn(command[0], command.slice(1), {
+    child = startChild(options.starter ?? defaultStarter(), command, {
       cwd: options.cwd,
       env: options.env ?? process.env,
-      detached: true,
-      stdio: [input?.fd ?? "ignore", log.fd, log.fd],
+      stdio: [input?.fd ?? null, log.fd, log.fd],
     });
   } catch (err) {
     return notStarted("error", startFailure(program, err));
   }
-  const exited = leaderExit(child);
-  const pid = child.pid;
+  const { exited, pid } = child;
   if (pid === undefined) {
     const end = await exited;
     return notStarted("error", startFailure(program, "error" in end ? end.error : undefined));
@@ -194,20 +194,6 @@ async function supervise(
     timers.clear();
     signal?.removeEventListener("abort", onAbort);
   }
-}
-
-type LeaderEnd = { code: number | null; signal: NodeJS.Signals | null } | { error: unknown };
-
-/** Resolves on the leader's exit, or on the spawn failure Node reports as an 'error' event. */
-function leaderExit(child: ChildProcess): Promise<LeaderEnd> {
-  return new Promise((resolve) => {
-    child.once("exit", (code, signal) => resolve({ code, signal }));
-    // After a successful spawn, 'error' only comes from kill()/send(), which are not used here;
-    // the listener must exist regardless, or such an event would crash the process.
-    child.on("error", (error) => {
-      if (child.pid === undefined) resolve({ error });
-    });
-  });
 }
 
 /**

@@ -1,0 +1,9 @@
+{
+  "targets": [
+    {
+      "target_name": "fuzzfleet_spawn",
+      "sources": ["native/spawn.c"],
+      "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+    }
+  ]
+}

@@ -1,0 +1,149 @@
+// The process starter behind runChild: fuzzfleet's own addon (native/spawn.c, built by `npm ci`)
+// where it loads and the kernel gives pidfds, else Node's child_process.spawn.
+//
+// Why an addon: child_process.spawn forks the whole Node process, and on a small VM that blocks
+// the event loop for about 5 ms per child (page tables copied, then torn down by the exec). The
+// addon's posix_spawn shares the parent's memory until the exec (clone with CLONE_VFORK), so a
+// trivial target starts in a fraction of that. Both starters give the child the same world: a new
+// session and process group, default signal dispositions, the given descriptors on 0, 1 and 2,
+// the given environment and working directory, the program looked up in the PATH of that
+// environment.
+//
+// FUZZFLEET_SPAWN=node in the environment forces child_process (for comparison, or should the
+// addon misbehave on some system); FUZZFLEET_SPAWN=native fails loudly when the addon is missing.
+import { spawn as nodeSpawn } from "node:child_process";
+import { createRequire } from "node:module";
+import { constants as osConstants } from "node:os";
+
+export type Starter = "native" | "node";
+
+export type LeaderEnd = { code: number | null; signal: NodeJS.Signals | null } | { error: unknown };
+
+export interface Started {
+  /** undefined when the Node starter could not start the program: `exited` then gives the error. */
+  pid: number | undefined;
+  /** Resolves once, when the leader has exited and been reaped (or failed to start). */
+  exited: Promise<LeaderEnd>;
+}
+
+export interface StartOptions {
+  cwd?: string;
+  env: NodeJS.ProcessEnv;
+  /** Descriptors for the child's stdin, stdout and stderr; null = /dev/null. */
+  stdio: [number | null, number | null, number | null];
+}
+
+interface Addon {
+  spawn(
+    file: string,
+    argv: string[],
+    envp: string[],
+    cwd: string | null,
+    stdin: number,
+    stdout: number,
+    stderr: number,
+    onExit: (code: number | null, signal: number | null) => void,
+  ): number;
+  supported(): boolean;
+}
+
+const ADDON_PATH = "../../build/Release/fuzzfleet_spawn.node";
+
+let addonLookup: { addon: Addon } | { problem: string } | undefined;
+
+function loadAddon(): { addon: Addon } | { problem: string } {
+  if (addonLookup) return addonLookup;
+  try {
+    // Same relative path from src/exec (tests) and dist/exec (the built CLI).
+    const addon = createRequire(import.meta.url)(ADDON_PATH) as Addon;
+    addonLookup = addon.supported() ? { addon } : { problem: "this kernel has no pidfd_open (Linux 5.3 or later needed)" };
+  } catch (err) {
+    addonLookup = { problem: `the addon did not load (${(err as Error).message.split("\n")[0]}); run \`npm ci\` to build it` };
+  }
+  return addonLookup;
+}
+
+let chosen: { wanted: string | undefined; starter: Starter } | undefined;
+
+/** Which starter runChild uses unless told otherwise: FUZZFLEET_SPAWN, else native if it works. */
+export function defaultStarter(): Starter {
+  const wanted = process.env.FUZZFLEET_SPAWN;
+  if (chosen === undefined || chosen.wanted !== wanted) chosen = { wanted, starter: chooseStarter(wanted) };
+  return chosen.starter;
+}
+
+function chooseStarter(wanted: string | undefined): Starter {
+  if (wanted === "node") return "node";
+  const found = loadAddon();
+  if (wanted === "native" && "problem" in found) {
+    throw new Error(`FUZZFLEET_SPAWN=native, but the native process starter is unavailable: ${found.problem}`);
+  }
+  if (wanted !== undefined && wanted !== "" && wanted !== "native") {
+    throw new Error(`FUZZFLEET_SPAWN must be 'native' or 'node' (got '${wanted}')`);
+  }
+  return "addon" in found ? "native" : "node";
+}
+
+/** Why the native starter is unavailable, or null when it works. */
+export function nativeStarterProblem(): string | null {
+  const found = loadAddon();
+  return "problem" in found ? found.problem : null;
+}
+
+/**
+ * Starts `argv` as the leader of a new session, synchronously. When the program cannot be started,
+ * the native starter throws an Error whose `code` names the errno (ENOENT, EACCES, ...); the Node
+ * starter either throws or returns no pid and resolves `exited` with `{ error }`, as spawn does.
+ */
+export function startChild(starter: Starter, argv: readonly string[], options: StartOptions): Started {
+  for (const arg of argv) {
+    if (arg.includes("\0")) throw Object.assign(new TypeError("an argument contains a NUL byte"), { code: "ERR_INVALID_ARG_VALUE" });
+  }
+  return starter === "native" ? startNative(argv, options) : startNode(argv, options);
+}
+
+function startNative(argv: readonly string[], options: StartOptions): Started {
+  const found = loadAddon();
+  if ("problem" in found) throw new Error(`the native process starter is unavailable: ${found.problem}`);
+  const envp: string[] = [];
+  for (const [name, value] of Object.entries(options.env)) {
+    if (value === undefined) continue;
+    if (name.includes("\0") || value.includes("\0")) {
+      throw Object.assign(new TypeError(`environment variable '${name}' contains a NUL byte`), { code: "ERR_INVALID_ARG_VALUE" });
+    }
+    envp.push(`${name}=${value}`);
+  }
+  let settle!: (end: LeaderEnd) => void;
+  const exited = new Promise<LeaderEnd>((resolve) => (settle = resolve));
+  const [stdin, stdout, stderr] = options.stdio;
+  const pid = found.addon.spawn(argv[0], [...argv], envp, options.cwd ?? null, stdin ?? -1, stdout ?? -1, stderr ?? -1, (code, signal) =>
+    settle({ code, signal: signal === null ? null : signalName(signal) }),
+  );
+  return { pid, exited };
+}
+
+function startNode(argv: readonly string[], options: StartOptions): Started {
+  const child = nodeSpawn(argv[0], argv.slice(1), {
+    cwd: options.cwd,
+    env: options.env,
+    detached: true,
+    stdio: options.stdio.map((fd) => fd ?? "ignore"),
+  });
+  const exited = new Promise<LeaderEnd>((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+    // After a successful spawn, 'error' only comes from kill()/send(), which are not used here;
+    // the listener must exist regardless, or such an event would crash the process.
+    child.on("error", (error) => {
+      if (child.pid === undefined) resolve({ error });
+    });
+  });
+  return { pid: child.pid, exited };
+}
+
+const signalNames = new Map<number, NodeJS.Signals>(
+  Object.entries(osConstants.signals).map(([name, number]) => [number, name as NodeJS.Signals]),
+);
+
+function signalName(signal: number): NodeJS.Signals {
+  return signalNames.get(signal) ?? (`SIG${signal}` as NodeJS.Signals);
+}
