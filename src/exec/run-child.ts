@@ -31,8 +31,11 @@ export interface RunChildOptions {
   cwd?: string;
   /** Default: process.env. */
   env?: NodeJS.ProcessEnv;
-  /** stdout and stderr are appended here; the file and its parent directory are created if missing. */
-  logPath: string;
+  /**
+   * stdout and stderr are appended here; the file and its parent directory are created if missing.
+   * null discards them (/dev/null, opened by the starter without a round trip through the pool).
+   */
+  logPath: string | null;
   /** Wall-clock limit on the monotonic clock, in ms; Infinity for none. */
   hardTimeoutMs: number;
   /** 0 or undefined leaves the priority alone; otherwise the child's niceness, set right after spawn. */
@@ -103,14 +106,14 @@ export async function runChild(options: RunChildOptions): Promise<ChildResult> {
     if (signal?.aborted) return notStarted("interrupted");
     return await supervise(options, command, log, input);
   } finally {
-    await Promise.allSettled([log.close(), input?.close()]);
+    await Promise.allSettled([log?.close(), input?.close()]);
   }
 }
 
 async function supervise(
   options: RunChildOptions,
   command: string[],
-  log: FileHandle,
+  log: FileHandle | null,
   input: FileHandle | null,
 ): Promise<ChildResult> {
   const { signal } = options;
@@ -123,7 +126,7 @@ async function supervise(
     child = startChild(options.starter ?? defaultStarter(), command, {
       cwd: options.cwd,
       env: options.env ?? process.env,
-      stdio: [input?.fd ?? null, log.fd, log.fd],
+      stdio: [input?.fd ?? null, log?.fd ?? null, log?.fd ?? null],
     });
   } catch (err) {
     return notStarted("error", startFailure(program, err));
@@ -185,7 +188,7 @@ async function supervise(
 
     const cleared = await clearGroup(pid, graceMs, killSent ? -Infinity : termSentAt);
     if (!cleared) notes.push(`members of process group ${pid} were still alive ${KILL_SETTLE_MS} ms after SIGKILL`);
-    if (notes.length > 0) await log.appendFile(notes.map((n) => `fuzzfleet: ${n}\n`).join("")).catch(() => {});
+    if (notes.length > 0 && log !== null) await log.appendFile(notes.map((n) => `fuzzfleet: ${n}\n`).join("")).catch(() => {});
     if (callbackFailed) throw callbackError;
 
     const exit = end !== "gave-up" && "code" in end ? end : { code: null, signal: null };
@@ -308,13 +311,16 @@ async function resolveProgram(program: string, pathVar: string | undefined, cwd:
   return Object.assign(new Error(denied ? "permission denied" : "not found"), { code: denied ? "EACCES" : "ENOENT" });
 }
 
-async function openStdio(options: RunChildOptions): Promise<{ log: FileHandle; input: FileHandle | null } | string> {
-  let log: FileHandle;
-  try {
-    await mkdir(dirname(options.logPath), { recursive: true });
-    log = await open(options.logPath, "a");
-  } catch (err) {
-    return `cannot open log file '${options.logPath}': ${errorText(err)}; check the directory exists and is writable`;
+async function openStdio(options: RunChildOptions): Promise<{ log: FileHandle | null; input: FileHandle | null } | string> {
+  let log: FileHandle | null = null;
+  const { logPath } = options;
+  if (logPath !== null) {
+    try {
+      await mkdir(dirname(logPath), { recursive: true });
+      log = await open(logPath, "a");
+    } catch (err) {
+      return `cannot open log file '${logPath}': ${errorText(err)}; check the directory exists and is writable`;
+    }
   }
   const stdinPath = options.stdin ?? "ignore";
   if (stdinPath === "ignore") return { log, input: null };
@@ -325,7 +331,7 @@ async function openStdio(options: RunChildOptions): Promise<{ log: FileHandle; i
     if (!(await input.stat()).isFile()) throw new Error("not a regular file");
     return { log, input };
   } catch (err) {
-    await Promise.allSettled([log.close(), input?.close()]);
+    await Promise.allSettled([log?.close(), input?.close()]);
     return `cannot open stdin file '${stdinPath}': ${errorText(err)}; give the path of a regular, readable file`;
   }
 }

@@ -101,7 +101,7 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
       cwd: s.targetCwd,
       env: { ...process.env, SYMCC_OUTPUT_DIR: outDir, ...(fileMode ? { SYMCC_INPUT_FILE: input } : {}) },
       // The target's own output is not kept (as SymCC's runner does); its children are what count.
-      logPath: "/dev/null",
+      logPath: null,
       hardTimeoutMs: task.timeout * 1000,
       stdin: fileMode ? "ignore" : input,
       signal,

@@ -393,6 +393,14 @@ for (const which of ["native", "node"] as const) {
       assert.match(without.error ?? "", /ENOENT/);
     });
 
+    test("logPath null gives the child a working sink for its output and keeps nothing", TEST_TIMEOUT, async () => {
+      const before = readdirSync(dir).length;
+      const result = await runChild({ argv: ["sh", "-c", "echo out || exit 9; echo err >&2 || exit 8; exit 4"], logPath: null, hardTimeoutMs: 30_000 });
+      assert.equal(result.outcome, "complete");
+      assert.equal(result.exitCode, 4, "writes to stdout and stderr succeeded");
+      assert.equal(readdirSync(dir).length, before);
+    });
+
     test("a child killed by a signal reports the signal's name", TEST_TIMEOUT, async () => {
       const result = await runChild({ argv: ["sh", "-c", "kill -USR1 $$"], logPath: join(dir, "signal.log"), hardTimeoutMs: 30_000 });
       assert.equal(result.outcome, "complete");
