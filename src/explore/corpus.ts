@@ -191,12 +191,22 @@ function unlinkQuietly(path: string): void {
  * Streams src into a new file dest (O_EXCL, mode 0o600) while hashing, then fsyncs dest (unless
  * `durable` is false: a private scratch copy that nobody reads after a crash). Source problems
  * throw FileProblem; destination I/O errors propagate as they are. On any failure after dest was
- * created, dest is removed. An existing dest is an error and is left alone.
+ * opened, dest is removed. An existing dest is an error and is left alone, unless `reuse` is
+ * set: then an existing regular file is truncated and rewritten (never a symlink), which spares
+ * the cost of creating a file for a private scratch copy made again and again.
  */
-export function copyHashing(src: string, dest: string, maxBytes: number, hooks?: StreamHooks, durable = true): { hash: string; size: number } {
+export function copyHashing(
+  src: string,
+  dest: string,
+  maxBytes: number,
+  hooks?: StreamHooks,
+  durable = true,
+  reuse = false,
+): { hash: string; size: number } {
   const { fd, identity } = openRegular(src, maxBytes);
   try {
-    const out = openSync(dest, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    const mode = reuse ? constants.O_TRUNC : constants.O_EXCL;
+    const out = openSync(dest, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | mode, 0o600);
     try {
       let hash: string;
       try {

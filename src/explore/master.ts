@@ -92,6 +92,9 @@ export class ExploreMaster {
   /** Public objects whose bytes this master verified or published itself. */
   private readonly verified = new Set<string>();
   private readonly inputSeen = new Map<string, string>();
+  /** Listed input files still to be admitted, from inputBacklogNext on. */
+  private inputBacklog: { name: string; identity: FileIdentity }[] = [];
+  private inputBacklogNext = 0;
   private readonly ownerName: string;
   private nextTaskId = 1;
   /** While frozen (a quiescence vote is pending), no new work is discovered. */
@@ -102,7 +105,7 @@ export class ExploreMaster {
   }
 
   get idle(): boolean {
-    return this.pending.length === 0 && this.active.size === 0;
+    return this.pending.length === 0 && this.active.size === 0 && this.inputBacklogCount === 0;
   }
 
   get pendingCount(): number {
@@ -128,57 +131,81 @@ export class ExploreMaster {
 
   // ---- discovery --------------------------------------------------------------------------------
 
-  /** Scans the input directory: new or changed regular files are published and, if owned, claimed. */
-  admitInputs(): number {
+  /**
+   * Scans the input directory: new or changed regular files are published and, if owned, claimed.
+   * At most `limit` of them per call: the rest wait in a backlog that the next calls work through
+   * (while it lasts the master is not idle), so that a large input directory is admitted while the
+   * first tasks already run. The directory is listed again once the backlog is empty, and always
+   * with no limit, which admits everything there is (a fresh rescan for the idle decision).
+   */
+  admitInputs(limit = Number.POSITIVE_INFINITY): number {
     if (this.frozen) return 0;
-    let added = 0;
-    let files: ReturnType<typeof listRegularFiles>;
-    try {
-      files = listRegularFiles(this.o.inputDir);
-    } catch (err) {
-      this.problem(`cannot read the input directory ${this.o.inputDir}: ${(err as Error).message}`);
-      return 0;
-    }
-    for (const f of files) {
-      const key = identityKey(f.identity);
-      if (this.inputSeen.get(f.name) === key) continue;
-      const path = join(this.o.inputDir, f.name);
-      // With several owners an input is hashed first: only its owner publishes and admits it.
-      if (this.o.ranks.length > 1 && this.o.ownership === "rendezvous") {
-        let hash: string;
-        try {
-          hash = hashFile(path, this.o.budgets.maxInputBytes).hash;
-        } catch (err) {
-          this.unreadableInput(f.name, key, err);
-          continue;
-        }
-        this.external.add(hash);
-        if (!this.owns(hash)) {
-          // Another master admits it; this one only remembers that it saw it.
-          this.inputSeen.set(f.name, key);
-          continue;
-        }
-      }
-      let published: { hash: string };
+    if (this.inputBacklog.length === 0 || limit === Number.POSITIVE_INFINITY) {
+      let files: ReturnType<typeof listRegularFiles>;
       try {
-        // Not fsynced: the input directory stays the source, and a rescan republishes a lost copy.
-        published = publishFile(this.o.corpusDir, path, this.o.budgets.maxInputBytes, undefined, false);
+        files = listRegularFiles(this.o.inputDir);
       } catch (err) {
-        if (err instanceof IntegrityError) {
-          this.integrity(err.message);
-          this.inputSeen.set(f.name, key);
-        } else {
-          this.unreadableInput(f.name, key, err);
-        }
-        continue;
+        this.problem(`cannot read the input directory ${this.o.inputDir}: ${(err as Error).message}`);
+        return 0;
       }
-      this.inputSeen.set(f.name, key);
-      this.external.add(published.hash);
-      this.verified.add(published.hash);
-      this.observed.add(published.hash);
-      if (this.claim(published.hash, "initial")) added++;
+      this.inputBacklog = files.filter((f) => this.inputSeen.get(f.name) !== identityKey(f.identity));
+      this.inputBacklogNext = 0;
+    }
+    let added = 0;
+    const stop = Math.min(this.inputBacklog.length, this.inputBacklogNext + limit);
+    while (this.inputBacklogNext < stop) {
+      if (this.admitInput(this.inputBacklog[this.inputBacklogNext++])) added++;
+    }
+    if (this.inputBacklogNext >= this.inputBacklog.length) {
+      this.inputBacklog = [];
+      this.inputBacklogNext = 0;
     }
     return added;
+  }
+
+  /** Input files listed and not yet looked at. */
+  get inputBacklogCount(): number {
+    return this.inputBacklog.length - this.inputBacklogNext;
+  }
+
+  private admitInput(f: { name: string; identity: FileIdentity }): boolean {
+    const key = identityKey(f.identity);
+    if (this.inputSeen.get(f.name) === key) return false;
+    const path = join(this.o.inputDir, f.name);
+    // With several owners an input is hashed first: only its owner publishes and admits it.
+    if (this.o.ranks.length > 1 && this.o.ownership === "rendezvous") {
+      let hash: string;
+      try {
+        hash = hashFile(path, this.o.budgets.maxInputBytes).hash;
+      } catch (err) {
+        this.unreadableInput(f.name, key, err);
+        return false;
+      }
+      this.external.add(hash);
+      if (!this.owns(hash)) {
+        // Another master admits it; this one only remembers that it saw it.
+        this.inputSeen.set(f.name, key);
+        return false;
+      }
+    }
+    let published: { hash: string };
+    try {
+      // Not fsynced: the input directory stays the source, and a rescan republishes a lost copy.
+      published = publishFile(this.o.corpusDir, path, this.o.budgets.maxInputBytes, undefined, false);
+    } catch (err) {
+      if (err instanceof IntegrityError) {
+        this.integrity(err.message);
+        this.inputSeen.set(f.name, key);
+      } else {
+        this.unreadableInput(f.name, key, err);
+      }
+      return false;
+    }
+    this.inputSeen.set(f.name, key);
+    this.external.add(published.hash);
+    this.verified.add(published.hash);
+    this.observed.add(published.hash);
+    return this.claim(published.hash, "initial");
   }
 
   private unreadableInput(name: string, key: string, err: unknown): void {

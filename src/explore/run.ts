@@ -29,6 +29,11 @@ import { WakeablePause } from "../util/pause.ts";
 
 export const EXIT_EXPLORE = { ok: 0, lifecycle: 70, rendezvous: 71 } as const;
 const INPUT_SCAN_MS = 1000;
+/**
+ * Input files admitted per turn of the loop (publish + claim, about 2 ms each on a small VM): a
+ * large input directory is admitted between the runs of the first tasks instead of before them.
+ */
+const ADMIT_BATCH = 2;
 const CORPUS_SCAN_MS = 250;
 const SHARD_COUNT = 64;
 const EPOCH_RE = /^[0-9a-f]{64}$/;
@@ -221,9 +226,10 @@ export async function explore(o: ExploreOptions): Promise<number> {
       const reclaimed = master.recoverExpired(0);
       write(`  resumed: ${replayed} interrupted commit(s) redone, ${reclaimed} lease(s) taken over`);
     }
-    master.admitInputs();
+    master.admitInputs(ADMIT_BATCH);
     master.scanCorpus();
-    write(`  ${master.external.size} initial input(s) seen, ${master.pendingCount} task(s) queued here`);
+    const listed = master.inputBacklogCount + master.external.size;
+    write(`  ${listed} initial input(s) seen, ${master.pendingCount} task(s) queued here so far`);
 
     const end = await campaign.loop(remote, ending);
     const stop = await campaign.shutdown(remote, end);
@@ -385,8 +391,10 @@ class Campaign {
         lastBeat = t;
       }
       let found = 0;
-      if (t - lastInputs >= INPUT_SCAN_MS) {
-        found += this.master.admitInputs();
+      if (this.master.inputBacklogCount > 0) {
+        found += this.master.admitInputs(ADMIT_BATCH);
+      } else if (t - lastInputs >= INPUT_SCAN_MS) {
+        found += this.master.admitInputs(ADMIT_BATCH);
         lastInputs = t;
       }
       // With one master every child is claimed where it is committed; the corpus scan only
@@ -408,7 +416,10 @@ class Campaign {
       const end = ending.step(t, found);
       if (end) return end;
       const untilEnd = ending instanceof IdleWindow ? ending.untilEnd(this.now()) : 50;
-      await this.sleeper.pause(Math.max(0, Math.min(CORPUS_SCAN_MS, untilEnd)));
+      // Inputs still to admit: come back as soon as the results and exits that arrived meanwhile
+      // have been handled.
+      const admitting = this.master.inputBacklogCount > 0;
+      await this.sleeper.pause(admitting ? 0 : Math.max(0, Math.min(CORPUS_SCAN_MS, untilEnd)));
     }
   }
 

@@ -105,6 +105,28 @@ test("file mode: @@ becomes the input's path and SYMCC_INPUT_FILE names it; stdi
   }
 });
 
+test("a file-mode target that replaces its input with a symlink or a directory does not disturb the next run in its slot", () => {
+  const e = new ExploreDir();
+  try {
+    for (const name of ["a", "b", "c", "d"]) e.seed(name, `seed ${name}\n`);
+    const log = join(e.dir, "executions.log");
+    const outside = join(e.dir, "outside");
+    writeFileSync(outside, "untouched\n");
+    // Odd runs leave a symlink where their input was, even runs a directory.
+    const target = e.script(
+      "vandal.sh",
+      `cat "$1" >> "${log}"; rm -f "$1"; if [ $(wc -l < "${log}") -eq 1 ] || [ $(wc -l < "${log}") -eq 3 ]; then ln -s "${outside}" "$1"; else mkdir "$1"; fi`,
+    );
+    const r = e.run(["-j", "1", "--max-idle", "0.5", "-t", "5"], [target, "@@"]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.equal(e.stats().observations, 4);
+    assert.deepEqual(readFileSync(log, "utf8").trim().split("\n").sort(), ["seed a", "seed b", "seed c", "seed d"]);
+    assert.equal(readFileSync(outside, "utf8"), "untouched\n");
+  } finally {
+    e.cleanup();
+  }
+});
+
 test("--simulate synthesises five seeded mutants when a run produced nothing", () => {
   const e = new ExploreDir();
   try {

@@ -163,6 +163,20 @@ describe("copyHashing", () => {
     assert.deepEqual(readFileSync(join(dir, "dest")), data, "an existing destination is left alone");
   });
 
+  it("with reuse, rewrites an existing regular destination in full, but never follows a symlink there", () => {
+    const dir = freshDir();
+    const data = patterned(CHUNK_BYTES + 100, 5);
+    writeFileSync(join(dir, "src"), data);
+    writeFileSync(join(dir, "dest"), patterned(3 * CHUNK_BYTES, 9));
+    const got = copyHashing(join(dir, "src"), join(dir, "dest"), DEFAULT_BUDGETS.maxInputBytes, undefined, false, true);
+    assert.deepEqual(got, { hash: sha256(data), size: data.length });
+    assert.deepEqual(readFileSync(join(dir, "dest")), data, "the longer old content is truncated away");
+    writeFileSync(join(dir, "elsewhere"), "keep me");
+    symlinkSync(join(dir, "elsewhere"), join(dir, "link"));
+    assert.throws(() => copyHashing(join(dir, "src"), join(dir, "link"), DEFAULT_BUDGETS.maxInputBytes, undefined, false, true), { code: "ELOOP" });
+    assert.equal(readFileSync(join(dir, "elsewhere"), "utf8"), "keep me");
+  });
+
   it("leaves no destination when the source changes mid-copy, is too large or is a symlink", () => {
     const dir = freshDir();
     const src = join(dir, "src");

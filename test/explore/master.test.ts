@@ -1,0 +1,65 @@
+import assert from "node:assert/strict";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { DEFAULT_BUDGETS } from "../../src/explore/corpus.ts";
+import { LeaseTable } from "../../src/explore/lease-table.ts";
+import { ExploreMaster } from "../../src/explore/master.ts";
+import { scratchDirs, sha256 } from "../helpers/scratch.ts";
+
+const { freshDir } = scratchDirs("master");
+
+function setup(inputs: number): { master: ExploreMaster; inputDir: string; corpusDir: string } {
+  const dir = freshDir();
+  const inputDir = join(dir, "in");
+  const corpusDir = join(dir, "corpus");
+  mkdirSync(inputDir);
+  mkdirSync(corpusDir);
+  for (let i = 0; i < inputs; i++) writeFileSync(join(inputDir, `seed-${i}`), `seed ${i}\n`);
+  const master = new ExploreMaster({
+    corpusDir,
+    inputDir,
+    stagingRoot: join(dir, "staging"),
+    leases: new LeaseTable({ root: join(dir, "leases"), durability: "fence" }),
+    epoch: "e".repeat(64),
+    rank: 0,
+    ranks: [0],
+    ownership: "rendezvous",
+    budgets: DEFAULT_BUDGETS,
+    timeoutSeconds: 5,
+    leaseTtlMs: 60_000,
+    wallNow: () => Date.now(),
+    log: () => {},
+  });
+  return { master, inputDir, corpusDir };
+}
+
+describe("ExploreMaster input admission", () => {
+  it("admits at most `limit` inputs per call and is not idle while listed inputs wait", () => {
+    const { master, corpusDir } = setup(7);
+    assert.equal(master.admitInputs(3), 3);
+    assert.equal(master.inputBacklogCount, 4);
+    assert.equal(master.pendingCount, 3);
+    assert.equal(readdirSync(corpusDir).filter((n) => !n.startsWith(".")).length, 3);
+    // Even with nothing pending or running, a backlog means work remains.
+    while (master.nextTask("local-0")) {
+      /* drain the queue */
+    }
+    assert.equal(master.pendingCount, 0);
+    assert.equal(master.idle, false);
+    assert.equal(master.admitInputs(3), 3);
+    assert.equal(master.admitInputs(3), 1);
+    assert.equal(master.inputBacklogCount, 0);
+    assert.equal(master.external.size, 7);
+  });
+
+  it("a call without a limit lists the directory again and admits everything, backlog and new files alike", () => {
+    const { master, inputDir } = setup(5);
+    assert.equal(master.admitInputs(2), 2);
+    writeFileSync(join(inputDir, "late"), "late seed\n");
+    assert.equal(master.admitInputs(), 4, "the 3 left from the first listing and the new file");
+    assert.equal(master.inputBacklogCount, 0);
+    assert.ok(master.external.has(sha256("late seed\n")));
+    assert.equal(master.admitInputs(), 0, "nothing is admitted twice");
+  });
+});
