@@ -4,12 +4,14 @@
 // read, both through the open descriptor and through the path, so a file that was modified or
 // replaced while it was read is reported as "changed" instead of yielding a digest of mixed bytes.
 // Publication is temp file + fsync + rename + directory fsync, then the destination is re-hashed.
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
+import { randomHex } from "../util/random-hex.ts";
 import {
   closeSync,
   constants,
   fstatSync,
   fsyncSync,
+  ftruncateSync,
   lstatSync,
   openSync,
   readSync,
@@ -205,12 +207,15 @@ export function copyHashing(
 ): { hash: string; size: number } {
   const { fd, identity } = openRegular(src, maxBytes);
   try {
-    const mode = reuse ? constants.O_TRUNC : constants.O_EXCL;
+    // A reused file is overwritten in place and cut to length afterwards: truncating it to zero
+    // first frees its blocks only to allocate them again, which costs ~0.5 ms on ext4 here.
+    const mode = reuse ? 0 : constants.O_EXCL;
     const out = openSync(dest, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | mode, 0o600);
     try {
       let hash: string;
       try {
         hash = streamOpened(src, fd, identity, (chunk) => writeFully(out, chunk), hooks);
+        if (reuse) ftruncateSync(out, identity.size);
         if (durable) fsyncSync(out);
       } finally {
         closeSync(out);
@@ -239,7 +244,7 @@ export function publishFile(
   hooks?: StreamHooks,
   durable = true,
 ): { hash: string; size: number; created: boolean } {
-  const temp = join(corpusDir, `.tmp-${randomBytes(16).toString("hex")}`);
+  const temp = join(corpusDir, `.tmp-${randomHex(16)}`);
   try {
     const { hash, size } = copyHashing(src, temp, maxBytes, hooks, durable);
     const dest = join(corpusDir, hash);

@@ -1,7 +1,7 @@
 // Crash-durable file-system steps for hidden explore state. A rename is only durable once the
 // directory holding the new name has been fsynced, so callers that batch several renames into
 // one directory use replaceFileSynced per file and fsyncDir once at the end.
-import { randomBytes } from "node:crypto";
+import { randomHex } from "../util/random-hex.ts";
 import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { basename, dirname, join } from "node:path";
 
@@ -47,7 +47,7 @@ export function replaceFile(path: string, data: string | Uint8Array, mode = 0o60
 }
 
 function replaceFileWith(path: string, data: string | Uint8Array, mode: number, sync: boolean): void {
-  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomHex(6)}.tmp`);
   const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
   let renamed = false;
   try {

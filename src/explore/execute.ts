@@ -59,6 +59,22 @@ function releaseScratch(root: string, dir: string): void {
 /** Forgets the reusable scratch directories under `root` (call before removing it). */
 export function disposeScratch(root: string): void {
   freeScratch.delete(root);
+  for (const dir of targetEnvs.keys()) if (dir.startsWith(`${root}/`)) targetEnvs.delete(dir);
+}
+
+// The target's environment depends only on the scratch directory (its output directory and input
+// path are fixed) and the mode, so it is built once per directory: copying process.env costs
+// more than anything else in preparing a run.
+const targetEnvs = new Map<string, { fileMode: boolean; env: NodeJS.ProcessEnv }>();
+
+function targetEnv(scratch: string, fileMode: boolean): NodeJS.ProcessEnv {
+  const known = targetEnvs.get(scratch);
+  if (known?.fileMode === fileMode) return known.env;
+  const env: NodeJS.ProcessEnv = { ...process.env, SYMCC_OUTPUT_DIR: join(scratch, "out") };
+  if (fileMode) env.SYMCC_INPUT_FILE = join(scratch, "input");
+  else delete env.SYMCC_INPUT_FILE;
+  targetEnvs.set(scratch, { fileMode, env });
+  return env;
 }
 
 export function usesFileMode(target: readonly string[]): boolean {
@@ -103,7 +119,7 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
     const r = await runChild({
       argv: fileMode ? s.target.map((a) => a.replaceAll("@@", input)) : s.target,
       cwd: s.targetCwd,
-      env: { ...process.env, SYMCC_OUTPUT_DIR: outDir, ...(fileMode ? { SYMCC_INPUT_FILE: input } : {}) },
+      env: targetEnv(scratch, fileMode),
       // The target's own output is not kept (as SymCC's runner does); its children are what count.
       logPath: null,
       hardTimeoutMs: task.timeout * 1000,

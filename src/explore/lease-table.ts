@@ -18,10 +18,10 @@
 // written as a whole (temp file + fsync + rename + directory fsync). A record that exists but
 // does not validate is never overwritten and never counts as free: transitions refuse it and
 // scans throw CorruptRecordError.
-import { randomBytes } from "node:crypto";
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { RuntimeFailure } from "../errors.ts";
+import { randomHex } from "../util/random-hex.ts";
 import { fsyncDir, mkdirDurable, replaceFile, replaceFileSynced, unlinkDurable } from "./durable.ts";
 import { withFileLock } from "./file-lock.ts";
 
@@ -179,7 +179,7 @@ export class LeaseTable {
       if (found.kind === "invalid") return null;
       const prev = found.kind === "valid" ? found.record : null;
       if (prev !== null && (prev.status !== "leased" || (ttlMs > 0 && now - prev.updated < ttlMs))) return null;
-      const token = `${owner}:${worker}:${process.pid}:${tokenNonce()}`;
+      const token = `${owner}:${worker}:${process.pid}:${randomHex(8)}`;
       this.write({
         schema: 1,
         id,
@@ -475,20 +475,6 @@ export class LeaseTable {
   private recordPath(id: string): string {
     return join(this.root, shardName(this.shardOf(id)), `${id}.json`);
   }
-}
-
-// Fencing tokens end in 8 random bytes, taken from a pool refilled 512 tokens at a time: one
-// getrandom call per claim was a measurable share of a trivial task's cost.
-const NONCE_BYTES = 8;
-let noncePool = Buffer.alloc(0);
-let nonceOffset = 0;
-function tokenNonce(): string {
-  if (nonceOffset + NONCE_BYTES > noncePool.length) {
-    noncePool = randomBytes(512 * NONCE_BYTES);
-    nonceOffset = 0;
-  }
-  nonceOffset += NONCE_BYTES;
-  return noncePool.toString("hex", nonceOffset - NONCE_BYTES, nonceOffset);
 }
 
 function recordProblem(v: unknown, id: string): string | null {

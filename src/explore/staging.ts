@@ -3,7 +3,7 @@
 // and the stage id. The master checks the stage exactly (inventory = declared set, every digest,
 // byte total) and, only after the parent passed its commit fence, promotes the children into the
 // public corpus. Promotion is replayable: a child already public counts once its digest checks.
-import { randomBytes } from "node:crypto";
+import { randomHex } from "../util/random-hex.ts";
 import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, opendirSync, renameSync, rmSync, type Dir } from "node:fs";
 import { join } from "node:path";
 import { RuntimeFailure } from "../errors.ts";
@@ -92,7 +92,7 @@ export function stageOutputs(
   if (outputs.files.length > budgets.maxChildren) throw new BudgetError("objects", outputs.files.length, budgets.maxChildren);
   if (outputs.totalBytes > budgets.maxResultBytes) throw new BudgetError("bytes", outputs.totalBytes, budgets.maxResultBytes);
   mkdirSync(stageRoot, { recursive: true, mode: 0o700 });
-  const stageId = randomBytes(16).toString("hex");
+  const stageId = randomHex(16);
   const stageDir = join(stageRoot, stageId);
   mkdirSync(stageDir, { mode: 0o700 });
   try {

@@ -81,7 +81,7 @@ test("a corpus file whose content does not match its name: digest mismatch repor
   }
 });
 
-test("file mode: @@ becomes the input's path and SYMCC_INPUT_FILE names it; stdin mode feeds it on stdin", () => {
+test("file mode: @@ becomes the input's path and SYMCC_INPUT_FILE names it; stdin mode feeds it on stdin, without SYMCC_INPUT_FILE", () => {
   const e = new ExploreDir();
   try {
     e.seed("a", "abc");
@@ -92,8 +92,9 @@ test("file mode: @@ becomes the input's path and SYMCC_INPUT_FILE names it; stdi
     const e2 = new ExploreDir();
     try {
       e2.seed("a", "xyz");
-      const stdinMode = e2.script("s.sh", `tr a-z A-Z > "$SYMCC_OUTPUT_DIR/up"`);
-      const r2 = e2.run(["-j", "1", "--max-idle", "0.5", "-t", "5"], [stdinMode]);
+      // A SYMCC_INPUT_FILE left in fuzzfleet's own environment must not reach a stdin-mode target.
+      const stdinMode = e2.script("s.sh", `test -z "\${SYMCC_INPUT_FILE+set}" || exit 9; tr a-z A-Z > "$SYMCC_OUTPUT_DIR/up"`);
+      const r2 = e2.run(["-j", "1", "--max-idle", "0.5", "-t", "5"], [stdinMode], { SYMCC_INPUT_FILE: "/nonexistent" });
       assert.equal(r2.code, 0, r2.stdout + r2.stderr);
       assert.ok(e2.corpusFiles().includes(sha256("XYZ")));
       assert.ok(e2.corpusFiles().includes(sha256("XYZ")) && !e2.corpusFiles().includes(sha256("ABC")));
