@@ -10,6 +10,32 @@ import { parseArgs } from "node:util";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const CLI = join(ROOT, "dist", "cli", "main.js");
+/** fuzzfleet's process starter (native/spawn.c), which runChild uses unless FUZZFLEET_SPAWN=node. */
+export const SPAWN_ADDON = join(ROOT, "build", "Release", "fuzzfleet_spawn.node");
+
+/**
+ * Source for a probe preload: records every child the native starter starts into the preload's
+ * `spawns` array as { argv0, argv, at, exitAt, callMs } on performance.now(). It wraps the addon's
+ * exports object, which fuzzfleet shares (one module instance per path), so fuzzfleet is unchanged.
+ */
+export function nativeSpawnProbeSource() {
+  return `try {
+  const addon = require(${JSON.stringify(SPAWN_ADDON)});
+  const originalNative = addon.spawn;
+  addon.spawn = function spawn(file, argv, envp, cwd, stdin, stdout, stderr, onExit) {
+    const entry = { argv0: file, argv: [...argv], at: performance.now(), exitAt: null, callMs: 0 };
+    spawns.push(entry);
+    const pid = originalNative.call(this, file, argv, envp, cwd, stdin, stdout, stderr, (code, signal) => {
+      entry.exitAt = performance.now();
+      onExit(code, signal);
+    });
+    entry.callMs = performance.now() - entry.at;
+    return pid;
+  };
+} catch {
+  // not built: fuzzfleet falls back to child_process, which the probe records separately
+}`;
+}
 
 /** Milliseconds on a clock shared by every process of the machine (epoch based, sub-ms resolution). */
 export function epochMs() {

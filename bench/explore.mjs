@@ -27,8 +27,9 @@ import {
   median,
   ms,
   parseOptions,
+  nativeSpawnProbeSource,
   printTable,
-  ROOT,
+  SPAWN_ADDON,
   startProcess,
   sum,
   summariseCpuProfile,
@@ -39,8 +40,6 @@ import {
 const TARGET_RATIO = 0.85;
 const TARGET_LATENCY_SECONDS = 1.25;
 const TRUE = "/bin/true";
-// fuzzfleet's process starter (native/spawn.c), which explore uses unless FUZZFLEET_SPAWN=node.
-const ADDON = join(ROOT, "build", "Release", "fuzzfleet_spawn.node");
 
 const HELP = `usage: node bench/explore.mjs [options]
 
@@ -132,23 +131,7 @@ childProcess.spawn = function spawn(...args) {
   child.once("exit", () => { entry.exitAt = performance.now(); });
   return child;
 };
-// The native starter: the same record, from the addon fuzzfleet loads (one module instance per path).
-try {
-  const addon = require(${JSON.stringify(ADDON)});
-  const originalNative = addon.spawn;
-  addon.spawn = function spawn(file, argv, envp, cwd, stdin, stdout, stderr, onExit) {
-    const entry = { argv0: file, at: performance.now(), exitAt: null, callMs: 0 };
-    spawns.push(entry);
-    const pid = originalNative.call(this, file, argv, envp, cwd, stdin, stdout, stderr, (code, signal) => {
-      entry.exitAt = performance.now();
-      onExit(code, signal);
-    });
-    entry.callMs = performance.now() - entry.at;
-    return pid;
-  };
-} catch {
-  // not built: explore falls back to child_process, recorded above
-}
+${nativeSpawnProbeSource()}
 for (const name of ${JSON.stringify(SYNC_FS)}) fs[name] = timed(name, fs[name]);
 syncBuiltinESMExports();
 try {
@@ -229,7 +212,7 @@ const fs = require("node:fs");
 const { performance } = require("node:perf_hooks");
 const [files, concurrency, mode] = [JSON.parse(process.argv[2]), Number(process.argv[3]), process.argv[4]];
 const detached = mode === "detached";
-const addon = mode === "native" ? require(${JSON.stringify(ADDON)}) : null;
+const addon = mode === "native" ? require(${JSON.stringify(SPAWN_ADDON)}) : null;
 const envp = Object.entries(process.env).map(([k, v]) => k + "=" + v);
 // Both return an object with once("exit", cb) and once("error", cb).
 function spawn(file, args, options) {

@@ -15,7 +15,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
-import { benchmarkMain, CLI, f1, f2, f3, f4, median, ms, parseOptions, printTable, sum, timedRun, wallOfSync } from "./common.mjs";
+import { benchmarkMain, CLI, f1, f2, f3, f4, median, ms, nativeSpawnProbeSource, parseOptions, printTable, sum, timedRun, wallOfSync } from "./common.mjs";
 import { budgetSeconds, calibrate, campaignToml, directScript, PLANTED, readChunks } from "./planted.mjs";
 
 const TARGET_RATIO = 0.98;
@@ -73,6 +73,7 @@ childProcess.spawn = function spawn(...args) {
   child.once("exit", () => { entry.exitAt = performance.now(); });
   return child;
 };
+${nativeSpawnProbeSource()}
 for (const name of ["rmSync", "copyFileSync"]) {
   const original = fs[name];
   fs[name] = function (...args) {

@@ -2,7 +2,7 @@
 // fuzzfleet's command line. Each subcommand lives in its own file and only parses flags, calls
 // the services and returns an exit code; errors map to exit codes in one table (exit-codes.ts).
 import { Command, CommanderError } from "commander";
-import { FuzzfleetError } from "../errors.ts";
+import { FuzzfleetError, UsageError } from "../errors.ts";
 import { EXIT, exitCodeFor } from "./exit-codes.ts";
 import { actionExitCode } from "./action.ts";
 
@@ -79,9 +79,21 @@ Exit codes: 0 ok, 1 'run'/'coordinate' recorded a newly distinct (or reopened) f
 
 const VERSION = "0.1.0";
 
+/** Environment settings that would otherwise fail every child later, one by one. */
+async function checkEnvironment(): Promise<void> {
+  if (!process.env.FUZZFLEET_SPAWN) return;
+  const { defaultStarter } = await import("../exec/native-spawn.ts");
+  try {
+    defaultStarter();
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}; unset it to let fuzzfleet choose`);
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   const program = await buildProgram(argv.slice(2));
   try {
+    await checkEnvironment();
     await program.parseAsync(argv);
     return actionExitCode();
   } catch (err) {

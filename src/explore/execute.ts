@@ -18,7 +18,8 @@ export interface ExecuteSetup {
   stageRoot: string;
   /** Target argv; an argument containing "@@" gets the input's path (file mode), else the input is stdin. */
   target: readonly string[];
-  targetCwd: string;
+  /** The target's working directory; undefined = this process's own (no check per run). */
+  targetCwd?: string;
   simulate: boolean;
   budgets: Budgets;
   /** Private scratch space of this executor (inputs, raw outputs, logs). */

@@ -439,7 +439,6 @@ class Campaign {
           corpusDir: resolve(this.o.corpusDir),
           stageRoot: this.master.stageRoot(key),
           target: this.o.target,
-          targetCwd: process.cwd(),
           simulate: this.o.simulate,
           budgets: this.budgets,
           scratchRoot: join(this.scratchDir, key),

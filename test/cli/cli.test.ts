@@ -38,6 +38,14 @@ test("an unknown flag, an unknown command and a bad number are usage errors (exi
   assert.match(state.stderr, /Allowed choices are open, fixed, stale, all/);
 });
 
+test("a FUZZFLEET_SPAWN other than native or node is a usage error (exit 2) that names the value", () => {
+  const r = fuzzfleet(["status"], { FUZZFLEET_SPAWN: "fork" });
+  assert.equal(r.status, EXIT.usage);
+  assert.match(r.stderr, /FUZZFLEET_SPAWN must be 'native' or 'node' \(got 'fork'\); unset it to let fuzzfleet choose/);
+  const ok = fuzzfleet(["--version"], { FUZZFLEET_SPAWN: "node" });
+  assert.equal(ok.status, 0, ok.stderr);
+});
+
 test("demo runs a real campaign in a fresh directory and ends with status and failures", () => {
   const root = mkdtempSync(join(tmpdir(), "fuzzfleet-demo-test-"));
   try {
