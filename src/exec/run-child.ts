@@ -15,7 +15,7 @@
 //   (hardTimeoutMs = Infinity) and no abort arrives; after SIGKILL the leader gets KILL_SETTLE_MS
 //   to disappear before runChild gives up on it and says so in the log.
 
-import { constants as fsConstants, existsSync } from "node:fs";
+import { closeSync, constants as fsConstants, existsSync, fstatSync, openSync } from "node:fs";
 import { access, mkdir, open, readdir, readFile, stat, type FileHandle } from "node:fs/promises";
 import { setPriority } from "node:os";
 import { dirname, resolve as resolvePath } from "node:path";
@@ -106,7 +106,16 @@ export async function runChild(options: RunChildOptions): Promise<ChildResult> {
     if (signal?.aborted) return notStarted("interrupted");
     return await supervise(options, command, log, input);
   } finally {
-    await Promise.allSettled([log?.close(), input?.close()]);
+    if (input !== null) closeQuietly(input);
+    await log?.close().catch(() => {});
+  }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // Nothing useful to do: the descriptor is gone either way.
   }
 }
 
@@ -114,7 +123,7 @@ async function supervise(
   options: RunChildOptions,
   command: string[],
   log: FileHandle | null,
-  input: FileHandle | null,
+  input: number | null,
 ): Promise<ChildResult> {
   const { signal } = options;
   const program = options.argv[0];
@@ -126,7 +135,7 @@ async function supervise(
     child = startChild(options.starter ?? defaultStarter(), command, {
       cwd: options.cwd,
       env: options.env ?? process.env,
-      stdio: [input?.fd ?? null, log?.fd ?? null, log?.fd ?? null],
+      stdio: [input, log?.fd ?? null, log?.fd ?? null],
     });
   } catch (err) {
     return notStarted("error", startFailure(program, err));
@@ -311,7 +320,12 @@ async function resolveProgram(program: string, pathVar: string | undefined, cwd:
   return Object.assign(new Error(denied ? "permission denied" : "not found"), { code: denied ? "EACCES" : "ENOENT" });
 }
 
-async function openStdio(options: RunChildOptions): Promise<{ log: FileHandle | null; input: FileHandle | null } | string> {
+/**
+ * The log file is opened asynchronously (it may sit on a slow file system); the stdin file
+ * synchronously: it is an input the caller just prepared, and a round trip through the thread
+ * pool before every start would cost more than the open itself.
+ */
+async function openStdio(options: RunChildOptions): Promise<{ log: FileHandle | null; input: number | null } | string> {
   let log: FileHandle | null = null;
   const { logPath } = options;
   if (logPath !== null) {
@@ -324,14 +338,15 @@ async function openStdio(options: RunChildOptions): Promise<{ log: FileHandle | 
   }
   const stdinPath = options.stdin ?? "ignore";
   if (stdinPath === "ignore") return { log, input: null };
-  let input: FileHandle | undefined;
+  let input: number | undefined;
   try {
     // O_NONBLOCK so that a FIFO named by mistake cannot block the open; it is refused just below.
-    input = await open(stdinPath, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
-    if (!(await input.stat()).isFile()) throw new Error("not a regular file");
+    input = openSync(stdinPath, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+    if (!fstatSync(input).isFile()) throw new Error("not a regular file");
     return { log, input };
   } catch (err) {
-    await Promise.allSettled([log?.close(), input?.close()]);
+    if (input !== undefined) closeQuietly(input);
+    await log?.close().catch(() => {});
     return `cannot open stdin file '${stdinPath}': ${errorText(err)}; give the path of a regular, readable file`;
   }
 }

@@ -12,6 +12,7 @@ import { RuntimeFailure, UsageError } from "../errors.ts";
 import { CampaignLock } from "../lock/campaign-lock.ts";
 import type { Connection } from "../net/connection.ts";
 import type { ReadService } from "../net/worker-server.ts";
+import type { TaskItemT } from "../net/messages.ts";
 import type { Budgets } from "./corpus.ts";
 import { DEFAULT_BUDGETS, DEFAULT_FINALIZE_SECONDS, DEFAULT_JOIN_TIMEOUT_SECONDS } from "./defaults.ts";
 import { writeFileAtomic } from "./durable.ts";
@@ -302,6 +303,8 @@ class Campaign {
   private readonly localRunning = new Set<Promise<void>>();
   private readonly sleeper = new WakeablePause();
   private closing = false;
+  /** When the loop started (the clock of the wall budget). */
+  private loopStart = 0;
   private remote: ExploreRemote | null = null;
   port = 0;
 
@@ -376,6 +379,7 @@ class Campaign {
 
   async loop(remote: ExploreRemote | null, ending: Ending): Promise<EndReason> {
     const start = this.now();
+    this.loopStart = start;
     let lastInputs = this.now();
     let lastCorpus = this.now();
     let lastRecovery = this.now();
@@ -431,34 +435,50 @@ class Campaign {
       if (this.localControllers[i] || this.master.quarantined.has(key)) continue;
       const task = this.master.nextTask(key);
       if (!task) return;
-      const controller = new AbortController();
-      this.localControllers[i] = controller;
-      const run = executeTask(
-        task,
-        {
-          corpusDir: resolve(this.o.corpusDir),
-          stageRoot: this.master.stageRoot(key),
-          target: this.o.target,
-          simulate: this.o.simulate,
-          budgets: this.budgets,
-          scratchRoot: join(this.scratchDir, key),
+      this.startLocal(i, key, task);
+    }
+  }
+
+  private startLocal(i: number, key: string, task: TaskItemT): void {
+    const controller = new AbortController();
+    this.localControllers[i] = controller;
+    const run = executeTask(
+      task,
+      {
+        corpusDir: resolve(this.o.corpusDir),
+        stageRoot: this.master.stageRoot(key),
+        target: this.o.target,
+        simulate: this.o.simulate,
+        budgets: this.budgets,
+        scratchRoot: join(this.scratchDir, key),
+      },
+      controller.signal,
+    )
+      .then(
+        (result) => {
+          // The slot is free once its target has finished: the next run starts before this
+          // result is committed, so the commit's file work overlaps the next target's run.
+          if (this.localControllers[i] === controller) delete this.localControllers[i];
+          if (this.dispatchOpen((this.now() - this.loopStart) / 1000)) this.fillLocalSlots();
+          try {
+            this.master.consumeResult(key, result);
+          } catch (err) {
+            // The slot may hold its next task already, so nothing is released here; the task of
+            // this result stays with its lease (committing or leased) for --resume or takeover.
+            this.master.problems.push(`local slot ${i}: the result of task ${task.task_id} could not be committed: ${(err as Error).message}`);
+          }
         },
-        controller.signal,
-      )
-        .then((result) => {
-          this.master.consumeResult(key, result);
-        })
-        .catch((err) => {
+        (err) => {
           this.master.problems.push(`local slot ${i} failed: ${(err as Error).message}`);
           this.master.release(key);
-        })
-        .finally(() => {
-          delete this.localControllers[i];
-          this.localRunning.delete(run);
-          this.sleeper.wake();
-        });
-      this.localRunning.add(run);
-    }
+        },
+      )
+      .finally(() => {
+        if (this.localControllers[i] === controller) delete this.localControllers[i];
+        this.localRunning.delete(run);
+        this.sleeper.wake();
+      });
+    this.localRunning.add(run);
   }
 
   /** Stops dispatch, settles local slots and remote workers. Returns the problems it saw. */
