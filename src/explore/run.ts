@@ -33,8 +33,9 @@ const INPUT_SCAN_MS = 1000;
 /**
  * Input files admitted per turn of the loop (publish + claim, about 2 ms each on a small VM): a
  * large input directory (an AFL++ queue of thousands) is admitted a batch at a time between runs
- * instead of all before the first one. Batches much smaller than this cost throughput: measured
- * with bench/explore.mjs, 2 per turn gave 146 tasks/s against 162 for admitting all 300 at once.
+ * instead of all before the first one. Batches much smaller than this cost throughput: in
+ * bench/explore.mjs runs one after the other, 2 per turn gave 146 tasks/s against 162 for
+ * admitting all 300 seeds first.
  */
 const ADMIT_BATCH = 256;
 const CORPUS_SCAN_MS = 250;
