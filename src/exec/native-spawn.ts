@@ -7,7 +7,8 @@
 // trivial target starts in a fraction of that. Both starters give the child the same world: a new
 // session and process group, default signal dispositions, the given descriptors on 0, 1 and 2,
 // the given environment and working directory, the program looked up in the PATH of that
-// environment.
+// environment. One difference: the native starter closes every other descriptor, while
+// child_process leaves open those Node itself inherited without close-on-exec.
 //
 // FUZZFLEET_SPAWN=node in the environment forces child_process (for comparison, or should the
 // addon misbehave on some system); FUZZFLEET_SPAWN=native fails loudly when the addon is missing.
@@ -96,8 +97,8 @@ export function nativeStarterProblem(): string | null {
  * starter either throws or returns no pid and resolves `exited` with `{ error }`, as spawn does.
  */
 export function startChild(starter: Starter, argv: readonly string[], options: StartOptions): Started {
-  for (const arg of argv) {
-    if (arg.includes("\0")) throw Object.assign(new TypeError("an argument contains a NUL byte"), { code: "ERR_INVALID_ARG_VALUE" });
+  for (const arg of [...argv, options.cwd ?? ""]) {
+    if (arg.includes("\0")) throw Object.assign(new TypeError("an argument or the working directory contains a NUL byte"), { code: "ERR_INVALID_ARG_VALUE" });
   }
   return starter === "native" ? startNative(argv, options) : startNode(argv, options);
 }

@@ -401,6 +401,22 @@ for (const which of ["native", "node"] as const) {
       assert.equal(readdirSync(dir).length, before);
     });
 
+    test("an argument, a working directory or an environment value with a NUL byte is an error outcome, nothing starts", TEST_TIMEOUT, async () => {
+      const logPath = join(dir, "nul.log");
+      const cases: Partial<RunChildOptions>[] = [
+        { argv: ["sh", "-c", "exit 0", "a\0b"] },
+        { argv: ["true"], cwd: `${dir}\0x` },
+        { argv: ["true"], env: { ...process.env, FUZZFLEET_NUL: "a\0b" } },
+      ];
+      for (const extra of cases) {
+        let spawned = false;
+        const result = await runChild({ argv: ["true"], logPath, hardTimeoutMs: 30_000, onSpawn: () => (spawned = true), ...extra });
+        assert.equal(result.outcome, "error", JSON.stringify(extra.argv));
+        assert.match(result.error ?? "", /NUL|null bytes/);
+        assert.equal(spawned, false);
+      }
+    });
+
     test("a child killed by a signal reports the signal's name", TEST_TIMEOUT, async () => {
       const result = await runChild({ argv: ["sh", "-c", "kill -USR1 $$"], logPath: join(dir, "signal.log"), hardTimeoutMs: 30_000 });
       assert.equal(result.outcome, "complete");
