@@ -14,6 +14,28 @@ export const CLI = join(ROOT, "dist", "cli", "main.js");
 export const SPAWN_ADDON = join(ROOT, "build", "Release", "fuzzfleet_spawn.node");
 
 /**
+ * Source for a probe preload: `${totals}` = {name: [calls, ms]}, `add(name, ms)` and
+ * `timed(name, fn)`, which wraps fn so that each call's duration on performance.now() is added.
+ */
+export function timedCallsSource(totals) {
+  return `const ${totals} = {};
+const add = (name, ms) => {
+  const t = ${totals}[name] ?? (${totals}[name] = [0, 0]);
+  t[0]++;
+  t[1] += ms;
+};
+const timed = (name, fn) =>
+  function (...args) {
+    const at = performance.now();
+    try {
+      return fn.apply(this, args);
+    } finally {
+      add(name, performance.now() - at);
+    }
+  };`;
+}
+
+/**
  * Source for a probe preload: records every child the native starter starts into the preload's
  * `spawns` array as { argv0, argv, at, exitAt, callMs } on performance.now(). It wraps the addon's
  * exports object, which fuzzfleet shares (one module instance per path), so fuzzfleet is unchanged.

@@ -37,9 +37,9 @@ import {
   startProcess,
   sum,
   summariseCpuProfile,
-  timedRun,
+  timedCallsSource,
 } from "./common.mjs";
-import { budgetSeconds, calibrate, campaignToml, directScript, readChunks } from "./planted.mjs";
+import { budgetSeconds, calibrate, campaignToml, readChunks, runDirectScript } from "./planted.mjs";
 
 const TARGET_EFFICIENCY = 0.97;
 const TARGET_COMPLETIONS = 2000;
@@ -186,19 +186,15 @@ async function runDistributed(o, env, dir, bootstrapSeeds) {
 async function runLoop(o, env, dir, name, chunks) {
   const outRoot = join(dir, name);
   mkdirSync(outRoot, { recursive: true });
-  const script = join(dir, `${name}.sh`);
-  writeFileSync(script, directScript(o.jobs, chunks, outRoot));
-  const timesPath = join(dir, `${name}.times`);
-  const r = await timedRun(["bash", script], { cwd: outRoot, env, logPath: timesPath });
-  if (r.code !== 0) throw new Error(`direct loop ${name} exited ${r.code ?? r.signal}:\n${readFileSync(timesPath, "utf8")}`);
-  const chunkSeconds = readFileSync(timesPath, "utf8")
-    .trim()
-    .split("\n")
-    .map((line) => {
-      const [t0, t1] = line.split(" ").map(Number);
-      return t1 - t0;
-    });
-  if (chunkSeconds.length !== chunks.length) throw new Error(`direct loop ${name} timed ${chunkSeconds.length} chunks, expected ${chunks.length}`);
+  const { run: r, chunkSeconds } = await runDirectScript({
+    jobs: o.jobs,
+    chunks,
+    outRoot,
+    scriptPath: join(dir, `${name}.sh`),
+    timesPath: join(dir, `${name}.times`),
+    env,
+    what: `direct loop ${name}`,
+  });
   rmSync(outRoot, { recursive: true, force: true });
   return { wallSeconds: r.seconds, startedAtMs: r.startedAtMs, chunkSeconds };
 }
@@ -396,21 +392,7 @@ const fs = require("node:fs");
 const { syncBuiltinESMExports } = require("node:module");
 const { performance } = require("node:perf_hooks");
 const epoch = () => performance.timeOrigin + performance.now();
-const totals = {};
-const add = (name, ms) => {
-  const t = totals[name] ?? (totals[name] = [0, 0]);
-  t[0]++;
-  t[1] += ms;
-};
-const timed = (name, fn) =>
-  function (...args) {
-    const at = performance.now();
-    try {
-      return fn.apply(this, args);
-    } finally {
-      add(name, performance.now() - at);
-    }
-  };
+${timedCallsSource("totals")}
 for (const name of ["lstatSync", "rmSync", "readdirSync", "writeSync"]) fs[name] = timed(name, fs[name]);
 syncBuiltinESMExports();
 let depth = 0;

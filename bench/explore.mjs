@@ -33,6 +33,7 @@ import {
   startProcess,
   sum,
   summariseCpuProfile,
+  timedCallsSource,
   timedRun,
   wallOfSync,
 } from "./common.mjs";
@@ -107,21 +108,7 @@ const { performance } = require("node:perf_hooks");
 const preloadAtMs = performance.now();
 const spawns = [];
 const lines = [];
-const fsTotals = {};
-const add = (name, ms) => {
-  const t = fsTotals[name] ?? (fsTotals[name] = [0, 0]);
-  t[0]++;
-  t[1] += ms;
-};
-const timed = (name, fn) =>
-  function (...args) {
-    const at = performance.now();
-    try {
-      return fn.apply(this, args);
-    } finally {
-      add(name, performance.now() - at);
-    }
-  };
+${timedCallsSource("fsTotals")}
 const originalSpawn = childProcess.spawn;
 childProcess.spawn = function spawn(...args) {
   const entry = { argv0: args[0], at: performance.now(), exitAt: null, callMs: 0 };
@@ -337,12 +324,7 @@ async function throughputPart(o, scratch) {
     );
     rounds.push(round);
   }
-  let profile = null;
-  if (o.cpuProf) {
-    const profDir = join(o.cpuProf, "throughput");
-    await runExplore(o, dir, seeds, "profiled", { cpuProf: profDir });
-    profile = printProfile(profDir);
-  }
+  const profile = await profiledRun(o, "throughput", o, dir, seeds);
   const total = {
     exploreTasksPerSec: median(rounds.map((r) => r.explore.tasksPerSec)),
     rawSpawnsPerSec: median(rounds.map((r) => r.raw.spawnsPerSec)),
@@ -434,6 +416,14 @@ function reportThroughput(result) {
 
 const f0pct = (x) => `${Math.round(x * 100)}%`;
 
+/** With --cpu-prof: one more explore run of `part` under node --cpu-prof, summarised. Else null. */
+async function profiledRun(o, part, runOptions, dir, seeds) {
+  if (!o.cpuProf) return null;
+  const profDir = join(o.cpuProf, part);
+  await runExplore(runOptions, dir, seeds, "profiled", { cpuProf: profDir });
+  return printProfile(profDir);
+}
+
 function printProfile(dir) {
   let file;
   try {
@@ -476,12 +466,7 @@ async function latencyPart(o, scratch) {
     const r = await runExplore(one, dir, seeds, `timeline-${i + 1}`, { probe: true });
     timelines.push({ wallSeconds: r.wallSeconds, elapsedSeconds: r.elapsedSeconds, ...r.probe });
   }
-  let profile = null;
-  if (o.cpuProf) {
-    const profDir = join(o.cpuProf, "latency");
-    await runExplore(one, dir, seeds, "profiled", { cpuProf: profDir });
-    profile = printProfile(profDir);
-  }
+  const profile = await profiledRun(o, "latency", one, dir, seeds);
   const result = {
     runs: o.runs,
     nodeSeconds: node,

@@ -1,6 +1,6 @@
 // The bundled planted generator as the sweep benchmarks use it: its campaign file, a calibration
 // run, the chunks a session recorded, and a bash loop that runs those very chunks directly.
-import { readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import Database from "better-sqlite3";
 import { ROOT, timedRun } from "./common.mjs";
@@ -144,4 +144,23 @@ for i in "\${!froms[@]}"; do
 done
 printf '%s' "$times"
 `;
+}
+
+/**
+ * Writes directScript to `scriptPath`, runs it with bash in `outRoot` and returns its wall time
+ * and each chunk's seconds; `what` names the loop in errors.
+ */
+export async function runDirectScript({ jobs, chunks, outRoot, scriptPath, timesPath, env, what }) {
+  writeFileSync(scriptPath, directScript(jobs, chunks, outRoot));
+  const r = await timedRun(["bash", scriptPath], { cwd: outRoot, env, logPath: timesPath });
+  if (r.code !== 0) throw new Error(`${what} exited ${r.code ?? r.signal}:\n${readFileSync(timesPath, "utf8")}`);
+  const chunkSeconds = readFileSync(timesPath, "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => {
+      const [t0, t1] = line.split(" ").map(Number);
+      return t1 - t0;
+    });
+  if (chunkSeconds.length !== chunks.length) throw new Error(`${what} timed ${chunkSeconds.length} chunks, expected ${chunks.length}`);
+  return { run: r, chunkSeconds };
 }

@@ -16,7 +16,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { benchmarkMain, CLI, f1, f2, f3, f4, median, ms, nativeSpawnProbeSource, parseOptions, printTable, sum, timedRun, wallOfSync } from "./common.mjs";
-import { budgetSeconds, calibrate, campaignToml, directScript, PLANTED, readChunks } from "./planted.mjs";
+import { budgetSeconds, calibrate, campaignToml, PLANTED, readChunks, runDirectScript } from "./planted.mjs";
 
 const TARGET_RATIO = 0.98;
 const STARTUP_SAMPLES = 5;
@@ -205,20 +205,16 @@ async function runFuzzfleet(o, env, dir, bootstrapSeeds) {
 async function runDirect(o, env, dir, chunks) {
   const outRoot = join(dir, "direct");
   mkdirSync(outRoot, { recursive: true });
-  const scriptPath = join(dir, "direct.sh");
-  writeFileSync(scriptPath, directScript(o.jobs, chunks, outRoot));
   const load = loadavg()[0];
-  const timesPath = join(dir, "direct.times");
-  const r = await timedRun(["bash", scriptPath], { cwd: outRoot, env, logPath: timesPath });
-  if (r.code !== 0) throw new Error(`direct loop exited ${r.code ?? r.signal}:\n${readFileSync(timesPath, "utf8")}`);
-  const chunkSeconds = readFileSync(timesPath, "utf8")
-    .trim()
-    .split("\n")
-    .map((line) => {
-      const [t0, t1] = line.split(" ").map(Number);
-      return t1 - t0;
-    });
-  if (chunkSeconds.length !== chunks.length) throw new Error(`direct loop timed ${chunkSeconds.length} chunks, expected ${chunks.length}`);
+  const { run: r, chunkSeconds } = await runDirectScript({
+    jobs: o.jobs,
+    chunks,
+    outRoot,
+    scriptPath: join(dir, "direct.sh"),
+    timesPath: join(dir, "direct.times"),
+    env,
+    what: "direct loop",
+  });
   return { wallSeconds: r.seconds, loadBefore: load, chunkSeconds };
 }
 
