@@ -35,7 +35,6 @@ export function owner(hash: string, ranks: readonly number[]): number {
   assert.ok(ranks.length > 0, "owner needs at least one master rank");
   for (const rank of ranks) assertRank(rank);
   const unique = [...new Set(ranks)].sort((a, b) => a - b);
-  if (unique.length === 1) return unique[0]!;
   let best = unique[0];
   let bestScore = ownerScore(hash, best);
   for (const rank of unique.slice(1)) {

@@ -420,7 +420,7 @@ export function localWorker(lanes: readonly EngineLane[], lastCounts: ReadonlyMa
 }
 
 /** Where chunk `chunkId` runs: its scratch directory and its log, under `<out>/tmp/`. */
-export function chunkPaths(outDir: string, chunkId: number): { scratchDir: string; logPath: string } {
+function chunkPaths(outDir: string, chunkId: number): { scratchDir: string; logPath: string } {
   const tmp = join(outDir, "tmp");
   return { scratchDir: join(tmp, `chunk-${chunkId}`), logPath: join(tmp, `chunk-${chunkId}.log`) };
 }

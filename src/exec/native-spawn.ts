@@ -74,13 +74,13 @@ export function defaultStarter(): Starter {
 }
 
 function chooseStarter(wanted: string | undefined): Starter {
+  if (wanted !== undefined && wanted !== "" && wanted !== "native" && wanted !== "node") {
+    throw new Error(`FUZZFLEET_SPAWN must be 'native' or 'node' (got '${wanted}')`);
+  }
   if (wanted === "node") return "node";
   const found = loadAddon();
   if (wanted === "native" && "problem" in found) {
     throw new Error(`FUZZFLEET_SPAWN=native, but the native process starter is unavailable: ${found.problem}`);
-  }
-  if (wanted !== undefined && wanted !== "" && wanted !== "native") {
-    throw new Error(`FUZZFLEET_SPAWN must be 'native' or 'node' (got '${wanted}')`);
   }
   return "addon" in found ? "native" : "node";
 }
@@ -97,23 +97,39 @@ export function nativeStarterProblem(): string | null {
  * starter either throws or returns no pid and resolves `exited` with `{ error }`, as spawn does.
  */
 export function startChild(starter: Starter, argv: readonly string[], options: StartOptions): Started {
-  for (const arg of [...argv, options.cwd ?? ""]) {
-    if (arg.includes("\0")) throw Object.assign(new TypeError("an argument or the working directory contains a NUL byte"), { code: "ERR_INVALID_ARG_VALUE" });
-  }
   return starter === "native" ? startNative(argv, options) : startNode(argv, options);
+}
+
+// C strings end at a NUL byte, so such a value would reach the child cut short; child_process
+// refuses them itself, and so does this.
+function refuseNul(value: string, what: string): void {
+  if (value.includes("\0")) throw Object.assign(new TypeError(`${what} contains a NUL byte`), { code: "ERR_INVALID_ARG_VALUE" });
+}
+
+// The "NAME=value" list of a frozen environment object (one that cannot change any more, like
+// the one explore builds per scratch directory) is made once.
+const envpOfFrozen = new WeakMap<object, string[]>();
+
+function envpOf(env: NodeJS.ProcessEnv): string[] {
+  const known = envpOfFrozen.get(env);
+  if (known) return known;
+  const envp: string[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    refuseNul(name, `environment variable name '${name}'`);
+    refuseNul(value, `environment variable '${name}'`);
+    envp.push(`${name}=${value}`);
+  }
+  if (Object.isFrozen(env)) envpOfFrozen.set(env, envp);
+  return envp;
 }
 
 function startNative(argv: readonly string[], options: StartOptions): Started {
   const found = loadAddon();
   if ("problem" in found) throw new Error(`the native process starter is unavailable: ${found.problem}`);
-  const envp: string[] = [];
-  for (const [name, value] of Object.entries(options.env)) {
-    if (value === undefined) continue;
-    if (name.includes("\0") || value.includes("\0")) {
-      throw Object.assign(new TypeError(`environment variable '${name}' contains a NUL byte`), { code: "ERR_INVALID_ARG_VALUE" });
-    }
-    envp.push(`${name}=${value}`);
-  }
+  for (const arg of argv) refuseNul(arg, "an argument");
+  if (options.cwd !== undefined) refuseNul(options.cwd, "the working directory");
+  const envp = envpOf(options.env);
   let settle!: (end: LeaderEnd) => void;
   const exited = new Promise<LeaderEnd>((resolve) => (settle = resolve));
   const [stdin, stdout, stderr] = options.stdio;

@@ -21,7 +21,7 @@ import { setPriority } from "node:os";
 import { dirname, resolve as resolvePath } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
-import { defaultStarter, startChild, type LeaderEnd, type Started, type Starter } from "./native-spawn.ts";
+import { defaultStarter, startChild, type Started, type Starter } from "./native-spawn.ts";
 
 export type ChildOutcome = "complete" | "timeout" | "interrupted" | "error";
 
@@ -82,10 +82,6 @@ export async function runChild(options: RunChildOptions): Promise<ChildResult> {
   const env = options.env ?? process.env;
   const program = options.argv[0];
   const cwd = options.cwd;
-  if (cwd !== undefined) {
-    const problem = await directoryProblem(cwd);
-    if (problem) return notStarted("error", `cannot start '${program}': working directory '${cwd}' ${problem}`);
-  }
 
   let command = [...options.argv];
   if (options.idleIo) {
@@ -94,7 +90,7 @@ export async function runChild(options: RunChildOptions): Promise<ChildResult> {
       // Through the wrapper a missing program would surface as ionice's exit status 127; resolving
       // it here keeps that case an "error" outcome, exactly as without the wrapper.
       const found = await resolveProgram(program, env.PATH, cwd ?? process.cwd());
-      if (typeof found !== "string") return notStarted("error", startFailure(program, found));
+      if (typeof found !== "string") return notStarted("error", await startProblem(program, cwd, found));
       command = [ionice, "-c3", found, ...options.argv.slice(1)];
     }
   }
@@ -138,12 +134,12 @@ async function supervise(
       stdio: [input, log?.fd ?? null, log?.fd ?? null],
     });
   } catch (err) {
-    return notStarted("error", startFailure(program, err));
+    return notStarted("error", await startProblem(program, options.cwd, err));
   }
   const { exited, pid } = child;
   if (pid === undefined) {
     const end = await exited;
-    return notStarted("error", startFailure(program, "error" in end ? end.error : undefined));
+    return notStarted("error", await startProblem(program, options.cwd, "error" in end ? end.error : undefined));
   }
 
   // Everything from here to the listener registration runs in one synchronous stretch, so the
@@ -349,6 +345,20 @@ async function openStdio(options: RunChildOptions): Promise<{ log: FileHandle | 
     await log?.close().catch(() => {});
     return `cannot open stdin file '${stdinPath}': ${errorText(err)}; give the path of a regular, readable file`;
   }
+}
+
+/**
+ * Why a start failed, in words. The working directory is looked at only now, after the fact: a
+ * check before every start would cost a round trip through the thread pool per run, and a bad
+ * working directory fails the start anyway (the child's chdir, with an errno that would otherwise
+ * be read as a missing program).
+ */
+async function startProblem(program: string, cwd: string | undefined, err: unknown): Promise<string> {
+  if (cwd !== undefined) {
+    const problem = await directoryProblem(cwd);
+    if (problem) return `cannot start '${program}': working directory '${cwd}' ${problem}`;
+  }
+  return startFailure(program, err);
 }
 
 async function directoryProblem(dir: string): Promise<string | null> {

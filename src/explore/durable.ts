@@ -13,12 +13,9 @@ export function writeFully(fd: number, data: Uint8Array): void {
 
 /** lstat that treats a missing entry (removed since a listing, say) as absent; other errors throw. */
 export function lstatOrNull(path: string): Stats | null {
-  try {
-    return lstatSync(path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw err;
-  }
+  // Not a caught ENOENT: on the paths that call this the entry is usually absent, and a thrown
+  // error costs more than the whole check.
+  return lstatSync(path, { throwIfNoEntry: false }) ?? null;
 }
 
 /** Flushes a directory's entries (created, renamed, removed names) to stable storage. */

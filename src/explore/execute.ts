@@ -18,8 +18,7 @@ export interface ExecuteSetup {
   stageRoot: string;
   /** Target argv; an argument containing "@@" gets the input's path (file mode), else the input is stdin. */
   target: readonly string[];
-  /** The target's working directory; undefined = this process's own (no check per run). */
-  targetCwd?: string;
+  targetCwd: string;
   simulate: boolean;
   budgets: Budgets;
   /** Private scratch space of this executor (inputs, raw outputs, logs). */
@@ -29,53 +28,54 @@ export interface ExecuteSetup {
 
 // Scratch directories are reused from task to task, and so is the input copy in each: creating
 // and removing files and directories per run is a large share of the cost of a trivial target
-// (creating a file costs 140–360 µs on ext4 here, opening an existing one 10–20 µs). A directory goes back to the
-// pool once its output directory is empty again and its input is still a regular file (a target
-// in file mode could have replaced it); anything odd and it is removed instead.
-const freeScratch = new Map<string, string[]>();
+// (creating a file costs 140–360 µs on ext4 here, opening an existing one 10–20 µs). A directory
+// goes back to the pool once its output directory is empty again and its input is still a regular
+// file (a target in file mode could have replaced it); anything odd and it is removed instead.
+// What a run needs that depends only on the directory (the paths, the argv with @@ filled in, the
+// environment: copying process.env costs more than anything else in preparing a run) is built
+// once with it. A pool belongs to one scratch root, and a root to one target.
+interface Scratch {
+  dir: string;
+  input: string;
+  out: string;
+  fileMode: boolean;
+  argv: readonly string[];
+  env: NodeJS.ProcessEnv;
+}
+
+const freeScratch = new Map<string, Scratch[]>();
 let scratchSeq = 0;
 
-function acquireScratch(root: string): string {
+function acquireScratch(root: string, target: readonly string[]): Scratch {
   const free = freeScratch.get(root);
   if (free && free.length > 0) return free.pop()!;
   const dir = join(root, `slot-${process.pid}-${scratchSeq++}`);
-  mkdirSync(join(dir, "out"), { recursive: true });
-  return dir;
+  const input = join(dir, "input");
+  const out = join(dir, "out");
+  mkdirSync(out, { recursive: true });
+  const fileMode = usesFileMode(target);
+  const env: NodeJS.ProcessEnv = { ...process.env, SYMCC_OUTPUT_DIR: out };
+  if (fileMode) env.SYMCC_INPUT_FILE = input;
+  else delete env.SYMCC_INPUT_FILE;
+  const argv = fileMode ? target.map((a) => a.replaceAll("@@", input)) : target;
+  return { dir, input, out, fileMode, argv, env: Object.freeze(env) };
 }
 
-function releaseScratch(root: string, dir: string): void {
+function releaseScratch(root: string, scratch: Scratch): void {
   try {
-    const input = join(dir, "input");
-    if (lstatOrNull(input)?.isFile() === false) rmSync(input, { recursive: true, force: true });
-    const out = join(dir, "out");
-    for (const name of readdirSync(out)) rmSync(join(out, name), { recursive: true, force: true });
+    if (lstatOrNull(scratch.input)?.isFile() === false) rmSync(scratch.input, { recursive: true, force: true });
+    for (const name of readdirSync(scratch.out)) rmSync(join(scratch.out, name), { recursive: true, force: true });
     let free = freeScratch.get(root);
     if (!free) freeScratch.set(root, (free = []));
-    free.push(dir);
+    free.push(scratch);
   } catch {
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(scratch.dir, { recursive: true, force: true });
   }
 }
 
 /** Forgets the reusable scratch directories under `root` (call before removing it). */
 export function disposeScratch(root: string): void {
   freeScratch.delete(root);
-  for (const dir of targetEnvs.keys()) if (dir.startsWith(`${root}/`)) targetEnvs.delete(dir);
-}
-
-// The target's environment depends only on the scratch directory (its output directory and input
-// path are fixed) and the mode, so it is built once per directory: copying process.env costs
-// more than anything else in preparing a run.
-const targetEnvs = new Map<string, { fileMode: boolean; env: NodeJS.ProcessEnv }>();
-
-function targetEnv(scratch: string, fileMode: boolean): NodeJS.ProcessEnv {
-  const known = targetEnvs.get(scratch);
-  if (known?.fileMode === fileMode) return known.env;
-  const env: NodeJS.ProcessEnv = { ...process.env, SYMCC_OUTPUT_DIR: join(scratch, "out") };
-  if (fileMode) env.SYMCC_INPUT_FILE = join(scratch, "input");
-  else delete env.SYMCC_INPUT_FILE;
-  targetEnvs.set(scratch, { fileMode, env });
-  return env;
 }
 
 export function usesFileMode(target: readonly string[]): boolean {
@@ -98,9 +98,9 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
     budget: null,
     detail: null,
   };
-  const scratch = acquireScratch(s.scratchRoot);
+  const scratch = acquireScratch(s.scratchRoot, s.target);
+  const { input, out: outDir } = scratch;
   try {
-    const input = join(scratch, "input");
     let copied: { hash: string; size: number };
     try {
       copied = copyHashing(join(s.corpusDir, task.hash), input, s.budgets.maxInputBytes, undefined, false, true);
@@ -115,16 +115,14 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
       return { ...base, input_hash: copied.hash, protocol_error: "input-copy-error", detail: "the corpus file's content does not match its name" };
     }
     const withInput = { ...base, input_hash: copied.hash };
-    const outDir = join(scratch, "out");
-    const fileMode = usesFileMode(s.target);
     const r = await runChild({
-      argv: fileMode ? s.target.map((a) => a.replaceAll("@@", input)) : s.target,
+      argv: scratch.argv,
       cwd: s.targetCwd,
-      env: targetEnv(scratch, fileMode),
+      env: scratch.env,
       // The target's own output is not kept (as SymCC's runner does); its children are what count.
       logPath: null,
       hardTimeoutMs: task.timeout * 1000,
-      stdin: fileMode ? "ignore" : input,
+      stdin: scratch.fileMode ? "ignore" : input,
       signal,
       killGraceMs: s.killGraceMs ?? 5000,
     });

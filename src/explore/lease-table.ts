@@ -21,6 +21,7 @@
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { RuntimeFailure } from "../errors.ts";
+import { isCount } from "../core/message-checks.ts";
 import { randomHex } from "../util/random-hex.ts";
 import { fsyncDir, mkdirDurable, replaceFile, replaceFileSynced, unlinkDurable } from "./durable.ts";
 import { withFileLock } from "./file-lock.ts";
@@ -527,10 +528,6 @@ function requireTime(name: string, value: number): void {
 
 function isTime(v: unknown): v is number {
   return typeof v === "number" && Number.isFinite(v) && v >= 0;
-}
-
-function isCount(v: unknown): v is number {
-  return typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
 }
 
 function isId(id: unknown): id is string {

@@ -36,7 +36,7 @@ export interface MasterOptions {
   log: (line: string) => void;
 }
 
-export interface ActiveTask {
+interface ActiveTask {
   taskId: number;
   hash: string;
   token: string;
@@ -96,12 +96,15 @@ export class ExploreMaster {
   private inputBacklog: { name: string; identity: FileIdentity }[] = [];
   private inputBacklogNext = 0;
   private readonly ownerName: string;
+  /** Broadcast ownership, or a single master: every hash is this master's, no owner hash needed. */
+  private readonly everyoneOwns: boolean;
   private nextTaskId = 1;
   /** While frozen (a quiescence vote is pending), no new work is discovered. */
   frozen = false;
 
   constructor(private readonly o: MasterOptions) {
     this.ownerName = `${o.epoch.slice(0, 16)}:${o.rank}`;
+    this.everyoneOwns = o.ownership === "broadcast" || new Set(o.ranks).size === 1;
   }
 
   get idle(): boolean {
@@ -126,7 +129,7 @@ export class ExploreMaster {
 
   /** Whether this master admits `hash` (rendezvous owner, or everyone under broadcast). */
   owns(hash: string): boolean {
-    return this.o.ownership === "broadcast" || this.o.ranks.length === 1 || rendezvousOwner(hash, this.o.ranks) === this.o.rank;
+    return this.everyoneOwns || rendezvousOwner(hash, this.o.ranks) === this.o.rank;
   }
 
   // ---- discovery --------------------------------------------------------------------------------
@@ -168,12 +171,12 @@ export class ExploreMaster {
     return this.inputBacklog.length - this.inputBacklogNext;
   }
 
+  /** One listed file that inputSeen did not know in this form (the listing filtered it). */
   private admitInput(f: { name: string; identity: FileIdentity }): boolean {
     const key = identityKey(f.identity);
-    if (this.inputSeen.get(f.name) === key) return false;
     const path = join(this.o.inputDir, f.name);
     // With several owners an input is hashed first: only its owner publishes and admits it.
-    if (this.o.ranks.length > 1 && this.o.ownership === "rendezvous") {
+    if (!this.everyoneOwns) {
       let hash: string;
       try {
         hash = hashFile(path, this.o.budgets.maxInputBytes).hash;

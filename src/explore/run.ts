@@ -16,7 +16,7 @@ import type { TaskItemT } from "../net/messages.ts";
 import type { Budgets } from "./corpus.ts";
 import { DEFAULT_BUDGETS, DEFAULT_FINALIZE_SECONDS, DEFAULT_JOIN_TIMEOUT_SECONDS } from "./defaults.ts";
 import { writeFileAtomic } from "./durable.ts";
-import { disposeScratch, executeTask, usesFileMode } from "./execute.ts";
+import { disposeScratch, executeTask, usesFileMode, type ExecuteSetup } from "./execute.ts";
 import { IdleWindow, ParticipantEnding, RootEnding, type EndReason, type Ending } from "./endings.ts";
 import { LeaseTable } from "./lease-table.ts";
 import { ExploreMaster, type Ownership } from "./master.ts";
@@ -278,7 +278,6 @@ export async function explore(o: ExploreOptions): Promise<number> {
       if (holdMs > 0) await new Promise((r) => setTimeout(r, holdMs));
     }
     hub?.broadcast({ type: "release", token: epoch });
-    hub?.close();
     if (problems.length > 0) return report(write, problems, workDir, epoch, EXIT_EXPLORE.lifecycle);
     if (!clean) write(`the frontier is not exhausted (${end}); continue with: --resume ${epoch}`);
     return EXIT_EXPLORE.ok;
@@ -302,6 +301,8 @@ function report(write: (l: string) => void, problems: string[], workDir: string,
 class Campaign {
   private readonly localControllers: AbortController[] = [];
   private readonly localRunning = new Set<Promise<void>>();
+  /** What every run of local slot i needs, built with its first task. */
+  private readonly slotSetups: ExecuteSetup[] = [];
   private readonly sleeper = new WakeablePause();
   private closing = false;
   /** When the loop started (the clock of the wall budget). */
@@ -371,16 +372,15 @@ class Campaign {
     return remote;
   }
 
-  private dispatchOpen(elapsedSeconds: number): boolean {
+  private dispatchOpen(): boolean {
     if (this.closing) return false;
     const wall = this.o.wallTimeoutSeconds;
     // A run that could not finish inside the wall budget is not started.
-    return wall <= 0 || wall - elapsedSeconds > this.o.timeoutSeconds;
+    return wall <= 0 || wall - (this.now() - this.loopStart) / 1000 > this.o.timeoutSeconds;
   }
 
   async loop(remote: ExploreRemote | null, ending: Ending): Promise<EndReason> {
-    const start = this.now();
-    this.loopStart = start;
+    this.loopStart = this.now();
     let lastInputs = this.now();
     let lastCorpus = this.now();
     let lastRecovery = this.now();
@@ -391,18 +391,17 @@ class Campaign {
     const recoveryMs = Math.max(CORPUS_SCAN_MS, Math.min(5000, this.leaseTtlMs / 4));
     for (;;) {
       const t = this.now();
-      const elapsed = (t - start) / 1000;
       if (this.o.signal.aborted) return "interrupted";
       if (t - lastBeat >= beatMs) {
         this.master.heartbeat();
         lastBeat = t;
       }
       let found = 0;
-      if (this.master.inputBacklogCount > 0) {
+      // A backlog is worked through at once; a new listing waits for the scan interval.
+      const relist = this.master.inputBacklogCount === 0;
+      if (!relist || t - lastInputs >= INPUT_SCAN_MS) {
         found += this.master.admitInputs(ADMIT_BATCH);
-      } else if (t - lastInputs >= INPUT_SCAN_MS) {
-        found += this.master.admitInputs(ADMIT_BATCH);
-        lastInputs = t;
+        if (relist) lastInputs = t;
       }
       // With one master every child is claimed where it is committed; the corpus scan only
       // finds what other masters published.
@@ -414,7 +413,7 @@ class Campaign {
         found += this.master.recoverExpired();
         lastRecovery = t;
       }
-      if (this.dispatchOpen(elapsed)) this.fillLocalSlots();
+      if (this.dispatchOpen()) this.fillLocalSlots();
       else if (this.o.wallTimeoutSeconds > 0 && this.master.activeCount === 0) return "wall budget";
       if (!remote && this.o.slots > 0 && this.master.quarantined.size >= this.o.slots && this.master.pendingCount > 0) {
         this.master.problems.push("every executor was quarantined: no usable executor left");
@@ -443,24 +442,22 @@ class Campaign {
   private startLocal(i: number, key: string, task: TaskItemT): void {
     const controller = new AbortController();
     this.localControllers[i] = controller;
-    const run = executeTask(
-      task,
-      {
-        corpusDir: resolve(this.o.corpusDir),
-        stageRoot: this.master.stageRoot(key),
-        target: this.o.target,
-        simulate: this.o.simulate,
-        budgets: this.budgets,
-        scratchRoot: join(this.scratchDir, key),
-      },
-      controller.signal,
-    )
+    this.slotSetups[i] ??= {
+      corpusDir: resolve(this.o.corpusDir),
+      stageRoot: this.master.stageRoot(key),
+      target: this.o.target,
+      targetCwd: process.cwd(),
+      simulate: this.o.simulate,
+      budgets: this.budgets,
+      scratchRoot: join(this.scratchDir, key),
+    };
+    const run = executeTask(task, this.slotSetups[i], controller.signal)
       .then(
         (result) => {
           // The slot is free once its target has finished: the next run starts before this
           // result is committed, so the commit's file work overlaps the next target's run.
           if (this.localControllers[i] === controller) delete this.localControllers[i];
-          if (this.dispatchOpen((this.now() - this.loopStart) / 1000)) this.fillLocalSlots();
+          if (this.dispatchOpen()) this.fillLocalSlots();
           try {
             this.master.consumeResult(key, result);
           } catch (err) {

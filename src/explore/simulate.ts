@@ -4,10 +4,11 @@
 // order (per mutant: count, then (position, value) pairs), so a seeded generator reproduces the
 // same mutants. The input is streamed once in 1 MiB chunks whatever its size, and the mutants
 // appear all together or not at all, never over an existing name.
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import { closeSync, constants, linkSync, openSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { RuntimeFailure } from "../errors.ts";
+import { randomHex } from "../util/random-hex.ts";
 import { FileProblem, openRegular, streamOpened, type Budgets, type StreamHooks } from "./corpus.ts";
 import { lstatOrNull, writeFully } from "./durable.ts";
 import { BudgetError } from "./staging.ts";
@@ -91,7 +92,7 @@ export function simulateMutants(
     }
     const mutations = drawMutations(random, size, count);
 
-    const tag = randomBytes(8).toString("hex");
+    const tag = randomHex(8);
     for (let i = 0; i < count; i++) {
       const temp = join(outDir, `.sim-${tag}-${i}`);
       outs.push(openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600));
