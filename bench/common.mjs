@@ -1,7 +1,7 @@
 // Helpers shared by the benchmarks in this directory: option parsing, child processes with
 // timestamped output lines, machine facts and table printing. Plain Node.js, no dependencies.
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -36,12 +36,23 @@ const timed = (name, fn) =>
 }
 
 /**
- * Source for a probe preload: records every child the native starter starts into the preload's
- * `spawns` array as { argv0, argv, at, exitAt, callMs } on performance.now(). It wraps the addon's
- * exports object, which fuzzfleet shares (one module instance per path), so fuzzfleet is unchanged.
+ * Source for a probe preload (which has `childProcess` and `spawns` in scope): records every child
+ * fuzzfleet starts, through child_process or through the native starter, into `spawns` as
+ * { argv0, argv, at, exitAt, callMs } on performance.now(). It wraps child_process.spawn and the
+ * addon's exports object, which fuzzfleet shares (one module instance per path), so fuzzfleet
+ * itself is unchanged.
  */
-export function nativeSpawnProbeSource() {
-  return `try {
+export function spawnProbeSource() {
+  return `const originalSpawn = childProcess.spawn;
+childProcess.spawn = function spawn(...args) {
+  const entry = { argv0: args[0], argv: [args[0], ...(Array.isArray(args[1]) ? args[1] : [])], at: performance.now(), exitAt: null, callMs: 0 };
+  spawns.push(entry);
+  const child = originalSpawn.apply(this, args);
+  entry.callMs = performance.now() - entry.at;
+  child.once("exit", () => { entry.exitAt = performance.now(); });
+  return child;
+};
+try {
   const addon = require(${JSON.stringify(SPAWN_ADDON)});
   const originalNative = addon.spawn;
   addon.spawn = function spawn(file, argv, envp, cwd, stdin, stdout, stderr, onExit) {
@@ -157,7 +168,7 @@ export function wallOfSync(argv, opts = {}) {
  * Starts argv in the background and keeps every line it prints, each stamped (epochMs) when it was
  * read. `waitFor(re)` resolves with the first match of `re` in the output so far or to come.
  */
-export function startProcess(argv, { cwd, env, keepLines = true }) {
+export function startProcess(argv, { cwd, env }) {
   const startedAtMs = epochMs();
   const child = spawn(argv[0], argv.slice(1), { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
   const lines = [];
@@ -170,7 +181,7 @@ export function startProcess(argv, { cwd, env, keepLines = true }) {
     const parts = chunk.split("\n");
     partial[stream] = parts.pop();
     for (const line of parts) {
-      if (keepLines) lines.push({ at, stream, line });
+      lines.push({ at, stream, line });
       text += line + "\n";
     }
     for (const w of [...watchers]) w();
@@ -348,6 +359,27 @@ export const int = (n) => Math.round(n).toLocaleString("en-US");
  * milliseconds, the top frames by self time and by inclusive time (a frame counted once per
  * sample however often it recurses). Frames are named "function file:line".
  */
+/**
+ * Prints the self and inclusive top frames of the .cpuprofile in `dir` (node --cpu-prof-dir),
+ * under `title`, and returns the summary; null when there is no profile there.
+ */
+export function printCpuProfile(dir, title, top = 25) {
+  let file;
+  try {
+    file = readdirSync(dir).find((n) => n.endsWith(".cpuprofile"));
+  } catch {
+    file = undefined;
+  }
+  if (!file) return null;
+  const s = summariseCpuProfile(join(dir, file), top);
+  console.log(`\n${title} (${join(dir, file)}): ${(s.totalMs / 1000).toFixed(2)} s sampled`);
+  for (const [heading, rows] of [["self time", s.self], ["inclusive time", s.inclusive]]) {
+    console.log(`  ${heading}:`);
+    for (const x of rows) console.log(`    ${(x.share * 100).toFixed(1).padStart(5)}%  ${x.ms.toFixed(1).padStart(7)} ms  ${x.frame}`);
+  }
+  return s;
+}
+
 export function summariseCpuProfile(path, top = 25) {
   const p = JSON.parse(readFileSync(path, "utf8"));
   const byId = new Map(p.nodes.map((n) => [n.id, n]));

@@ -13,7 +13,7 @@
 //     latency over a fixed window, at several worker counts.
 //
 // Runs against the compiled CLI: `npm run build && node bench/distributed.mjs [--help]`.
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -30,13 +30,13 @@ import {
   ms,
   parseOptions,
   percentile,
+  printCpuProfile,
   printTable,
   processCpuSeconds,
   ROOT,
   sleep,
   startProcess,
   sum,
-  summariseCpuProfile,
   timedCallsSource,
 } from "./common.mjs";
 import { budgetSeconds, calibrate, campaignToml, readChunks, runDirectScript } from "./planted.mjs";
@@ -177,7 +177,7 @@ async function runDistributed(o, env, dir, bootstrapSeeds) {
     };
   });
   const sessionEnd = Math.max(...ends.map((e) => e.exitedAtMs));
-  return { loadBefore: load, port, sessionSeconds: (sessionEnd - coord.startedAtMs) / 1000, coordinatorExit: coordEnd.code, workers: out, chunksAll: chunks };
+  return { loadBefore: load, port, sessionSeconds: (sessionEnd - coord.startedAtMs) / 1000, coordinatorExit: coordEnd.code, workers: out };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -345,7 +345,7 @@ function reportEfficiency(result) {
 async function efficiencyPart(o, scratch) {
   const env = { ...process.env, PLANTED_COST_MS: String(o.costMs) };
   const cal = await calibrate(o, env, scratch);
-  const bootstrapSeeds = Math.max(10, Math.round(cal.seedsPerSec * o.chunkSeconds));
+  const { bootstrapSeeds } = cal;
   console.log(`calibration: ${cal.count} seeds in ${f2(cal.seconds)} s = ${f1(cal.seedsPerSec)} seeds/s at -j ${o.jobs} -> bootstrap_seeds ${bootstrapSeeds}`);
   const rounds = [];
   for (let i = 0; i < o.rounds; i++) {
@@ -363,7 +363,7 @@ async function efficiencyPart(o, scratch) {
       isolated = await runIsolated(o, env, dir, dist);
       console.log(`  alone:       ${isolated.loops.map((l) => `${f2(l.wallSeconds)} s`).join(", ")}`);
     }
-    const round = { round: i + 1, dist: { ...dist, chunksAll: undefined }, direct, isolated };
+    const round = { round: i + 1, dist, direct, isolated };
     round.summary = summarise([round]);
     rounds.push(round);
     if (!o.keep) rmSync(dir, { recursive: true, force: true });
@@ -379,7 +379,7 @@ async function efficiencyPart(o, scratch) {
 /**
  * A preload in the coordinator. It keeps running totals (count and milliseconds on the event
  * loop) of what the coordinator's loop does, and samples them with event-loop utilisation and
- * CPU once a second; the bench takes the window's differences. Written at exit. Measured:
+ * CPU every 0.5 s; the bench takes the window's differences. Written at exit. Measured:
  * - group commits: top-level better-sqlite3 transactions (WriteBatch.flush); "commit" is their
  *   time outside the handlers, i.e. BEGIN and COMMIT with its fsyncs; "handlers" the nested
  *   per-handler transactions (savepoints) with everything the handlers do inside them;
@@ -637,7 +637,7 @@ async function capacityLevel(o, wire, dir, workers) {
     workerErrors: failed.map((f) => f.error.message),
     logBytes: log.length,
   };
-  if (o.cpuProf) level.profile = printProfile(join(o.cpuProf, `coordinator-${workers}-workers`));
+  if (o.cpuProf) level.profile = printCpuProfile(join(o.cpuProf, `coordinator-${workers}-workers`), "coordinator profile", 30);
   if (end.code !== 0 || !summaryAcked || failed.length > 0 || stats.stopped !== workers) {
     const problem = `coordinator exit ${end.code ?? end.signal}, ${stats.stopped}/${workers} fake workers stopped, summary ${summaryAcked ? "names all ACKs" : "does not name all ACKs"}` +
       (failed.length ? `; first worker error: ${failed[0].error.message}` : "");
@@ -648,18 +648,6 @@ async function capacityLevel(o, wire, dir, workers) {
 }
 
 /** The coordinator's profile (whole run: start-up, warm-up, window and stop), summarised. */
-function printProfile(dir) {
-  const file = readdirSync(dir).find((n) => n.endsWith(".cpuprofile"));
-  if (!file) return null;
-  const s = summariseCpuProfile(join(dir, file), 30);
-  console.log(`  coordinator profile ${join(dir, file)}: ${f1(s.totalMs / 1000)} s sampled`);
-  console.log("  self time:");
-  for (const x of s.self) console.log(`    ${f1(x.share * 100).padStart(5)}%  ${x.frame}`);
-  console.log("  inclusive time:");
-  for (const x of s.inclusive) console.log(`    ${f1(x.share * 100).padStart(5)}%  ${x.frame}`);
-  return s;
-}
-
 async function waitForBanner(logPath, coord) {
   const t0 = performance.now();
   for (;;) {

@@ -14,7 +14,7 @@
 //     measured alongside (interleaved), and a timeline of one extra run taken with a probe.
 //
 // Runs against the compiled CLI: `npm run build && node bench/explore.mjs [--help]`.
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import {
@@ -27,12 +27,12 @@ import {
   median,
   ms,
   parseOptions,
-  nativeSpawnProbeSource,
+  printCpuProfile,
   printTable,
   SPAWN_ADDON,
+  spawnProbeSource,
   startProcess,
   sum,
-  summariseCpuProfile,
   timedCallsSource,
   timedRun,
   wallOfSync,
@@ -109,16 +109,7 @@ const preloadAtMs = performance.now();
 const spawns = [];
 const lines = [];
 ${timedCallsSource("fsTotals")}
-const originalSpawn = childProcess.spawn;
-childProcess.spawn = function spawn(...args) {
-  const entry = { argv0: args[0], at: performance.now(), exitAt: null, callMs: 0 };
-  spawns.push(entry);
-  const child = originalSpawn.apply(this, args);
-  entry.callMs = performance.now() - entry.at;
-  child.once("exit", () => { entry.exitAt = performance.now(); });
-  return child;
-};
-${nativeSpawnProbeSource()}
+${spawnProbeSource()}
 for (const name of ${JSON.stringify(SYNC_FS)}) fs[name] = timed(name, fs[name]);
 syncBuiltinESMExports();
 try {
@@ -180,7 +171,8 @@ function readProbe(probePath) {
     busySeconds: busy,
     // Mean time a target process lives, spawn to exit as Node sees it.
     childMeanMs: targets.length ? (childSeconds * 1000) / targets.length : null,
-    // Mean time the event loop is blocked inside child_process.spawn (fork + exec handshake).
+    // Mean time the event loop is blocked inside the starter's spawn call (the native addon's
+    // posix_spawn, or child_process.spawn's fork + exec handshake with FUZZFLEET_SPAWN=node).
     spawnCallMs: targets.length ? sum(targets.map((s) => s.callMs)) / targets.length : null,
     rssMiB: p.rssBytes / 2 ** 20,
     fsSeconds: fsTotal,
@@ -195,6 +187,7 @@ function readProbe(probePath) {
 
 const RAW_SOURCE = `"use strict";
 const { spawn: nodeSpawn } = require("node:child_process");
+const { EventEmitter } = require("node:events");
 const fs = require("node:fs");
 const { performance } = require("node:perf_hooks");
 const [files, concurrency, mode] = [JSON.parse(process.argv[2]), Number(process.argv[3]), process.argv[4]];
@@ -204,7 +197,6 @@ const envp = Object.entries(process.env).map(([k, v]) => k + "=" + v);
 // Both return an object with once("exit", cb) and once("error", cb).
 function spawn(file, args, options) {
   if (!addon) return nodeSpawn(file, args, options);
-  const { EventEmitter } = require("node:events");
   const child = new EventEmitter();
   const [input, out] = options.stdio;
   addon.spawn(file, [file, ...args], envp, null, input, out, out, (code) => child.emit("exit", code));
@@ -217,7 +209,7 @@ const t0 = performance.now();
 function one() {
   if (next >= files.length) return Promise.resolve();
   const file = files[next++];
-  // As the explore runner does per run: open the input for stdin and /dev/null for the output.
+  // The input on stdin, /dev/null for the output: what explore's runner gives each target.
   const input = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   const out = fs.openSync("/dev/null", "a");
   const at = performance.now();
@@ -421,24 +413,7 @@ async function profiledRun(o, part, runOptions, dir, seeds) {
   if (!o.cpuProf) return null;
   const profDir = join(o.cpuProf, part);
   await runExplore(runOptions, dir, seeds, "profiled", { cpuProf: profDir });
-  return printProfile(profDir);
-}
-
-function printProfile(dir) {
-  let file;
-  try {
-    file = readdirSync(dir).find((n) => n.endsWith(".cpuprofile"));
-  } catch {
-    file = undefined;
-  }
-  if (!file) return null;
-  const s = summariseCpuProfile(join(dir, file), 25);
-  console.log(`\nprofile of one more run (${join(dir, file)}): ${f1(s.totalMs)} ms sampled`);
-  console.log("  self time:");
-  for (const x of s.self) console.log(`    ${f1(x.share * 100).padStart(5)}%  ${f1(x.ms).padStart(7)} ms  ${x.frame}`);
-  console.log("  inclusive time:");
-  for (const x of s.inclusive) console.log(`    ${f1(x.share * 100).padStart(5)}%  ${f1(x.ms).padStart(7)} ms  ${x.frame}`);
-  return s;
+  return printCpuProfile(profDir, "profile of one more run");
 }
 
 // ---------------------------------------------------------------------------------------------

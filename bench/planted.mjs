@@ -55,15 +55,19 @@ function fillArgv(template, v) {
   return template.map((a) => a.replace(/\{([A-Za-z_]+)\}/g, (_, name) => String(values[name])));
 }
 
-/** Seeds/s of the generator alone, so that even the first (bootstrap) chunk lasts about chunk-seconds. */
-export async function calibrate({ jobs, costMs }, env, dir) {
+/**
+ * Seeds/s of the generator alone, and the bootstrap_seeds that make even the first chunk last
+ * about `chunkSeconds`.
+ */
+export async function calibrate({ jobs, costMs, chunkSeconds }, env, dir) {
   const count = Math.max(10 * jobs, Math.round((CALIBRATION_SECONDS * 1000 * jobs) / costMs));
   const argv = fillArgv([...generatorCommand(), ...LANE.args], { from: LANE.baseSeed, count, out: join(dir, "calibration"), jobs });
   const logPath = join(dir, "calibration.log");
   const r = await timedRun(argv, { cwd: dir, env, logPath });
   if (r.code !== 0 && r.code !== 1) throw new Error(`calibration run failed (exit ${r.code ?? r.signal}): ${readFileSync(logPath, "utf8")}`);
   rmSync(join(dir, "calibration"), { recursive: true, force: true });
-  return { count, seconds: r.seconds, seedsPerSec: count / r.seconds };
+  const seedsPerSec = count / r.seconds;
+  return { count, seconds: r.seconds, seedsPerSec, bootstrapSeeds: Math.max(10, Math.round(seedsPerSec * chunkSeconds)) };
 }
 
 /** The chunks of the latest session in the order they ran, with their worker and the lane args they ran with. */

@@ -15,7 +15,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
-import { benchmarkMain, CLI, f1, f2, f3, f4, median, ms, nativeSpawnProbeSource, parseOptions, printTable, sum, timedRun, wallOfSync } from "./common.mjs";
+import { benchmarkMain, CLI, f1, f2, f3, f4, median, ms, parseOptions, printTable, spawnProbeSource, sum, timedRun, wallOfSync } from "./common.mjs";
 import { budgetSeconds, calibrate, campaignToml, PLANTED, readChunks, runDirectScript } from "./planted.mjs";
 
 const TARGET_RATIO = 0.98;
@@ -65,15 +65,7 @@ const { performance } = require("node:perf_hooks");
 const preloadAtMs = performance.now();
 const spawns = [];
 const timed = [];
-const originalSpawn = childProcess.spawn;
-childProcess.spawn = function spawn(...args) {
-  const entry = { argv: [args[0], ...(Array.isArray(args[1]) ? args[1] : [])], at: performance.now(), exitAt: null };
-  spawns.push(entry);
-  const child = originalSpawn.apply(this, args);
-  child.once("exit", () => { entry.exitAt = performance.now(); });
-  return child;
-};
-${nativeSpawnProbeSource()}
+${spawnProbeSource()}
 for (const name of ["rmSync", "copyFileSync"]) {
   const original = fs[name];
   fs[name] = function (...args) {
@@ -374,10 +366,9 @@ benchmarkMain("sweep-overhead", o, async (scratch) => {
   const env = { ...process.env, PLANTED_COST_MS: String(o.costMs) };
   const runs = [];
   const rounds = [];
-  const cal = await calibrate(o, env, scratch);
-  const bootstrapSeeds = Math.max(10, Math.round(cal.seedsPerSec * o.chunkSeconds));
-  const calibration = { ...cal, bootstrapSeeds };
-  console.log(`calibration: ${cal.count} seeds in ${f2(cal.seconds)} s = ${f1(cal.seedsPerSec)} seeds/s -> bootstrap_seeds ${bootstrapSeeds}`);
+  const calibration = await calibrate(o, env, scratch);
+  const { bootstrapSeeds } = calibration;
+  console.log(`calibration: ${calibration.count} seeds in ${f2(calibration.seconds)} s = ${f1(calibration.seedsPerSec)} seeds/s -> bootstrap_seeds ${bootstrapSeeds}`);
 
   const startup = startupCost(scratch);
   console.log(

@@ -1,34 +1,17 @@
 import assert from "node:assert/strict";
-import {
-  accessSync,
-  mkdirSync,
-  chmodSync,
-  constants,
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { getPriority, tmpdir } from "node:os";
+import { accessSync, chmodSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { getPriority } from "node:os";
 import { delimiter, join } from "node:path";
-import { after, before, describe, test, type TestContext } from "node:test";
+import { before, describe, test, type TestContext } from "node:test";
 
 import { defaultStarter, nativeStarterProblem, type Starter } from "../../src/exec/native-spawn.ts";
 import { runChild as runChildWith, type RunChildOptions } from "../../src/exec/run-child.ts";
+import { scratchDirs } from "../helpers/scratch.ts";
 
 const LINUX_PROC = existsSync("/proc/self/stat");
 const TEST_TIMEOUT = { timeout: 60_000 };
 
-let root: string;
-before(() => {
-  root = mkdtempSync(join(tmpdir(), "fuzzfleet-exec-"));
-});
-after(() => {
-  rmSync(root, { recursive: true, force: true });
-});
+const { freshDir } = scratchDirs("exec");
 
 // Every behaviour below is checked with both process starters (see src/exec/native-spawn.ts);
 // each starter gets its own directory, and runChild is bound to the starter under test.
@@ -98,8 +81,7 @@ for (const which of ["native", "node"] as const) {
   describe(`starter: ${which}`, () => {
     before(() => {
       starter = which;
-      dir = join(root, which);
-      mkdirSync(dir);
+      dir = freshDir();
     });
 
     test("a child that exits on its own is complete with its exit code; stdout and stderr are appended to the log", TEST_TIMEOUT, async () => {

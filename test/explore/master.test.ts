@@ -37,11 +37,15 @@ function setup(inputs: number): { master: ExploreMaster; inputDir: string; corpu
 describe("ExploreMaster input admission", () => {
   it("admits at most `limit` inputs per call and is not idle while listed inputs wait", () => {
     const { master, corpusDir } = setup(7);
+    // A listing with nothing admitted yet: nothing pending, nothing running, and still not idle.
+    assert.equal(master.admitInputs(0), 0);
+    assert.equal(master.inputBacklogCount, 7);
+    assert.equal(master.pendingCount + master.activeCount, 0);
+    assert.equal(master.idle, false);
     assert.equal(master.admitInputs(3), 3);
     assert.equal(master.inputBacklogCount, 4);
     assert.equal(master.pendingCount, 3);
     assert.equal(readdirSync(corpusDir).filter((n) => !n.startsWith(".")).length, 3);
-    // Even with nothing pending or running, a backlog means work remains.
     while (master.nextTask("local-0")) {
       /* drain the queue */
     }

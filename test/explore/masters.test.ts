@@ -18,7 +18,7 @@ interface Fleet {
 /** Starts a root of `n` masters and n-1 submasters with the same command line. */
 async function fleet(e: ExploreDir, n: number, extra: string[], target: string[], env: NodeJS.ProcessEnv = {}, rootEnv: NodeJS.ProcessEnv = {}): Promise<Fleet> {
   const root = e.start(["--port", "0", "--bind", "127.0.0.1", "--masters", String(n), "--token", TOKEN, ...extra], target, { ...env, ...rootEnv });
-  const port = await waitFor("the root to listen", () => /listening on 127\.0\.0\.1:(\d+)/.exec(root.output())?.[1]);
+  const port = await root.port();
   const subs = [];
   for (let i = 1; i < n; i++) {
     // Submasters write no stats file of their own.
@@ -116,7 +116,7 @@ test("a stalled owner's expired leases are taken over; its late results after SI
     // before noticing the takeover, were stale: each such run is the only kind of second run.
     const staleSub = Number(/rank 1: \d+ observation\(s\), \d+ generated, (\d+) stale result\(s\) discarded/.exec(sub.output())?.[1] ?? 0);
     assert.ok(staleSub > 0, `rank 1 reported its late results as stale\n${sub.output()}`);
-    assert.equal(executed.length, 16 + staleSub + Number(st.stale_results), "every run beyond the first of an input was a stale one");
+    assert.equal(executed.length, 16 + staleSub + st.stale_results, "every run beyond the first of an input was a stale one");
   } finally {
     e.cleanup();
   }

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { CLI, waitFor } from "../helpers/campaign.ts";
+import { CLI } from "../helpers/campaign.ts";
 import { ExploreDir } from "../helpers/explore.ts";
 import { fakeWorker, send } from "../helpers/wire.ts";
 import { spawn } from "node:child_process";
@@ -47,10 +47,7 @@ test("a double reporting a wrong input hash, an extra staged file, or a stale fe
     const log = join(e.dir, "executions.log");
     const target = e.script("t.sh", `cat >> "${log}"; echo >> "${log}"; printf honest-child > "$SYMCC_OUTPUT_DIR/c"`);
     const master = e.start(["-j", "0", "--port", "0", "--bind", "127.0.0.1", "--token", TOKEN, "--max-idle", "1", "-t", "5"], [target]);
-    const port = await waitFor("the master to listen", () => {
-      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(master.output());
-      return m ? Number(m[1]) : undefined;
-    });
+    const port = await master.port();
     const seedHash = sha256("the one seed\n");
 
     // 1. A wrong input hash.
@@ -109,13 +106,9 @@ test("a result that arrives while the master shuts down (Ctrl-C) is consumed and
   try {
     e.seed("only", "late but welcome\n");
     const master = e.start(["-j", "0", "--port", "0", "--bind", "127.0.0.1", "--token", TOKEN, "--max-idle", "30", "-t", "5"], ["/bin/true"]);
-    const port = await waitFor("the master to listen", () => {
-      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(master.output());
-      return m ? Number(m[1]) : undefined;
-    });
+    const port = await master.port();
     const d = await doubleWithTask(port);
     master.child.kill("SIGINT");
-    // The master is shutting down once its acks carry the drain flag.
     // The master asks for the stop at once; a worker finishes what it runs, reports it, and only
     // then acknowledges.
     let stop: { type: string; token?: string } | null = null;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { appendFileSync, mkdirSync, readFileSync, readdirSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { DEFAULT_BUDGETS, FileProblem, IntegrityError, STAGE_ID_RE, type Budgets } from "../../src/explore/corpus.ts";
 import { BudgetError, collectOutputs, promoteChildren, stageOutputs, verifyStage } from "../../src/explore/staging.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";

@@ -4,7 +4,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CLI, killProcessesMentioning, ROOT } from "./campaign.ts";
+import { CLI, killProcessesMentioning, ROOT, waitFor } from "./campaign.ts";
 import type { ExploreStats } from "../../src/explore/stats.ts";
 
 export const MAZE = join(ROOT, "examples/maze/maze.mjs");
@@ -15,6 +15,8 @@ export interface Started {
   child: ChildProcess;
   output: () => string;
   done: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** The port it says it listens on, once it has said so (started with --port 0 --bind 127.0.0.1). */
+  port: () => Promise<number>;
 }
 
 export class ExploreDir {
@@ -64,7 +66,12 @@ export class ExploreDir {
     child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
     child.stderr!.setEncoding("utf8").on("data", (d: string) => (out += d));
     const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("close", (code, signal) => resolve({ code, signal })));
-    return { child, output: () => out, done };
+    const port = () =>
+      waitFor("the master to listen", () => {
+        const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
+        return m ? Number(m[1]) : undefined;
+      });
+    return { child, output: () => out, done, port };
   }
 
   /** The --stats-json file, as the campaign wrote it. */
