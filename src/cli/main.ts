@@ -66,6 +66,12 @@ Getting started:
                                       run a target over a corpus until nothing new is left
   fuzzfleet demo explore              the bundled maze target explored to quiescence
 
+Environment:
+  FUZZFLEET_SPAWN=node|native         how generators and targets are started: native (the default
+                                      when built) is fuzzfleet's posix_spawn starter, node is
+                                      child_process; see docs/explore.md
+  FUZZFLEET_TOKEN                     the shared secret, when --token is not given
+
 Exit codes: 0 ok, 1 'run'/'coordinate' recorded a newly distinct (or reopened) failure,
 2 usage or config error, 3 refused (lock held, stale app, declined prompt), 4 runtime error,
 70 lifecycle incomplete, 71 final rendezvous timed out. See docs/exit-codes.md.`,

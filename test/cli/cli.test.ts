@@ -21,6 +21,7 @@ test("--help explains the commands and the exit codes; every subcommand has help
     assert.match(sub.stdout, new RegExp(`Usage: fuzzfleet ${cmd}`));
   }
   assert.match(r.stdout, /Exit codes: 0 ok, 1 'run'\/'coordinate' recorded a newly distinct \(or reopened\) failure/);
+  assert.match(r.stdout, /FUZZFLEET_SPAWN=node\|native +how generators and targets are started/);
 });
 
 test("an unknown flag, an unknown command and a bad number are usage errors (exit 2) that name the value", () => {
