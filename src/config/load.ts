@@ -104,6 +104,10 @@ function resolveConfig(file: ConfigFile, absPath: string, laneOrder: (a: string,
       drainGraceMinutes: file.distributed.drain_grace_minutes,
       stopGraceSeconds: file.distributed.stop_grace_seconds,
     },
+    store: {
+      journal: file.store.journal,
+      giveUpSeconds: file.store.give_up_minutes * 60,
+    },
   };
 }
 

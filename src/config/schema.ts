@@ -182,6 +182,14 @@ const DistributedSchema = z.strictObject(
   { error: "expected a table" },
 );
 
+const StoreSchema = z.strictObject(
+  {
+    journal: z.enum(["auto", "wal", "truncate"], { error: 'expected "auto", "wal" or "truncate"' }).default("auto"),
+    give_up_minutes: positiveNumber().default(10),
+  },
+  { error: "expected a table" },
+);
+
 export const ConfigFileSchema = z.strictObject({
   defaults: DefaultsSchema.prefault({}),
   generator: GeneratorSchema,
@@ -190,6 +198,7 @@ export const ConfigFileSchema = z.strictObject({
   // keys are still validated and reported in the same run.
   lanes: z.record(z.string(), LaneSchema, { error: "expected [lanes.NAME] tables" }).default({}),
   distributed: DistributedSchema.prefault({}),
+  store: StoreSchema.prefault({}),
 });
 
 /** fuzzfleet.toml as validated, before defaults that depend on other keys and path resolution. */
@@ -201,6 +210,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   generator: Object.keys(GeneratorSchema.shape),
   app: Object.keys(AppSchema.shape),
   distributed: Object.keys(DistributedSchema.shape),
+  store: Object.keys(StoreSchema.shape),
 };
 
 /** The keys a table at `tablePath` accepts, or undefined if it is not a table of the schema. */
@@ -349,6 +359,12 @@ export interface Config {
   /** In file order, which is the tie-break order for lane picking. */
   lanes: LaneConfig[];
   distributed: { port: number; bind: string; leaseSeconds: number; drainGraceMinutes: number; stopGraceSeconds: number };
+  store: {
+    /** The journal mode writers keep the file in; "auto" = WAL on a local file system, TRUNCATE on a network one. */
+    journal: "auto" | "wal" | "truncate";
+    /** How long a session keeps retrying commits the store refuses (locked, full, read-only) before it ends. */
+    giveUpSeconds: number;
+  };
 }
 
 /**

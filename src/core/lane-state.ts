@@ -9,6 +9,14 @@ export interface ChunkRow {
   status: string;
 }
 
+/** A lane's state at one moment, to put back when the transaction that changed it was refused. */
+export interface LaneSnapshot {
+  readonly cursor: number;
+  readonly allocNext: number;
+  readonly pending: readonly Range[];
+  readonly doneAhead: readonly Range[];
+}
+
 /**
  * The low-water-mark cursor of one lane while chunks run in parallel.
  *
@@ -17,7 +25,7 @@ export interface ChunkRow {
  *   - `pending` and `doneAhead` are each merged (sorted, non-empty, neither overlapping nor
  *     adjacent), are disjoint from each other, and lie inside [cursor, allocNext);
  *   - `doneAhead` never contains `cursor` itself (it would have been absorbed);
- *   - baseSeed <= cursor <= allocNext, and `cursor` never decreases.
+ *   - baseSeed <= cursor <= allocNext, and `cursor` never decreases but through restore().
  *
  * Seeds in [cursor, allocNext) that are in neither list are handed out and not yet completed.
  *
@@ -32,6 +40,9 @@ export interface ChunkRow {
  *                  while someone else still holds them.
  *   recover(...)   rebuild from the chunk table at start-up, when nothing is in flight: every seed
  *                  below the highest recorded seed that no complete chunk covers becomes pending.
+ *   snapshot() / restore(s)
+ *                  undo everything since the snapshot (a store transaction was refused). The one
+ *                  transition that may move the cursor back: to where the store still has it.
  */
 export class LaneState {
   readonly baseSeed: number;
@@ -92,6 +103,18 @@ export class LaneState {
       else kept.push([from, to]);
     }
     this.doneAhead = kept;
+  }
+
+  snapshot(): LaneSnapshot {
+    return { cursor: this.cursor, allocNext: this.allocNext, pending: [...this.pending], doneAhead: [...this.doneAhead] };
+  }
+
+  restore(s: LaneSnapshot): void {
+    assert.ok(s.cursor >= this.baseSeed && s.cursor <= s.allocNext, `snapshot cursor ${s.cursor} outside [${this.baseSeed}, ${s.allocNext}]`);
+    this.cursor = s.cursor;
+    this.allocNext = s.allocNext;
+    this.pending = [...s.pending];
+    this.doneAhead = [...s.doneAhead];
   }
 
   /** Seeds completed beyond the cursor. Never part of coverage. */

@@ -1,17 +1,20 @@
 // LocalExecutor: runs the engine's chunks one at a time in this process (the generator's own
 // -j is where single-host parallelism belongs). Interruption (Ctrl-C) stops the running chunk;
 // the engine books it as aborted:interrupted and the range is re-swept by a later session.
+// Every change to the books goes through the CommitQueue: while the store refuses writes, the
+// executor waits for it (the queue retries and says so) instead of running ahead of the disk.
 import { rmSync } from "node:fs";
 import { runChild } from "../exec/run-child.ts";
-import type { SweepEngine, WorkerView } from "./sweep-engine.ts";
+import type { CommitQueue } from "./commit-queue.ts";
+import type { EngineMark, SweepEngine, WorkerView } from "./sweep-engine.ts";
 
-export async function runLocal(engine: SweepEngine, worker: WorkerView, signal: AbortSignal): Promise<void> {
+export async function runLocal(engine: SweepEngine, books: CommitQueue<EngineMark>, worker: WorkerView, signal: AbortSignal): Promise<void> {
   for (;;) {
     if (signal.aborted) {
       engine.drain("interrupted");
       return;
     }
-    const next = engine.assign(worker);
+    const next = await books.run(() => engine.assign(worker), "hold");
     if (next.kind !== "chunk") return;
     const a = next.assignment;
     rmSync(a.scratchDir, { recursive: true, force: true });
@@ -24,6 +27,7 @@ export async function runLocal(engine: SweepEngine, worker: WorkerView, signal: 
       idleIo: a.idleIo,
       signal,
     });
-    engine.finish(worker, a.chunkId, { outcome: r.outcome, exitCode: r.exitCode, signal: r.signal, seconds: r.seconds, error: r.error });
+    const report = { outcome: r.outcome, exitCode: r.exitCode, signal: r.signal, seconds: r.seconds, error: r.error };
+    await books.run(() => engine.finish(worker, a.chunkId, report), "hold");
   }
 }

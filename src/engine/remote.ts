@@ -1,6 +1,12 @@
 // RemoteWorkers: the sweep side of the worker wire. The SweepEngine decides what each remote
 // worker runs and books what it reports; the shared WorkerServer does the connections, the
-// handshake and the tokenised stop. Every store write goes through one WriteBatch (group commit).
+// handshake and the tokenised stop. Every store write goes through one CommitQueue (group commit,
+// memory rolled back with a refused transaction).
+//
+// A store that refuses writes never stalls a worker: heartbeats are answered from memory, `want`
+// gets `wait`, a `done` is acknowledged as queued (it is booked when the store takes writes
+// again, from the queue, not from the worker), and leases are not expired meanwhile (reissuing
+// would need a write; the holders are alive and answering).
 //
 // Session: serving -> draining (deadline floor or Ctrl-C: every ack says drain, no new chunks)
 //          -> drained (nothing in flight, or drain grace over: the rest is reissued, re-swept next
@@ -17,7 +23,8 @@ import { earlierRates, insertWorker, markWorkerGone, touchWorker } from "../stor
 import { generatorIdentity } from "../sweep/identity.ts";
 import type { SweepSession } from "../sweep/session.ts";
 import type { Assignment, SweepEngine, WorkerView } from "./sweep-engine.ts";
-import { WriteBatch } from "./write-batch.ts";
+import { CommitQueue, StoreBlocked } from "./commit-queue.ts";
+import type { EngineMark } from "./sweep-engine.ts";
 import { setTimeout as sleep } from "node:timers/promises";
 
 const IDLE_POLL_SECONDS = 1;
@@ -43,6 +50,8 @@ export interface RemoteOptions {
   now: () => number;
   read: ReadService;
   log: (line: string) => void;
+  /** Where the store is, for the lines about a store that refuses writes. */
+  storePath: string;
 }
 
 export interface ShutdownReport {
@@ -54,11 +63,18 @@ export interface ShutdownReport {
 
 export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
   readonly mode = "sweep" as const;
-  readonly batch: WriteBatch;
+  readonly books: CommitQueue<EngineMark>;
   readonly server: WorkerServer<RemoteWorker>;
+  /** Chunks whose reissue is queued, so the lease scan does not queue it twice. */
+  private readonly reissuing = new Set<number>();
 
   constructor(private readonly o: RemoteOptions) {
-    this.batch = new WriteBatch(o.session.db);
+    this.books = new CommitQueue(o.session.db, o.engine, {
+      giveUpMs: o.session.config.store.giveUpSeconds * 1000,
+      now: o.now,
+      log: o.log,
+      path: o.storePath,
+    });
     this.server = new WorkerServer<RemoteWorker>({
       token: o.token,
       protocol: this,
@@ -82,12 +98,13 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
     return this.server.listen(bind, port);
   }
 
-  /** Serves until the session drains, then stops every worker. */
+  /** Serves until the session drains, then stops every worker. Throws the StoreError of a store that stayed unwritable. */
   async run(signal: AbortSignal): Promise<ShutdownReport> {
     const engine = this.o.engine;
     let drainDeadline: number | null = null;
     let abandoned = 0;
     for (;;) {
+      if (this.books.failed) break;
       if (signal.aborted && !engine.draining) {
         engine.drain("interrupted");
         this.o.log("interrupted: draining — no new chunks; chunks in flight that do not land will be re-swept");
@@ -96,18 +113,17 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
         engine.drain("deadline");
         this.o.log("deadline: draining — waiting for the chunks in flight");
       }
-      for (const f of engine.expiredLeases(this.o.leaseSeconds)) {
-        await this.batch.run(() => engine.reissue(f.chunkId, `no heartbeat for ${this.o.leaseSeconds}s`));
+      if (!this.books.blocked) {
+        for (const f of engine.expiredLeases(this.o.leaseSeconds)) this.reissue(f.chunkId, `no heartbeat for ${this.o.leaseSeconds}s`);
       }
       if (engine.draining) {
         drainDeadline ??= this.o.now() + this.o.drainGraceSeconds * 1000;
         const left = engine.inFlightChunks();
         if (left.length === 0) break;
-        if (this.o.now() >= drainDeadline) {
+        if (this.o.now() >= drainDeadline && !this.books.blocked) {
           abandoned = left.length;
-          await this.batch.run(() => {
-            for (const f of left) engine.reissue(f.chunkId, "drain grace expired");
-          });
+          for (const f of left) this.reissue(f.chunkId, "drain grace expired");
+          await this.books.settled();
           this.o.log(`${abandoned} chunk(s) were still running when the drain grace expired — not counted; the next session re-sweeps them`);
           break;
         }
@@ -116,12 +132,35 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
     }
     const outcome = await this.server.stopAll(this.o.stopGraceSeconds * 1000);
     this.server.close();
+    await this.books.settled();
+    if (this.books.failed) throw this.books.failed;
     return { outcome, abandoned, scratchRemoved: this.removeScratch() };
   }
 
-  /** Stops listening and drops every connection (for a coordinator that fails before run() ends). */
+  private reissue(chunkId: number, why: string): void {
+    if (this.reissuing.has(chunkId)) return;
+    this.reissuing.add(chunkId);
+    this.books
+      .run(() => this.o.engine.reissue(chunkId, why), "hold")
+      .catch(() => undefined)
+      .finally(() => this.reissuing.delete(chunkId));
+  }
+
+  /**
+   * Queues `fn` to be booked; resolves with its value once committed, or with null as soon as the
+   * store refuses writes (the change stays queued and is booked when the store takes writes again).
+   */
+  private async book<T>(fn: () => T): Promise<{ value: T } | null> {
+    const committed = this.books.run(fn, "hold").then((value) => ({ value }));
+    // A failure of the whole queue is handled by run(); nobody else waits on this promise.
+    committed.catch(() => undefined);
+    return Promise.race([committed, this.books.whenBlocked().then(() => null)]);
+  }
+
+  /** Stops listening, drops every connection, and refuses later store writes (the session is closing). */
   close(): void {
     this.server.close();
+    this.books.close();
   }
 
   // ---- WorkProtocol ----------------------------------------------------------------------------
@@ -157,7 +196,7 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
   }
 
   admit(conn: Connection, hello: HelloFrame, slots: number): Promise<RemoteWorker> {
-    return this.batch.run(() => {
+    return this.books.run(() => {
       const s = this.o.session;
       const workerId = insertWorker(s.db, { sessionId: s.sessionId, host: hello.host, addr: conn.remote, jobs: hello.jobs, genHash: s.genHash, appBuild: s.appBuild });
       const seeded = earlierRates(s.db, hello.host, hello.jobs, workerId);
@@ -180,7 +219,7 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
         seeds: 0,
         gone: null,
       };
-    });
+    }, "drop");
   }
 
   welcome() {
@@ -201,16 +240,23 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
         if (engine.draining) return { type: "drain", reason: engine.draining };
         const free = Math.min(f.slots, w.slots - engine.heldBy(w).length);
         if (free <= 0) return { type: "wait", seconds: IDLE_POLL_SECONDS };
-        const result = await this.batch.run(() => {
-          const chunks: Assignment[] = [];
-          let last: ReturnType<SweepEngine["assign"]> | null = null;
-          while (chunks.length < free) {
-            last = engine.assign(w);
-            if (last.kind !== "chunk") break;
-            chunks.push(last.assignment);
-          }
-          return { chunks, last };
-        });
+        if (this.books.blocked) return { type: "wait", seconds: this.books.blocked.retryInMs / 1000 };
+        let result;
+        try {
+          result = await this.books.run(() => {
+            const chunks: Assignment[] = [];
+            let last: ReturnType<SweepEngine["assign"]> | null = null;
+            while (chunks.length < free) {
+              last = engine.assign(w);
+              if (last.kind !== "chunk") break;
+              chunks.push(last.assignment);
+            }
+            return { chunks, last };
+          }, "drop");
+        } catch (err) {
+          if (err instanceof StoreBlocked) return { type: "wait", seconds: err.retryInMs / 1000 };
+          throw err;
+        }
         if (result.chunks.length > 0) {
           return {
             type: "assign",
@@ -233,27 +279,27 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
         return { type: "wait", seconds: IDLE_POLL_SECONDS };
       }
       case "heartbeat": {
-        const known = await this.batch.run(() => {
-          touchWorker(this.o.session.db, w.workerId);
-          const held: number[] = [];
-          for (const id of f.ids) {
-            if (engine.heartbeat(w, id)) {
-              touchChunkHeartbeat(this.o.session.db, id);
-              held.push(id);
-            }
-          }
-          return held;
-        });
+        // Liveness is memory; the store's copy of it (last_heartbeat) is informational and may lag.
+        const known = f.ids.filter((id) => engine.heartbeat(w, id));
+        const db = this.o.session.db;
+        this.books
+          .run(() => {
+            touchWorker(db, w.workerId);
+            for (const id of known) touchChunkHeartbeat(db, id);
+          }, "drop")
+          .catch(() => undefined);
         return { type: "ack", drain: engine.draining !== null, known, note: null };
       }
       case "done": {
         // Results that arrive while stopping are still booked: late work is consumed, not dropped.
         const report = { outcome: f.outcome, exitCode: f.rc, seconds: f.elapsed, error: f.error ?? undefined };
-        const before = engine.counts.seedsSwept;
-        const note = await this.batch.run(() => engine.finish(w, f.chunk_id, report));
+        const drain = engine.draining !== null || stopping;
+        const booked = await this.book(() => engine.finish(w, f.chunk_id, report));
+        if (booked === null) return { type: "ack", drain, known: null, note: "queued: the store is busy; it is booked when the store takes writes again" };
+        const { note, seeds } = booked.value;
         if (note === "recorded") {
           w.chunks++;
-          w.seeds += engine.counts.seedsSwept - before;
+          w.seeds += seeds;
         } else if (note === "unknown chunk") {
           this.o.log(`worker ${w.label} reported chunk ${f.chunk_id}, which it does not hold — ignored`);
         }
@@ -267,7 +313,7 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
 
   async detach(w: RemoteWorker, why: string): Promise<void> {
     const held = this.o.engine.heldBy(w);
-    await this.batch.run(() => {
+    await this.book(() => {
       markWorkerGone(this.o.session.db, w.workerId);
       for (const f of held) this.o.engine.reissue(f.chunkId, `worker ${w.label} left (${why})`);
     });

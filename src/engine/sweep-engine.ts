@@ -8,10 +8,16 @@
 //                                          -> reissue -> reissued (range queued again; a late
 //                                             successful finish still counts, once)
 // Coverage only moves through LaneState.complete, i.e. to the low-water mark.
+//
+// The engine is the in-memory half of the books; its store writes run inside a CommitQueue
+// transaction, and it implements Books so that a transaction the store refused puts its memory
+// back (checkpoint / rollback). What must not happen before the commit — removing a chunk's files,
+// printing its line — waits in `afterCommit` until the queue reports the commit.
+import assert from "node:assert/strict";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Config, LaneConfig } from "../config/schema.ts";
-import { LaneState } from "../core/lane-state.ts";
+import { LaneState, type LaneSnapshot } from "../core/lane-state.ts";
 import { chunkTarget, deadlineFloor, halveRate, hardTimeout, pickLane, sizeChunk, updateRate } from "../core/schedule.ts";
 import { atomically, type Db } from "../store/db.ts";
 import { getChunk, insertChunk, markChunkComplete, markChunkEnded } from "../store/chunks.ts";
@@ -20,6 +26,7 @@ import { upsertWorkerRate } from "../store/workers.ts";
 import type { ChildOutcome } from "../exec/run-child.ts";
 import { chunkCommand, resultsDir } from "../sweep/command.ts";
 import { ingestChunk, type IngestResult } from "../sweep/ingest.ts";
+import type { Books } from "./commit-queue.ts";
 
 /** A lane taking part in this session. */
 export interface EngineLane {
@@ -85,6 +92,12 @@ export interface ChunkReport {
 
 export type FinishNote = "recorded" | "aborted" | "already recorded" | "unknown chunk" | "lane no longer active";
 
+/** What finish made of a report: the note, and the seeds it added to coverage (0 unless "recorded"). */
+export interface FinishResult {
+  note: FinishNote;
+  seeds: number;
+}
+
 /** Console-facing events; the CLI prints them, tests may collect them. */
 export interface EngineEvents {
   chunkStarted(a: Assignment, worker: WorkerView, remainingSeconds: number): void;
@@ -135,16 +148,36 @@ export interface SessionCounts {
   malformed: number;
 }
 
-export class SweepEngine {
+/** The engine's memory at a checkpoint: everything a refused transaction may have changed. */
+export interface EngineMark {
+  lanes: { lane: EngineLane; state: LaneSnapshot; rate: number | null }[];
+  chunksRun: Map<string, number>;
+  inFlight: Map<number, InFlight>;
+  counts: SessionCounts;
+  /** Worker views changed since the checkpoint, with their state before the first change. */
+  workers: Map<WorkerView, WorkerMemory>;
+}
+
+interface WorkerMemory {
+  rates: Map<string, number | null>;
+  lastCount: Map<string, number>;
+  strikes: Map<string, number>;
+  disabled: Set<string>;
+}
+
+export class SweepEngine implements Books<EngineMark> {
   readonly floorSeconds: number;
-  readonly counts: SessionCounts = { chunks: 0, seedsSwept: 0, finds: 0, newFailures: 0, reopened: 0, unshrunk: 0, quarantine: 0, malformed: 0 };
+  counts: SessionCounts = { chunks: 0, seedsSwept: 0, finds: 0, newFailures: 0, reopened: 0, unshrunk: 0, quarantine: 0, malformed: 0 };
   private readonly lanes = new Map<string, EngineLane>();
   private readonly lanesById = new Map<number, EngineLane>();
   /** The lanes pickLane chooses from: enabled in the config (fixed for the session). */
   private readonly enabledConfigs: LaneConfig[];
-  private readonly chunksRun = new Map<string, number>();
-  private readonly inFlight = new Map<number, InFlight>();
+  private chunksRun = new Map<string, number>();
+  private inFlight = new Map<number, InFlight>();
   private drainReason: DrainReason | null = null;
+  /** The open checkpoint, while a CommitQueue transaction runs. */
+  private mark: EngineMark | null = null;
+  private afterCommit: (() => void)[] = [];
 
   constructor(private readonly o: EngineOptions) {
     for (const lane of o.lanes) {
@@ -162,6 +195,60 @@ export class SweepEngine {
   drain(reason: DrainReason): void {
     this.drainReason ??= reason;
   }
+
+  // ---- Books ---------------------------------------------------------------------------------
+
+  checkpoint(): EngineMark {
+    assert.ok(this.mark === null, "checkpoint inside an open checkpoint");
+    this.mark = {
+      lanes: [...this.lanes.values()].map((lane) => ({ lane, state: lane.state.snapshot(), rate: lane.rate })),
+      chunksRun: new Map(this.chunksRun),
+      inFlight: new Map(this.inFlight),
+      counts: { ...this.counts },
+      workers: new Map(),
+    };
+    return this.mark;
+  }
+
+  rollback(mark: EngineMark): void {
+    assert.ok(this.mark === mark, "rollback of a checkpoint that is not the open one");
+    for (const { lane, state, rate } of mark.lanes) {
+      lane.state.restore(state);
+      lane.rate = rate;
+    }
+    this.chunksRun = mark.chunksRun;
+    this.inFlight = mark.inFlight;
+    this.counts = mark.counts;
+    for (const [worker, m] of mark.workers) restoreWorker(worker, m);
+    this.afterCommit = [];
+    this.mark = null;
+  }
+
+  committed(): void {
+    this.mark = null;
+    const actions = this.afterCommit;
+    this.afterCommit = [];
+    for (const action of actions) action();
+  }
+
+  /** Runs `action` once the open transaction committed (at once outside one). */
+  private whenCommitted(action: () => void): void {
+    if (this.mark === null) action();
+    else this.afterCommit.push(action);
+  }
+
+  /** Remembers `worker`'s scheduling memory before the first change inside the open checkpoint. */
+  private touch(worker: WorkerView): void {
+    if (this.mark === null || this.mark.workers.has(worker)) return;
+    this.mark.workers.set(worker, {
+      rates: new Map(worker.rates),
+      lastCount: new Map(worker.lastCount),
+      strikes: new Map(worker.strikes),
+      disabled: new Set(worker.disabled),
+    });
+  }
+
+  // ---- scheduling ------------------------------------------------------------------------------
 
   remainingSeconds(): number {
     return (this.o.deadlineMs - this.o.now()) / 1000;
@@ -234,19 +321,19 @@ export class SweepEngine {
     };
     const now = this.o.now();
     this.inFlight.set(chunkId, { chunkId, lane: laneName, laneId: lane.laneId, seedFrom, seedTo, worker, logPath, scratchDir, startedMs: now, lastBeatMs: now });
-    this.o.events.chunkStarted(assignment, worker, remaining);
+    this.whenCommitted(() => this.o.events.chunkStarted(assignment, worker, remaining));
     return { kind: "chunk", assignment };
   }
 
   /** Books the outcome of a chunk. Idempotent on chunk id. */
-  finish(worker: WorkerView, chunkId: number, report: ChunkReport): FinishNote {
+  finish(worker: WorkerView, chunkId: number, report: ChunkReport): FinishResult {
     const flight = this.inFlight.get(chunkId);
     const row = getChunk(this.o.db, chunkId);
     // A worker may only report chunks it was given: a done for someone else's chunk is ignored.
-    if (!row || row.session_id !== this.o.sessionId || row.worker_id !== worker.workerId) return "unknown chunk";
+    if (!row || row.session_id !== this.o.sessionId || row.worker_id !== worker.workerId) return { note: "unknown chunk", seeds: 0 };
     if (row.status === "complete") {
       this.inFlight.delete(chunkId);
-      return "already recorded";
+      return { note: "already recorded", seeds: 0 };
     }
     const lane = this.lanesById.get(row.lane_id);
     const { scratchDir, logPath } = flight ?? chunkPaths(this.o.outDir, chunkId);
@@ -265,16 +352,16 @@ export class SweepEngine {
     this.inFlight.delete(chunkId);
     if (!lane) {
       markChunkEnded(this.o.db, chunkId, "aborted:lane-gone", report.seconds);
-      discardChunkFiles({ scratchDir, logPath }, true);
-      return "lane no longer active";
+      this.whenCommitted(() => discardChunkFiles({ scratchDir, logPath }, true));
+      return { note: "lane no longer active", seeds: 0 };
     }
     const ok = report.outcome === "complete" && (report.exitCode === 0 || report.exitCode === 1);
     if (!ok) {
       this.abort(lane, info, worker, report, row.status === "reissued");
-      return "aborted";
+      return { note: "aborted", seeds: 0 };
     }
     this.record(lane, info, worker, report.seconds);
-    return "recorded";
+    return { note: "recorded", seeds: info.seedTo - info.seedFrom + 1 };
   }
 
   /** Takes a chunk back from whoever held it (lease expired, worker gone, drain grace over). */
@@ -286,7 +373,7 @@ export class SweepEngine {
     if (!row || row.status === "complete") return;
     markChunkEnded(this.o.db, chunkId, "reissued", null);
     this.lanes.get(flight.lane)?.state.requeue(flight.seedFrom, flight.seedTo);
-    this.o.events.chunkReissued(flight, why);
+    this.whenCommitted(() => this.o.events.chunkReissued(flight, why));
   }
 
   private record(lane: EngineLane, f: InFlight, worker: WorkerView, seconds: number): void {
@@ -317,6 +404,7 @@ export class SweepEngine {
       lane.rate = updateRate(lane.rate, n, seconds);
       saveLaneProgress(db, lane.laneId, lane.state.cursor, lane.rate);
     });
+    this.touch(worker);
     const rate = updateRate(worker.rates.get(f.lane) ?? null, n, seconds);
     worker.rates.set(f.lane, rate);
     if (worker.workerId !== null) upsertWorkerRate(db, worker.workerId, lane.laneId, rate);
@@ -330,8 +418,10 @@ export class SweepEngine {
     this.counts.unshrunk += ingest.unshrunk;
     this.counts.quarantine += ingest.quarantine;
     this.counts.malformed += ingest.malformed.length;
-    discardChunkFiles(f, false);
-    this.o.events.chunkRecorded(f, worker, ingest, seconds, n / Math.max(seconds, 0.001), clean);
+    this.whenCommitted(() => {
+      discardChunkFiles(f, false);
+      this.o.events.chunkRecorded(f, worker, ingest, seconds, n / Math.max(seconds, 0.001), clean);
+    });
   }
 
   private abort(lane: EngineLane, f: InFlight, worker: WorkerView, r: ChunkReport, alreadyQueued: boolean): void {
@@ -340,9 +430,12 @@ export class SweepEngine {
     if (!alreadyQueued) lane.state.requeue(f.seedFrom, f.seedTo);
     this.counts.chunks++;
     const keepLog = r.outcome !== "interrupted";
-    discardChunkFiles(f, keepLog);
-    this.o.events.chunkAborted(f, worker, why, r.seconds, keepLog);
+    this.whenCommitted(() => {
+      discardChunkFiles(f, keepLog);
+      this.o.events.chunkAborted(f, worker, why, r.seconds, keepLog);
+    });
 
+    this.touch(worker);
     if (r.outcome === "timeout") {
       const n = f.seedTo - f.seedFrom + 1;
       const halved = halveRate(worker.rates.get(f.lane) ?? null, n, r.seconds);
@@ -355,15 +448,17 @@ export class SweepEngine {
       worker.strikes.set(f.lane, strikes);
       if (strikes >= 2) {
         worker.disabled.add(f.lane);
-        this.o.events.laneDisabled(
-          f.lane,
-          worker,
-          `two consecutive chunks timed out (the last started at seed ${f.seedFrom}); investigate that seed by hand`,
+        this.whenCommitted(() =>
+          this.o.events.laneDisabled(
+            f.lane,
+            worker,
+            `two consecutive chunks timed out (the last started at seed ${f.seedFrom}); investigate that seed by hand`,
+          ),
         );
       }
     } else if (r.outcome === "complete" || r.outcome === "error") {
       worker.disabled.add(f.lane);
-      this.o.events.laneDisabled(f.lane, worker, `the generator ${generatorDid}; see ${f.logPath}`);
+      this.whenCommitted(() => this.o.events.laneDisabled(f.lane, worker, `the generator ${generatorDid}; see ${f.logPath}`));
     }
   }
 
@@ -417,6 +512,19 @@ export function localWorker(lanes: readonly EngineLane[], lastCounts: ReadonlyMa
     if (n != null) lastCount.set(lane.config.name, n);
   }
   return { label: "local", jobs: 0, workerId: null, rates, lastCount, strikes: new Map(), disabled: new Set() };
+}
+
+function restoreWorker(worker: WorkerView, m: WorkerMemory): void {
+  for (const [from, to] of [
+    [m.rates, worker.rates],
+    [m.lastCount, worker.lastCount],
+    [m.strikes, worker.strikes],
+  ] as [Map<string, unknown>, Map<string, unknown>][]) {
+    to.clear();
+    for (const [k, v] of from) to.set(k, v);
+  }
+  worker.disabled.clear();
+  for (const lane of m.disabled) worker.disabled.add(lane);
 }
 
 /** Where chunk `chunkId` runs: its scratch directory and its log, under `<out>/tmp/`. */

@@ -142,6 +142,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
       now: () => performance.now(),
       read,
       log: (line) => out.line(`[${clock()}] ${line}`),
+      storePath: o.paths.dbPath,
     });
     closeRemote = () => remote.close();
     let addr;

@@ -2,8 +2,9 @@
 import { hostname } from "node:os";
 import { performance } from "node:perf_hooks";
 import type { CampaignPaths } from "../config/paths.ts";
-import { localWorker, SweepEngine } from "../engine/sweep-engine.ts";
+import { localWorker, SweepEngine, type EngineMark } from "../engine/sweep-engine.ts";
 import { runLocal } from "../engine/local.ts";
+import { CommitQueue } from "../engine/commit-queue.ts";
 import { saveSessionSummary, sessionSummary } from "../report/session-summary.ts";
 import { SweepConsole } from "../report/sweep-console.ts";
 import { EXIT } from "../cli/exit-codes.ts";
@@ -43,7 +44,14 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
   const startMs = performance.now();
   const deadlineMs = startMs + o.seconds * 1000;
   const controller = new AbortController();
+  let books: CommitQueue<EngineMark> | null = null;
   const onSignal = (sig: NodeJS.Signals) => {
+    if (books?.blocked) {
+      // Nothing waits on the store but this session's own bookkeeping: end now, consistently.
+      controller.abort();
+      books.abandon(`${sig === "SIGINT" ? "Ctrl-C" : sig} while the store refused writes: the session ends; what was waiting is swept again next session`);
+      return;
+    }
     if (!controller.signal.aborted) {
       out.line(`\n${sig === "SIGINT" ? "Ctrl-C" : sig}: stopping — the running chunk is being shut down and its range will be re-swept`);
       controller.abort();
@@ -73,8 +81,14 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
       deadlineMs,
       events: out,
     });
+    books = new CommitQueue(s.db, engine, {
+      giveUpMs: s.config.store.giveUpSeconds * 1000,
+      now: () => performance.now(),
+      log: (line) => out.line(`fuzzfleet: ${line}`),
+      path: o.paths.dbPath,
+    });
     for (const line of [...sessionHeadLines(s, "run", ` on ${hostname()}`), ...sessionBudgetLines(s, o.seconds)]) write(line);
-    await runLocal(engine, localWorker(s.lanes, s.lastCounts), controller.signal);
+    await runLocal(engine, books, localWorker(s.lanes, s.lastCounts), controller.signal);
     const allDisabled = engine.draining === "all lanes disabled" && !controller.signal.aborted;
     if (allDisabled) out.line("all lanes disabled — stopping early");
     status = controller.signal.aborted ? "interrupted" : "done";
@@ -102,6 +116,7 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
     if (alarming) return EXIT.newFailures;
     return allDisabled ? EXIT.runtime : EXIT.ok;
   } finally {
+    books?.close();
     out.close();
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);

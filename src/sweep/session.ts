@@ -1,8 +1,9 @@
 // Opening and closing a sweep session, shared by `run` (local executor) and `coordinate`
 // (remote workers). Order: config, budget and app checks first (a bad config never takes the
 // lock), then the lock, then the store: sessions a dead process left 'running' are marked
-// crashed before anything else; everything opened is closed again on any failure.
-import { mkdirSync } from "node:fs";
+// crashed and the scratch directories it left under <out>/tmp/ are removed before anything else;
+// everything opened is closed again on any failure.
+import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { formatDuration } from "../config/duration.ts";
@@ -11,7 +12,7 @@ import { loadConfig, type Config } from "../config/load.ts";
 import { deadlineFloor } from "../core/schedule.ts";
 import { RefusedError, UsageError } from "../errors.ts";
 import { CampaignLock, type LockMode } from "../lock/campaign-lock.ts";
-import { openStore, type Db } from "../store/db.ts";
+import { OPEN_BUSY_MS, openStore, setBusyTimeout, type Db } from "../store/db.ts";
 import { abortLostChunks } from "../store/chunks.ts";
 import { endSession, insertSession, markCrashedSessions } from "../store/sessions.ts";
 import type { EngineLane } from "../engine/sweep-engine.ts";
@@ -45,6 +46,7 @@ export interface SweepSession {
   lanes: EngineLane[];
   lastCounts: Map<string, number | null>;
   uncovered: Map<string, number>;
+  log: (line: string) => void;
 }
 
 export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSession> {
@@ -70,8 +72,9 @@ export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSess
   const lock = CampaignLock.acquire(outDir, { mode: o.mode, port: o.port ?? null, forceUnlock: o.forceUnlock, log: o.log });
   let db: Db | null = null;
   try {
-    db = openStore(o.paths.dbPath);
+    db = openStore(o.paths.dbPath, { journal: config.store.journal });
     recordCrashes(db, o.log);
+    removeLeftovers(outDir, o.log);
     const { generation, fresh } = await ensureGeneration(db, genHash, o.confirm, o.log);
     const rows = await syncLanes(db, generation.id, config, o.confirm, o.log);
     mkdirSync(join(outDir, "failures"), { recursive: true });
@@ -98,6 +101,7 @@ export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSess
       lanes: recovered.lanes,
       lastCounts: recovered.lastCounts,
       uncovered: recovered.uncovered,
+      log: o.log,
     };
   } catch (err) {
     db?.close();
@@ -135,9 +139,43 @@ function recordCrashes(db: Db, log: (line: string) => void): void {
   log([which, chunks].filter((x) => x !== "").join("; "));
 }
 
+/**
+ * Scratch directories of chunks (`tmp/chunk-N`) and nonce files that a session which died left
+ * behind. We hold the lock, so no live session owns them; chunk logs stay (an aborted chunk's log
+ * is kept on purpose). A symlink planted there is removed, never followed.
+ */
+function removeLeftovers(outDir: string, log: (line: string) => void): void {
+  const tmp = join(outDir, "tmp");
+  let names: string[];
+  try {
+    names = readdirSync(tmp);
+  } catch {
+    return;
+  }
+  let removed = 0;
+  for (const name of names) {
+    if (!/^chunk-\d+$/.test(name) && !/^nonce-\d+$/.test(name)) continue;
+    try {
+      rmSync(join(tmp, name), { recursive: true, force: true });
+      removed++;
+    } catch (err) {
+      log(`could not remove ${join(tmp, name)} left by an earlier session: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  }
+  if (removed > 0) log(`removed ${removed} scratch entr${removed === 1 ? "y" : "ies"} an earlier session left in ${tmp}`);
+}
+
+/**
+ * Records the end of the session and lets go of the store and the lock. A store that refuses the
+ * write costs nothing but the end time: the row stays 'running' and the next start marks it
+ * crashed.
+ */
 export function closeSweepSession(s: SweepSession, status: "done" | "interrupted"): void {
   try {
+    setBusyTimeout(s.db, OPEN_BUSY_MS);
     endSession(s.db, s.sessionId, status);
+  } catch (err) {
+    s.log(`could not record the end of session ${s.sessionId} (${(err as Error).message}); the next start marks it crashed — nothing else is lost`);
   } finally {
     s.db.close();
     s.lock.release();

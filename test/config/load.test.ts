@@ -60,6 +60,7 @@ test("a minimal config gets every default, resolved paths and plain objects", ()
     app: null,
     lanes: [{ name: "only", baseSeed: 1, weight: 1, enabled: true, jobs: 6, args: [] }],
     distributed: { port: 9999, bind: "", leaseSeconds: 120, drainGraceMinutes: 35, stopGraceSeconds: 15 },
+    store: { journal: "auto", giveUpSeconds: 600 },
   };
   // deepStrictEqual also compares prototypes: the TOML parser's null-prototype objects must not leak.
   assert.deepStrictEqual(loadConfig(file), expected);
@@ -99,6 +100,10 @@ bind = "127.0.0.1"
 lease_seconds = 7.5
 drain_grace_minutes = 0
 stop_grace_seconds = 4
+
+[store]
+journal = "truncate"
+give_up_minutes = 0.5
 `);
   const dir = join(file, "..");
   const config = loadConfig(file);
@@ -119,6 +124,7 @@ stop_grace_seconds = 4
     { name: "deep", baseSeed: 10000000, weight: 2.5, enabled: false, jobs: 12, args: ["--max-depth", "8", "--tag={count}"] },
   ]);
   assert.deepStrictEqual(config.distributed, { port: 0, bind: "127.0.0.1", leaseSeconds: 7.5, drainGraceMinutes: 0, stopGraceSeconds: 4 });
+  assert.deepStrictEqual(config.store, { journal: "truncate", giveUpSeconds: 30 });
 });
 
 test("chunk_minutes becomes whole seconds, never less than one", () => {
@@ -228,7 +234,7 @@ test("an unknown key in [defaults] is reported at its line with the known keys",
 
 test("a misspelt table is an unknown top-level key at its header", () => {
   const message = configErrorOf(`${GENERATOR}[lanes.a]\n\n[lane.b]\nweight = 1\n`);
-  assert.equal(message, "F:6: lane: unknown key (known: defaults, generator, app, lanes, distributed)");
+  assert.equal(message, "F:6: lane: unknown key (known: defaults, generator, app, lanes, distributed, store)");
 });
 
 test("a wrong type in a lane names the dotted key, the expectation and the value", () => {

@@ -125,19 +125,19 @@ test("completion is idempotent on chunk id, and a late finish of a reissued chun
   const h = harness({ lanes: "[lanes.a]\n", mode: "distributed" });
   const a1 = h.next();
   const a2 = h.next();
-  assert.equal(h.engine.finish(h.worker, a2.chunkId, ok), "recorded");
+  assert.equal(h.engine.finish(h.worker, a2.chunkId, ok).note, "recorded");
   assert.equal(cursor(h, "a"), 1, "the cursor waits for the lower chunk");
   h.engine.reissue(a1.chunkId, "no heartbeat");
   assert.equal(status(h, a1.chunkId), "reissued");
   const again = h.next();
   assert.deepEqual([again.seedFrom, again.seedTo], [a1.seedFrom, a1.seedTo], "the reissued range goes out before new ground");
-  assert.equal(h.engine.finish(h.worker, a1.chunkId, ok), "recorded", "the late finisher still counts");
+  assert.equal(h.engine.finish(h.worker, a1.chunkId, ok).note, "recorded", "the late finisher still counts");
   assert.equal(cursor(h, "a"), a2.seedTo + 1);
-  assert.equal(h.engine.finish(h.worker, a1.chunkId, ok), "already recorded");
-  assert.equal(h.engine.finish(h.worker, again.chunkId, ok), "recorded");
+  assert.equal(h.engine.finish(h.worker, a1.chunkId, ok).note, "already recorded");
+  assert.equal(h.engine.finish(h.worker, again.chunkId, ok).note, "recorded");
   assert.equal(cursor(h, "a"), a2.seedTo + 1);
   assert.equal(h.engine.counts.seedsSwept, a1.seedTo - a1.seedFrom + 1 + (a2.seedTo - a2.seedFrom + 1) * 2);
-  assert.equal(h.engine.finish(h.worker, 999, ok), "unknown chunk");
+  assert.equal(h.engine.finish(h.worker, 999, ok).note, "unknown chunk");
 });
 
 test("no chunk starts once less than the deadline floor remains", () => {

@@ -1,0 +1,307 @@
+// CommitQueue: every change to a sweep's books goes through here, so that memory never runs ahead
+// of the disk (ARCHITECTURE.md §7.7).
+//
+// Handlers queued in one turn of the event loop share one transaction (group commit: one fsync),
+// each in its own savepoint. A handler's promise settles only after the transaction that ran it
+// committed. Before each attempt the queue takes a checkpoint of the in-memory books; when the
+// attempt fails, SQLite has rolled the transaction back and the queue puts memory back to the
+// checkpoint, so memory again says exactly what the store holds. What happens next depends on why
+// it failed:
+//
+//   the store refused the write (locked, full, read-only, I/O error)   -> blocked
+//   a handler threw anything else (a bug, an assertion)                 -> that handler alone is
+//                                                                          rejected; the others run
+//                                                                          again at once
+//   the store is corrupt                                                -> failed
+//
+// States:  open --refused--> blocked --commit--> open
+//                            blocked --give-up time passed, or abandon()--> failed (final)
+//
+// While blocked, "hold" handlers stay queued and run again (from the restored memory) at every
+// retry, with exponential backoff; "drop" handlers are rejected with StoreBlocked at once — their
+// caller answers "wait" instead. When the queue fails, every handler still queued is rejected with
+// the StoreError that ended the session; the books on disk are consistent, because nothing of the
+// refused transactions reached them.
+import assert from "node:assert/strict";
+import { formatDuration } from "../config/duration.ts";
+import { StoreError } from "../errors.ts";
+import { setBusyTimeout, sqliteCode, type Db } from "../store/db.ts";
+
+/** The in-memory books a transaction changes: taken before each attempt, put back after a failed one. */
+export interface Books<Mark> {
+  checkpoint(): Mark;
+  rollback(mark: Mark): void;
+  /** The attempt committed: run what had to wait for it (file removals, console lines). */
+  committed(): void;
+}
+
+/** Rejection of a "drop" handler while the store refuses writes: nothing happened, ask again later. */
+export class StoreBlocked extends StoreError {
+  constructor(readonly retryInMs: number, message: string) {
+    super(message);
+  }
+}
+
+export type WhenBlocked = "hold" | "drop";
+
+export interface CommitQueueOptions {
+  /** How long the store may refuse writes before the session gives up. */
+  giveUpMs: number;
+  /** Monotonic milliseconds. */
+  now: () => number;
+  log: (line: string) => void;
+  /** Where the store is, for the messages. */
+  path: string;
+  /** Backoff between retries of a blocked store: first and largest wait (ms). */
+  retryFirstMs?: number;
+  retryMaxMs?: number;
+  /** How long one statement waits for another process's lock; short, so the event loop never stalls. */
+  busyMs?: number;
+  /** Called once when the queue fails (the store refused writes for giveUpMs, or is corrupt). */
+  onFail?: (error: StoreError) => void;
+}
+
+interface Pending {
+  fn: () => unknown;
+  whenBlocked: WhenBlocked;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
+interface Blocked {
+  sinceMs: number;
+  code: string;
+  retryInMs: number;
+  timer: NodeJS.Timeout | null;
+}
+
+export class CommitQueue<Mark> {
+  private queue: Pending[] = [];
+  private scheduled = false;
+  private blockedState: Blocked | null = null;
+  private failure: StoreError | null = null;
+  private readonly blockedWaiters: (() => void)[] = [];
+  private readonly retryFirstMs: number;
+  private readonly retryMaxMs: number;
+  /** Transactions committed, handlers run and attempts refused, for the benchmarks and the summary. */
+  readonly stats = { commits: 0, handlers: 0, refused: 0 };
+
+  constructor(
+    private readonly db: Db,
+    private readonly books: Books<Mark>,
+    private readonly o: CommitQueueOptions,
+  ) {
+    this.retryFirstMs = o.retryFirstMs ?? 100;
+    this.retryMaxMs = o.retryMaxMs ?? 2_000;
+    setBusyTimeout(db, o.busyMs ?? 25);
+  }
+
+  /** Non-null while the store refuses writes. */
+  get blocked(): { sinceMs: number; code: string; retryInMs: number } | null {
+    return this.blockedState;
+  }
+
+  /** The error that ended the queue, once it failed. */
+  get failed(): StoreError | null {
+    return this.failure;
+  }
+
+  /**
+   * Runs `fn` inside the next transaction; resolves with its value once that transaction
+   * committed. While the store refuses writes, a "hold" handler waits (and runs again at every
+   * retry), a "drop" handler is rejected with StoreBlocked.
+   */
+  run<T>(fn: () => T, whenBlocked: WhenBlocked): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.failure) return reject(this.failure);
+      if (this.blockedState && whenBlocked === "drop") return reject(this.blockedError());
+      this.queue.push({ fn, whenBlocked, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.blockedState) this.schedule();
+    });
+  }
+
+  /** Resolves as soon as the store refuses writes (at once if it does now). */
+  whenBlocked(): Promise<void> {
+    if (this.blockedState || this.failure) return Promise.resolve();
+    return new Promise((resolve) => this.blockedWaiters.push(resolve));
+  }
+
+  /** Resolves when nothing is queued any more (committed, or rejected because the queue failed). */
+  async settled(): Promise<void> {
+    while (this.queue.length > 0 && !this.failure) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  /** Ends the queue now (Ctrl-C while the store refuses writes): whatever is queued is rejected. */
+  abandon(reason: string): void {
+    if (this.failure) return;
+    this.fail(new StoreError(reason));
+  }
+
+  /** The session is over and its store about to close: later changes (a socket closing late) are refused quietly. */
+  close(): void {
+    if (this.failure) return;
+    if (this.blockedState?.timer) clearTimeout(this.blockedState.timer);
+    this.failure = new StoreError("the session's store is closed");
+    for (const item of this.queue.splice(0)) item.reject(this.failure);
+    for (const wake of this.blockedWaiters.splice(0)) wake();
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    if (this.failure || this.queue.length === 0) return;
+    const batch = this.queue;
+    this.queue = [];
+    const mark = this.books.checkpoint();
+    const values: unknown[] = [];
+    let culprit = -1;
+    try {
+      this.db.transaction(() => {
+        for (let i = 0; i < batch.length; i++) {
+          try {
+            values.push(this.db.transaction(batch[i]!.fn)());
+          } catch (err) {
+            // A refused write ends the whole attempt; anything else is this handler's own fault.
+            if (storeRefusal(err) === null) culprit = i;
+            throw err;
+          }
+        }
+      })();
+    } catch (err) {
+      this.books.rollback(mark);
+      this.refused(batch, culprit, err);
+      return;
+    }
+    this.stats.commits++;
+    this.stats.handlers += batch.length;
+    if (this.blockedState) this.unblocked(batch.length);
+    this.books.committed();
+    batch.forEach((item, i) => item.resolve(values[i]));
+    if (this.queue.length > 0) this.schedule();
+  }
+
+  private refused(batch: Pending[], culprit: number, err: unknown): void {
+    if (culprit < 0 && storeRefusal(err) === null) {
+      // Neither a handler nor the store: the transaction itself could not run (a bug, a closed connection).
+      this.queue = [...batch, ...this.queue];
+      this.fail(new StoreError(`cannot write the store ${this.o.path}: ${(err as Error).message}`, { cause: err }));
+      return;
+    }
+    if (culprit >= 0) {
+      batch[culprit]!.reject(err);
+      this.queue = [...batch.filter((_, i) => i !== culprit), ...this.queue];
+      // Memory is back at the checkpoint: the others run again from there.
+      if (this.queue.length > 0) (this.blockedState ? this.retryLater() : this.schedule());
+      return;
+    }
+    this.stats.refused++;
+    const code = sqliteCode(err) ?? "SQLITE_ERROR";
+    if (storeRefusal(err) === "corrupt") {
+      this.queue = [...batch, ...this.queue];
+      this.fail(new StoreError(`the store ${this.o.path} is damaged (${code}): ${(err as Error).message}; nothing more is written to it`, { cause: err }));
+      return;
+    }
+    const kept = batch.filter((item) => item.whenBlocked === "hold");
+    const dropped = batch.filter((item) => item.whenBlocked === "drop");
+    this.queue = [...kept, ...this.queue];
+    const first = this.blockedState === null;
+    if (first) {
+      this.blockedState = { sinceMs: this.o.now(), code, retryInMs: this.retryFirstMs, timer: null };
+      this.o.log(`${describeRefusal(this.o.path, code)} — retrying; nothing is lost (giving up after ${formatMinutes(this.o.giveUpMs)})`);
+      for (const wake of this.blockedWaiters.splice(0)) wake();
+    } else {
+      this.blockedState!.code = code;
+      this.blockedState!.retryInMs = Math.min(this.blockedState!.retryInMs * 2, this.retryMaxMs);
+    }
+    for (const item of dropped) item.reject(this.blockedError());
+    if (this.o.now() - this.blockedState!.sinceMs >= this.o.giveUpMs) {
+      this.fail(
+        new StoreError(
+          `${describeRefusal(this.o.path, code)} for ${formatMinutes(this.o.now() - this.blockedState!.sinceMs)}; giving up. ` +
+            "The store holds every chunk that completed before; what was waiting is swept again next session. " +
+            "Raise [store] give_up_minutes to wait longer.",
+          { cause: err },
+        ),
+      );
+      return;
+    }
+    this.retryLater();
+  }
+
+  private retryLater(): void {
+    const b = this.blockedState;
+    assert.ok(b !== null, "retryLater without a blocked store");
+    if (b.timer !== null) return;
+    b.timer = setTimeout(() => {
+      b.timer = null;
+      this.flush();
+    }, b.retryInMs);
+    // What keeps a session alive is its own loop; a retry alone must not.
+    b.timer.unref();
+  }
+
+  private unblocked(waiting: number): void {
+    const b = this.blockedState!;
+    if (b.timer) clearTimeout(b.timer);
+    this.blockedState = null;
+    this.o.log(`the store ${this.o.path} takes writes again after ${formatMinutes(this.o.now() - b.sinceMs)} (${waiting} change(s) were waiting)`);
+  }
+
+  private blockedError(): StoreBlocked {
+    const b = this.blockedState!;
+    return new StoreBlocked(b.retryInMs, `${describeRefusal(this.o.path, b.code)}; try again shortly`);
+  }
+
+  private fail(error: StoreError): void {
+    if (this.blockedState?.timer) clearTimeout(this.blockedState.timer);
+    this.failure = error;
+    for (const item of this.queue.splice(0)) item.reject(error);
+    for (const wake of this.blockedWaiters.splice(0)) wake();
+    this.o.onFail?.(error);
+  }
+}
+
+/**
+ * Why the store refused a write, or null when the error is not the store's refusal (a constraint
+ * violation, a bug in a handler). Refusals are retried; "corrupt" is not.
+ */
+export function storeRefusal(err: unknown): Refusal | null {
+  const code = sqliteCode(err);
+  return code === null ? null : refusalOf(code);
+}
+
+export type Refusal = "locked" | "full" | "readonly" | "io" | "corrupt";
+
+function refusalOf(code: string): Refusal | null {
+  if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) return "locked";
+  if (code === "SQLITE_FULL") return "full";
+  if (code.startsWith("SQLITE_READONLY")) return "readonly";
+  if (code.startsWith("SQLITE_IOERR") || code.startsWith("SQLITE_CANTOPEN") || code === "SQLITE_PROTOCOL" || code === "SQLITE_NOMEM") return "io";
+  if (code.startsWith("SQLITE_CORRUPT") || code === "SQLITE_NOTADB") return "corrupt";
+  return null;
+}
+
+/** One line saying what blocks the store, for the operator. */
+export function describeRefusal(path: string, code: string): string {
+  switch (refusalOf(code)) {
+    case "locked":
+      return `the store ${path} is locked by another process (a reader holding a transaction? a writer outside fuzzfleet?)`;
+    case "full":
+      return `the disk holding the store ${path} is full (${code}): free some space`;
+    case "readonly":
+      return `the store ${path} has become read-only (${code}): a read-only remount, or its permissions changed`;
+    default:
+      return `the store ${path} cannot be written (${code})`;
+  }
+}
+
+function formatMinutes(ms: number): string {
+  return formatDuration(Math.round(ms / 1000));
+}
