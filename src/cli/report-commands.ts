@@ -208,12 +208,15 @@ export function registerReportCommands(program: Command): void {
     );
 }
 
-/** Runs `read` on the store opened read-only, or `missing` when there is no store yet. */
+/**
+ * Runs `read` on the store opened read-only, in one transaction (a consistent snapshot, held only
+ * while the report is built), or `missing` when there is no store yet.
+ */
 function withReadStore<T>(dbPath: string, missing: () => T, read: (db: Db) => T): T {
   if (!existsSync(dbPath)) return missing();
   const db = openStore(dbPath, { readonly: true });
   try {
-    return read(db);
+    return db.transaction(() => read(db))();
   } finally {
     db.close();
   }

@@ -59,6 +59,11 @@ bind = ""                 # listen address; "" = this host's name (deliberately 
 lease_seconds = 120       # a chunk with no heartbeat for this long is handed to another worker
 drain_grace_minutes = 35  # after the deadline, how long to wait for chunks still running
 stop_grace_seconds = 15   # then how long each worker has to acknowledge the stop
+
+# The SQLite store (docs/store.md). The defaults suit almost everyone.
+[store]
+journal = "auto"          # "auto": WAL on a local disk, TRUNCATE on a network file system; or "wal", "truncate"
+give_up_minutes = 10      # how long writes the store refuses (locked, disk full) are retried before the session ends
 `;
 
 /** The commented starter config, set up for the bundled example generator. */
