@@ -1,0 +1,101 @@
+// The audit of a sweep's books after a fault: what the store claims, checked against what the
+// bundled planted generator really does with each seed. ARCHITECTURE.md §7: every seed below a
+// cursor lies in a complete chunk; no seed or hit is counted twice; no failure found in a
+// complete chunk is lost; the file is intact.
+import Database from "better-sqlite3";
+import { mergeRanges, type Range } from "../../src/core/ranges.ts";
+import { coverageViolations, PLANTED, type Campaign } from "./campaign.ts";
+import { pathToFileURL } from "node:url";
+
+interface PlantedSeeds {
+  checkSeeds(seeds: number[], settings: { size: string; costMs: number; fixed: string[]; hangSeed: number | null }): { seed: number; bucket: string }[];
+}
+const { checkSeeds } = (await import(pathToFileURL(PLANTED.replace(/planted\.mjs$/, "seeds.mjs")).href)) as PlantedSeeds;
+
+export interface BooksAudit {
+  /** Coverage problems: holes below a cursor, or a cursor that disagrees with the complete chunks. */
+  holes: string[];
+  /** Failing seeds of complete chunks with no failure_seed row. */
+  lost: number[];
+  /** Seeds with a failure_seed row that do not fail, or that no complete chunk holds. */
+  stray: number[];
+  /** Failures whose hits differ from their number of seeds. */
+  miscounted: string[];
+  integrity: string;
+  /** Seeds held by complete chunks (merged), for the record. */
+  sweptSeeds: number;
+}
+
+export function auditBooks(c: Campaign): BooksAudit {
+  const holes = coverageViolations(c);
+  const db = new Database(c.dbPath, { readonly: true, fileMustExist: true });
+  try {
+    const generation = (db.prepare("SELECT MAX(id) AS id FROM generation").get() as { id: number }).id;
+    const lanes = db.prepare("SELECT id, name, params_json FROM lane WHERE generation_id = ? AND retired = 0").all(generation) as {
+      id: number;
+      name: string;
+      params_json: string;
+    }[];
+    const failingInComplete = new Set<number>();
+    const inComplete = new Set<number>();
+    let sweptSeeds = 0;
+    for (const lane of lanes) {
+      const args = (JSON.parse(lane.params_json) as { args: string[] }).args;
+      const size = args[args.indexOf("--size") + 1] ?? "small";
+      const ranges = mergeRanges(
+        (db.prepare("SELECT seed_from, seed_to FROM chunk WHERE lane_id = ? AND status = 'complete'").all(lane.id) as { seed_from: number; seed_to: number }[]).map(
+          (r): Range => [r.seed_from, r.seed_to],
+        ),
+      );
+      for (const [from, to] of ranges) {
+        const seeds = Array.from({ length: to - from + 1 }, (_, i) => from + i);
+        sweptSeeds += seeds.length;
+        for (const s of seeds) inComplete.add(s);
+        for (const v of checkSeeds(seeds, { size, costMs: 0, fixed: [], hangSeed: null })) {
+          if (v.bucket !== "ok" && v.bucket !== "quarantine") failingInComplete.add(v.seed);
+        }
+      }
+    }
+    const hitRows = db
+      .prepare("SELECT fs.seed AS seed FROM failure_seed fs JOIN failure f ON f.id = fs.failure_id WHERE f.generation_id = ?")
+      .all(generation) as { seed: number }[];
+    const hitSeeds = new Map<number, number>();
+    for (const { seed } of hitRows) hitSeeds.set(seed, (hitSeeds.get(seed) ?? 0) + 1);
+    const lost = [...failingInComplete].filter((s) => !hitSeeds.has(s)).sort((a, b) => a - b);
+    const stray = [...hitSeeds.keys()].filter((s) => !failingInComplete.has(s) || !inComplete.has(s) || hitSeeds.get(s)! > 1).sort((a, b) => a - b);
+    const miscounted = (
+      db
+        .prepare(
+          "SELECT f.id AS id, f.hits AS hits, COUNT(fs.seed) AS seeds FROM failure f LEFT JOIN failure_seed fs ON fs.failure_id = f.id GROUP BY f.id HAVING f.hits != COUNT(fs.seed)",
+        )
+        .all() as { id: number; hits: number; seeds: number }[]
+    ).map((r) => `failure ${r.id}: hits ${r.hits}, seeds ${r.seeds}`);
+    const integrity = String(db.pragma("integrity_check", { simple: true }));
+    return { holes, lost, stray, miscounted, integrity, sweptSeeds };
+  } finally {
+    db.close();
+  }
+}
+
+/** Asserts a clean audit, with every problem in the message. */
+export function assertBooksTrue(c: Campaign, context = ""): BooksAudit {
+  const a = auditBooks(c);
+  const problems = [
+    ...a.holes,
+    ...(a.lost.length ? [`${a.lost.length} failing seed(s) of complete chunks not recorded: ${a.lost.slice(0, 10).join(", ")}`] : []),
+    ...(a.stray.length ? [`${a.stray.length} seed(s) recorded that no complete chunk found failing (or twice): ${a.stray.slice(0, 10).join(", ")}`] : []),
+    ...a.miscounted,
+    ...(a.integrity === "ok" ? [] : [`integrity_check: ${a.integrity}`]),
+  ];
+  if (problems.length > 0) throw new Error(`the books lie${context ? ` (${context})` : ""}:\n  ${problems.join("\n  ")}`);
+  return a;
+}
+
+export function completeChunks(c: Campaign): number {
+  return c.one<{ n: number }>("SELECT COUNT(*) AS n FROM chunk WHERE status = 'complete'").n;
+}
+
+/** The exit code a session's first run must give: 1 when it recorded a distinct failure, else 0. */
+export function firstSessionExit(c: Campaign): number {
+  return c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n > 0 ? 1 : 0;
+}
