@@ -4,20 +4,9 @@
 // sockets on 127.0.0.1.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { createServer, type AddressInfo } from "node:net";
 import { test } from "node:test";
 import { Campaign, coverageViolations, distributedTable, start, startCoordinator, waitFor } from "../helpers/campaign.ts";
-
-/** A port on 127.0.0.1 that was free a moment ago, for a coordinator the worker must know in advance. */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from "./free-port.ts";
 
 const occurrences = (text: string, needle: string) => text.split(needle).length - 1;
 

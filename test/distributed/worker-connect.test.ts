@@ -7,20 +7,13 @@ import { createServer, type AddressInfo, type Server } from "node:net";
 import { test } from "node:test";
 import { RuntimeFailure } from "../../src/errors.ts";
 import { checkHostName, connectWithWait, type HostLookup } from "../../src/worker/client.ts";
+import { freePort } from "./free-port.ts";
 
 function listen(): Promise<Server> {
   return new Promise((resolve) => {
     const server = createServer((socket) => socket.end());
     server.listen(0, "127.0.0.1", () => resolve(server));
   });
-}
-
-/** A port on 127.0.0.1 that nothing listens on (it did a moment ago). */
-async function closedPort(): Promise<number> {
-  const server = await listen();
-  const port = (server.address() as AddressInfo).port;
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 function failingLookup(code: string, calls: string[]): HostLookup {
@@ -31,7 +24,7 @@ function failingLookup(code: string, calls: string[]): HostLookup {
 }
 
 test("retrying a closed port leaves no abort listener behind, and the wait ends with the address and the reason", { timeout: 60_000 }, async () => {
-  const port = await closedPort();
+  const port = await freePort();
   const controller = new AbortController();
   const lines: string[] = [];
   const seen: number[] = [];
@@ -88,7 +81,7 @@ test("a name server that does not answer is retried with one line saying so, unt
 });
 
 test("Ctrl-C while waiting for the coordinator ends the wait with no connection", { timeout: 30_000 }, async () => {
-  const port = await closedPort();
+  const port = await freePort();
   const controller = new AbortController();
   setTimeout(() => controller.abort(), 1500);
   const conn = await connectWithWait({ host: "127.0.0.1", port, waitSeconds: 3600, signal: controller.signal, log: () => undefined });
