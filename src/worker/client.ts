@@ -173,7 +173,8 @@ export async function runWorker(o: WorkerOptions): Promise<number> {
     o.log(`worker ${host}: interrupted while waiting for the campaign token; nothing was started`);
     return EXIT_WORKER.ok;
   }
-  const left = Math.max(0, o.waitSeconds - (performance.now() - startMs) / 1000);
+  // Whole seconds, so the line that may follow names the budget as given when no time was spent.
+  const left = Math.max(0, Math.round(o.waitSeconds - (performance.now() - startMs) / 1000));
   const conn = await connectWithWait({ ...o, waitSeconds: left });
   if (!conn) return EXIT_WORKER.ok;
   let welcome: WelcomeFrame;
