@@ -75,7 +75,8 @@ waits for the token file and then for the master, up to --wait in all, and says 
 The worker reads no config and no store: it proves at the handshake that it sees the same shared
 directory and the same generator (and app) as the coordinator, then runs what it is given.
 Exit: 0 after the coordinator's stop (or Ctrl-C), 2 bad flag or token,
-3 refused by the coordinator (the reason names what differs) or no token file within --wait,
+3 refused by the coordinator (the reason names what differs), a token file refused (symlink,
+open to others, not yours), or no token file within --wait,
 4 could not reach it or lost it (its children are killed).`,
     )
     .action(
