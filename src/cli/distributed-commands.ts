@@ -1,9 +1,11 @@
-// Distributed sweeps: `coordinate` (the master; sweeps nothing itself) and `worker`.
+// Distributed campaigns: `coordinate` (a sweep's master; sweeps nothing itself) and `worker`
+// (for a coordinator or an explore master).
+import { resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { parseDuration } from "../config/duration.ts";
+import { UsageError } from "../errors.ts";
 import { campaignPaths } from "../config/paths.ts";
 import { parseHostPort } from "../net/address.ts";
-import { clientToken } from "../net/token.ts";
 import { action, collect, intAtLeast, portNumber } from "./action.ts";
 import { makeConfirm } from "./prompt.ts";
 
@@ -14,7 +16,7 @@ export function registerDistributedCommands(program: Command): void {
     .option("--for <duration>", "time budget: 2h, 90m, 1h30m, 45s (a bare number is minutes)", "1h")
     .addOption(new Option("--port <n>", "listen port; 0 picks a free one (default: [distributed] port)").argParser(portNumber))
     .option("--bind <addr>", "listen address (default: [distributed] bind, else this host's name; never 0.0.0.0 by default)")
-    .option("--token <t>", "shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token, created if absent)")
+    .option("--token <t>", "shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token, created 0600 if absent)")
     .option("--lane <name>", "serve only this lane (repeatable)", collect, [])
     .option("-y, --yes", "answer yes to prompts (new generation, lane restart)")
     .option("--allow-stale-app", "serve even if [app] sources are newer than the app")
@@ -24,6 +26,8 @@ export function registerDistributedCommands(program: Command): void {
       `
 Every host mounts the campaign directory (config, store, fuzzfleet-out/) at the same path.
 Workers pull chunks: fuzzfleet worker --master HOST:PORT -j N (the banner prints the exact command).
+The token: --token, else $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token, created (mode 0600) the
+first time and kept for later sessions; workers started in the campaign directory read it there.
 A lane's cursor only moves to the low-water mark of the chunks in flight; a worker that dies or
 stops heartbeating has its chunk reissued. At the deadline the coordinator drains (no new chunks,
 waits up to [distributed] drain_grace_minutes), then stops each worker with a fresh token and waits
@@ -53,25 +57,32 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
 
   program
     .command("worker")
-    .description("pull chunks from a coordinator and run them here")
+    .description("pull chunks from a coordinator (or tasks from an explore master) and run them here")
     .requiredOption("--master <host:port>", "the coordinator's address (its banner prints it)")
     .option("-j, --jobs <n>", "parallel jobs per chunk, passed to the generator as {jobs}", intAtLeast(1), 6)
     .option("--slots <n>", "chunks held at once (the coordinator allows up to 8)", intAtLeast(1), 1)
-    .option("--token <t>", "shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token)")
-    .option("--wait <seconds>", "how long to wait for a coordinator that is not up yet", intAtLeast(0), 60)
+    .option("--token-file <path>", "read the shared secret from this file (an explore master's banner names it)")
+    .option("--token <t>", "the shared secret itself (other local users can read it in the process list: prefer the file)")
+    .option("--wait <duration>", "how long to wait for the token file and the master when they are not there yet: seconds (60) or a duration (15s, 2m)", waitSeconds, 60)
     .addHelpText(
       "after",
       `
+The token: --token, else --token-file FILE, else $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token,
+the file a sweep coordinator keeps in its campaign directory (run the worker there, or pass --out).
+An explore master keeps its token in CORPUS_DIR/.fuzzfleet/fuzzfleet.token: pass that path with
+--token-file (the master's banner prints the whole command). A worker started before its master
+waits for the token file and then for the master, up to --wait in all, and says so once.
 The worker reads no config and no store: it proves at the handshake that it sees the same shared
 directory and the same generator (and app) as the coordinator, then runs what it is given.
-Exit: 0 after the coordinator's stop (or Ctrl-C), 2 bad flag,
-3 refused by the coordinator (the reason names what differs), 4 could not reach it or lost it (its children are killed).`,
+Exit: 0 after the coordinator's stop (or Ctrl-C), 2 bad flag or token,
+3 refused by the coordinator (the reason names what differs), a token file refused (symlink,
+open to others, not yours), or no token file within --wait,
+4 could not reach it or lost it (its children are killed).`,
     )
     .action(
-      action<{ master: string; jobs: number; slots: number; token?: string; wait: number }>(async (o) => {
+      action<{ master: string; jobs: number; slots: number; token?: string; tokenFile?: string; wait: number }>(async (o) => {
         const { host, port } = parseHostPort(o.master);
         const paths = campaignPaths(o);
-        const token = clientToken({ flag: o.token, outDir: paths.outDir });
         const controller = new AbortController();
         const onSignal = () => controller.abort();
         process.on("SIGINT", onSignal);
@@ -83,7 +94,7 @@ Exit: 0 after the coordinator's stop (or Ctrl-C), 2 bad flag,
             port,
             jobs: o.jobs,
             slots: o.slots,
-            token,
+            token: { flag: o.token, file: o.tokenFile === undefined ? undefined : resolve(o.tokenFile), outDir: paths.outDir },
             waitSeconds: o.wait,
             signal: controller.signal,
             log: (line) => process.stdout.write(line + "\n"),
@@ -94,4 +105,15 @@ Exit: 0 after the coordinator's stop (or Ctrl-C), 2 bad flag,
         }
       }),
     );
+}
+
+/** --wait: plain seconds (as it always took), or a duration with units like the other duration flags. */
+function waitSeconds(value: string): number {
+  const text = value.trim();
+  if (/^\d+(?:\.\d+)?$/.test(text)) return Number(text);
+  try {
+    return parseDuration(text);
+  } catch {
+    throw new UsageError(`--wait wants seconds or a duration such as 15s, 2m or 1h (got '${value}')`);
+  }
 }

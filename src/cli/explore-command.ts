@@ -28,7 +28,7 @@ export function registerExplore(program: Command): void {
     .option("--simulate", "when a run produced no child, synthesise 5 seeded byte mutants (for targets not built with SymCC)")
     .addOption(new Option("--port <n>", "also serve remote workers on this port (0 = a free one)").argParser(portNumber))
     .option("--bind <addr>", "listen address with --port (default: this host's name)")
-    .option("--token <t>", "shared secret for workers (default: $FUZZFLEET_TOKEN, else a fresh one printed in the banner)")
+    .option("--token <t>", "shared secret for workers and masters (default: $FUZZFLEET_TOKEN, else CORPUS_DIR/.fuzzfleet/fuzzfleet.token)")
     .option("--stats-json <file>", "also write the final statistics as one JSON object")
     .option("--resume <epoch>", "continue the crashed or interrupted campaign with this epoch (redo commits, take over leases, rescan)")
     .option("--lease-ttl <sec>", "a task whose holder stopped renewing it for this long may be taken over (default max(120, 4 x -t))", seconds("--lease-ttl", 0.1))
@@ -55,8 +55,13 @@ SYMCC_INPUT_FILE names it; otherwise it arrives on stdin.
 Every unique content is executed once; children become public in the corpus only after their
 parent's result was verified and committed. Hidden state lives in CORPUS_DIR/.fuzzfleet/ and is
 removed after a clean end.
+The token (with --port, --masters or --join): --token, else $FUZZFLEET_TOKEN, else the file
+CORPUS_DIR/.fuzzfleet/fuzzfleet.token, which a serving master creates (mode 0600) when absent and
+removes after a clean end. The banner names that file instead of printing the secret: workers
+take it with --token-file, and a --join master with the same -o reads it by itself (waiting for
+it if the root is not up yet). A lone master without --port uses no token.
 Several masters: start the root with --masters N --port P, then each other master with the same
-command line and --join ROOT_HOST:P --token T (the root prints both). Each content hash has one
+command line and --join ROOT_HOST:P (the root prints it). Each content hash has one
 owning master (rendezvous hashing); leases make any takeover safe; the campaign ends only when
 every master agrees, through a two-phase commit, that nothing is left.
 Exit: 0 clean, 2 bad flag, 3 refused (lock held, setup differs), 4 runtime error, 70 lifecycle

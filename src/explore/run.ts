@@ -25,6 +25,7 @@ import type { ExploreRemote } from "./remote.ts";
 import { computeStats, renderStats, type ExploreStats } from "./stats.ts";
 import type { Inbox } from "./stats-round.ts";
 import { WakeablePause } from "../util/pause.ts";
+import { awaitToken, serverToken, type FoundToken } from "../net/token.ts";
 // The wire, the masters' channel and their statistics round are loaded only by a master that
 // serves workers or has peers: a lone master starts faster without them.
 
@@ -41,6 +42,8 @@ const ADMIT_BATCH = 256;
 const CORPUS_SCAN_MS = 250;
 const SHARD_COUNT = 64;
 const EPOCH_RE = /^[0-9a-f]{64}$/;
+/** How long a submaster waits for the root's token file and then the root, together. */
+const JOIN_WAIT_SECONDS = 60;
 
 export interface ExploreOptions {
   inputDir: string;
@@ -110,20 +113,38 @@ export async function explore(o: ExploreOptions): Promise<number> {
     lease_ttl_seconds: leaseTtlSeconds,
     ownership,
   };
-  const token = o.token ?? process.env.FUZZFLEET_TOKEN?.trim() ?? (role.kind === "participant" ? null : randomBytes(16).toString("hex"));
-  if (token === null) throw new UsageError("--join needs the campaign token: pass --token (the root prints it) or set FUZZFLEET_TOKEN");
+  // A submaster takes the root's token from the shared state directory, waiting for it if the
+  // root is not up yet; it checks the root's host name first, which no wait could fix.
+  let found: FoundToken | null = null;
+  const joinWaitStart = now();
+  if (role.kind === "participant") {
+    const { checkHostName } = await import("../worker/client.ts");
+    await checkHostName(role.join.host, role.join.port);
+    found = await awaitToken(
+      { flag: o.token, outDir: state },
+      { waitSeconds: JOIN_WAIT_SECONDS, signal: o.signal, log: write, creator: "the root master", fix: "start the root master with the same -o, or pass --token or FUZZFLEET_TOKEN" },
+    );
+    if (!found) throw new RuntimeFailure("interrupted while waiting for the campaign token");
+  }
 
   // Frames that belong to the end-of-campaign rounds, collected while the loop still runs.
   const statsInbox: Inbox = [];
   let statsLost: string | null = null;
   // The root and a single master own the campaign state; a submaster borrows the root's.
   const lock = role.kind === "participant" ? null : CampaignLock.acquire(state, { mode: "explore", port: o.port });
+  let tokenFile: string | null = null;
   let keepState = true;
   let rootLink: Connection | null = null;
   // Closed in `finally` too: a campaign that fails early must not keep listening (nor the process alive).
   let hub: RootHub | null = null;
   let remote: ExploreRemote | null = null;
   try {
+    // A master that serves keeps the token in the state directory (created 0600 if absent); the
+    // banner names the file, never the secret.
+    if (role.kind !== "participant" && (o.port !== null || role.kind === "root")) {
+      found = serverToken({ flag: o.token, outDir: state });
+      tokenFile = found.file;
+    }
     let epoch: string;
     let rank = 0;
     let ranks = [0];
@@ -132,9 +153,9 @@ export async function explore(o: ExploreOptions): Promise<number> {
       const { joinRoot } = await import("./peers.ts");
       const joined = await joinRoot({
         ...role.join,
-        token,
+        token: found!.token,
         setup,
-        waitSeconds: 60,
+        waitSeconds: Math.max(0, JOIN_WAIT_SECONDS - (now() - joinWaitStart) / 1000),
         joinTimeoutMs: (o.joinTimeoutSeconds ?? DEFAULT_JOIN_TIMEOUT_SECONDS) * 1000,
         signal: o.signal,
         log: write,
@@ -191,7 +212,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
       let rootEnding: RootEnding | null = null;
       const { RootHub } = await import("./peers.ts");
       hub = new RootHub({
-        token,
+        token: found!.token,
         masters: role.masters,
         setup,
         nonce,
@@ -204,12 +225,12 @@ export async function explore(o: ExploreOptions): Promise<number> {
         },
         onLost: (peer, why) => rootEnding ? rootEnding.onLost(peer, why) : log(`master rank ${peer.rank} was lost before the campaign started: ${why}`),
       });
-      remote = await campaign.startServer(token, nonce, (conn, hello) => hub!.accept(conn, hello));
-      write(`  waiting for ${role.masters - 1} more master(s): fuzzfleet explore … --join <this host>:${campaign.port} --token ${token}`);
+      remote = await campaign.startServer(found!, nonce, (conn, hello) => hub!.accept(conn, hello));
+      write(`  waiting for ${role.masters - 1} more master(s): fuzzfleet explore … --join <this host>:${campaign.port}${joinTokenHint(found!)}`);
       await hub.start((o.joinTimeoutSeconds ?? DEFAULT_JOIN_TIMEOUT_SECONDS) * 1000);
       ending = rootEnding = new RootEnding(master, hub, o.maxIdleSeconds * 1000, now, log);
     } else if (role.kind === "participant") {
-      if (o.port !== null) remote = await campaign.startServer(token, nonce, null);
+      if (o.port !== null) remote = await campaign.startServer(found!, nonce, null);
       const p = new ParticipantEnding(master, rootLink!, rank, log);
       const { readRoot } = await import("./peers.ts");
       void readRoot(rootLink!, graceMs, (f) => {
@@ -221,7 +242,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
       });
       ending = p;
     } else {
-      if (o.port !== null) remote = await campaign.startServer(token, nonce, null);
+      if (o.port !== null) remote = await campaign.startServer(found!, nonce, null);
       ending = new IdleWindow(master, o.maxIdleSeconds * 1000, log);
     }
 
@@ -271,6 +292,9 @@ export async function explore(o: ExploreOptions): Promise<number> {
     if (clean) {
       keepState = false;
       rmSync(workDir, { recursive: true, force: true });
+      // The token file is part of the hidden state: a corpus that is copied or shared later
+      // must not carry the secret along.
+      if (tokenFile !== null) rmSync(tokenFile, { force: true });
     }
     if (hub) {
       // Test seam: hold the final release this long (FUZZFLEET_TEST_HOLD_RELEASE_MS).
@@ -329,13 +353,13 @@ class Campaign {
     return { local: this.o.slots, remote: this.remote?.server.everyone.length ?? 0 };
   }
 
-  async startServer(token: string, nonce: { path: string; value: string }, onPeer: ConstructorParameters<typeof ExploreRemote>[0]["onPeer"]): Promise<ExploreRemote> {
+  async startServer(found: FoundToken, nonce: { path: string; value: string }, onPeer: ConstructorParameters<typeof ExploreRemote>[0]["onPeer"]): Promise<ExploreRemote> {
     const refuseRead = { type: "text" as const, text: "an explore master answers no status queries; watch its console\n" };
     const read: ReadService = { status: () => refuseRead, failures: () => refuseRead };
     const { ExploreRemote } = await import("./remote.ts");
     const remote = new ExploreRemote({
       master: this.master,
-      token,
+      token: found.token,
       nonce,
       setup: {
         corpus_dir: resolve(this.o.corpusDir),
@@ -365,7 +389,7 @@ class Campaign {
     this.port = addr.port;
     const shown = /^[\d.]+$|:/.test(bind) ? addr.address : bind;
     this.log(`listening on ${addr.address}:${addr.port}; workers join with:`);
-    this.log(`  fuzzfleet worker --master ${shown}:${addr.port} --token ${token} -j 1`);
+    this.log(`  fuzzfleet worker --master ${shown}:${addr.port}${workerTokenFlag(found)} -j 1${found.source === "FUZZFLEET_TOKEN" ? ENV_TOKEN_NOTE : ""}`);
     if (addr.address.startsWith("127.") || addr.address === "::1") {
       this.log("!! that is a LOOPBACK address — hosts other than this one cannot reach it; pass --bind <LAN address>");
     }
@@ -499,6 +523,20 @@ class Campaign {
     return problems;
   }
 }
+
+/** What a worker adds to its command line to get this master's token: never the secret, unless --token gave it. */
+function workerTokenFlag(found: FoundToken): string {
+  if (found.file !== null) return ` --token-file ${found.file}`;
+  return found.source === "--token" ? ` --token ${found.token}` : "";
+}
+
+/** The same for a submaster, which reads the state directory of its own -o by itself. */
+function joinTokenHint(found: FoundToken): string {
+  if (found.file !== null) return ` (the token is read from ${found.file})`;
+  return found.source === "--token" ? ` --token ${found.token}` : ENV_TOKEN_NOTE;
+}
+
+const ENV_TOKEN_NOTE = "  (with this master's FUZZFLEET_TOKEN in the environment)";
 
 function checkDirectory(path: string, flag: string): void {
   let st;
