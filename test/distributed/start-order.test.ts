@@ -5,8 +5,7 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { test } from "node:test";
-import { Campaign, coverageViolations, distributedTable, start, startCoordinator, waitFor } from "../helpers/campaign.ts";
-import { freePort } from "./free-port.ts";
+import { Campaign, coverageViolations, distributedTable, freePort, start, startCoordinator, waitFor } from "../helpers/campaign.ts";
 
 const occurrences = (text: string, needle: string) => text.split(needle).length - 1;
 

@@ -7,7 +7,7 @@ import { createServer, type AddressInfo, type Server } from "node:net";
 import { test } from "node:test";
 import { RuntimeFailure } from "../../src/errors.ts";
 import { checkHostName, connectWithWait, type HostLookup } from "../../src/worker/client.ts";
-import { freePort } from "./free-port.ts";
+import { freePort } from "../helpers/campaign.ts";
 
 function listen(): Promise<Server> {
   return new Promise((resolve) => {

@@ -7,9 +7,8 @@ import { spawn } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { CLI, waitFor } from "../helpers/campaign.ts";
+import { CLI, freePort, waitFor } from "../helpers/campaign.ts";
 import { ExploreDir } from "../helpers/explore.ts";
-import { freePort } from "../distributed/free-port.ts";
 
 const tokenFileOf = (e: ExploreDir) => join(e.corpus, ".fuzzfleet", "fuzzfleet.token");
 

@@ -4,6 +4,7 @@
 import Database from "better-sqlite3";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -256,4 +257,16 @@ export async function startCoordinator(c: Campaign, args: string[], env: NodeJS.
     return m ? Number(m[1]) : undefined;
   }, 60_000);
   return { ...r, port };
+}
+
+/** A port on 127.0.0.1 that was free a moment ago: for a master whose workers must know its address before it starts, and for a dial that must find nobody listening. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }
