@@ -77,12 +77,18 @@ export class LaneState {
     return [from, from + n - 1];
   }
 
-  /** Records [from, to] as swept and advances the cursor as far as completed ranges are contiguous. */
-  complete(from: number, to: number): void {
+  /**
+   * Records [from, to] as swept and advances the cursor as far as completed ranges are
+   * contiguous. Returns how many of its seeds were not swept before (a late finisher of a
+   * reissued chunk may overlap the chunk that re-swept its range).
+   */
+  complete(from: number, to: number): number {
     this.assertHandedOut("complete", from, to);
+    const fresh = to < this.cursor ? 0 : totalSize(subtractRanges([Math.max(from, this.cursor), to], this.doneAhead));
     this.doneAhead = mergeRanges([...this.doneAhead, [from, to]]);
     this.pending = this.pending.flatMap((gap) => subtractRanges(gap, [[from, to]]));
     this.absorb();
+    return fresh;
   }
 
   /** Returns [from, to] to the queue, minus whatever is already covered or completed. */

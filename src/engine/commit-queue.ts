@@ -101,6 +101,11 @@ export class CommitQueue<Mark> {
     return this.blockedState;
   }
 
+  /** Handlers waiting for a transaction (none while one runs: flushing is synchronous). */
+  get pending(): number {
+    return this.queue.length;
+  }
+
   /** The error that ended the queue, once it failed. */
   get failed(): StoreError | null {
     return this.failure;
@@ -243,8 +248,6 @@ export class CommitQueue<Mark> {
       b.timer = null;
       this.flush();
     }, b.retryInMs);
-    // What keeps a session alive is its own loop; a retry alone must not.
-    b.timer.unref();
   }
 
   private unblocked(waiting: number): void {

@@ -138,6 +138,7 @@ export interface EngineOptions {
 
 export interface SessionCounts {
   chunks: number;
+  /** Seeds this session swept that no complete chunk had swept before (each counted once). */
   seedsSwept: number;
   finds: number;
   newFailures: number;
@@ -381,6 +382,7 @@ export class SweepEngine implements Books<EngineMark> {
     const n = f.seedTo - f.seedFrom + 1;
     let ingest!: IngestResult;
     let clean = 0;
+    let fresh = 0;
     atomically(db, () => {
       ingest = ingestChunk(db, {
         generationId: this.o.generationId,
@@ -400,7 +402,7 @@ export class SweepEngine implements Books<EngineMark> {
         quarantine: ingest.quarantine,
         unshrunk: ingest.unshrunk,
       });
-      lane.state.complete(f.seedFrom, f.seedTo);
+      fresh = lane.state.complete(f.seedFrom, f.seedTo);
       lane.rate = updateRate(lane.rate, n, seconds);
       saveLaneProgress(db, lane.laneId, lane.state.cursor, lane.rate);
     });
@@ -411,7 +413,7 @@ export class SweepEngine implements Books<EngineMark> {
     worker.lastCount.set(f.lane, n);
     worker.strikes.set(f.lane, 0);
     this.counts.chunks++;
-    this.counts.seedsSwept += n;
+    this.counts.seedsSwept += fresh;
     this.counts.finds += ingest.finds;
     this.counts.newFailures += ingest.newFailures;
     this.counts.reopened += ingest.reopened;

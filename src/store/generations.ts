@@ -1,5 +1,6 @@
 // generation rows: one per version of the generator. The current generation is the newest row.
 import { type Db, isoNow, stmt } from "./db.ts";
+import { laneSeedsSwept } from "./lanes.ts";
 
 export interface GenerationRow {
   id: number;
@@ -38,13 +39,8 @@ export function startGeneration(db: Db, previousId: number | null, genHash: stri
   })();
 }
 
-/** Seeds covered by complete chunks of every lane (retired or not) of a generation. */
+/** Distinct seeds covered by complete chunks of every lane (retired or not) of a generation. */
 export function seedsSwept(db: Db, generationId: number): number {
-  const row = stmt(
-    db,
-    `SELECT COALESCE(SUM(c.seed_to - c.seed_from + 1), 0) AS n
-       FROM chunk c JOIN lane l ON l.id = c.lane_id
-      WHERE l.generation_id = ? AND c.status = 'complete'`,
-  ).get(generationId) as { n: number };
-  return row.n;
+  const lanes = stmt(db, "SELECT id FROM lane WHERE generation_id = ?").all(generationId) as { id: number }[];
+  return lanes.reduce((n, lane) => n + laneSeedsSwept(db, lane.id), 0);
 }

@@ -2,6 +2,7 @@
 // (args + base_seed) changes is retired and replaced by a fresh row, so old chunk rows can never
 // be re-absorbed into the new lane's coverage.
 import type { ChunkRow } from "../core/lane-state.ts";
+import { mergeRanges, totalSize, type Range } from "../core/ranges.ts";
 import { type Db, isoNow, stmt } from "./db.ts";
 
 export interface LaneRow {
@@ -78,19 +79,29 @@ export function lastCompleteCount(db: Db, laneId: number): number | null {
   return row ? row.n : null;
 }
 
-/** Seeds in complete chunks at or above the cursor: shown as "done ahead", never counted as coverage. */
+/**
+ * Seeds in complete chunks at or above the cursor: shown as "done ahead", never counted as
+ * coverage. Complete chunks may overlap (a late finisher of a reissued chunk and the chunk that
+ * re-swept its range), so each seed is counted once.
+ */
 export function doneAheadOfCursor(db: Db, laneId: number, cursor: number): number {
-  const row = stmt(
-    db,
-    "SELECT COALESCE(SUM(seed_to - seed_from + 1), 0) AS n FROM chunk WHERE lane_id = ? AND status = 'complete' AND seed_from >= ?",
-  ).get(laneId, cursor) as { n: number };
-  return row.n;
+  return distinctSeeds(
+    stmt(db, "SELECT seed_from, seed_to FROM chunk WHERE lane_id = ? AND status = 'complete' AND seed_to >= ?").all(laneId, cursor) as RangeRow[],
+    cursor,
+  );
 }
 
-/** Seeds swept by complete chunks of one lane. */
+/** Distinct seeds swept by complete chunks of one lane. */
 export function laneSeedsSwept(db: Db, laneId: number): number {
-  const row = stmt(db, "SELECT COALESCE(SUM(seed_to - seed_from + 1), 0) AS n FROM chunk WHERE lane_id = ? AND status = 'complete'").get(
-    laneId,
-  ) as { n: number };
-  return row.n;
+  return distinctSeeds(stmt(db, "SELECT seed_from, seed_to FROM chunk WHERE lane_id = ? AND status = 'complete'").all(laneId) as RangeRow[]);
+}
+
+interface RangeRow {
+  seed_from: number;
+  seed_to: number;
+}
+
+/** How many distinct seeds at or above `from` the ranges hold. */
+export function distinctSeeds(rows: readonly RangeRow[], from = -Infinity): number {
+  return totalSize(mergeRanges(rows.filter((r) => r.seed_to >= from).map((r): Range => [Math.max(r.seed_from, from), r.seed_to])));
 }

@@ -451,3 +451,44 @@ describe("LaneState against a seed-level model", () => {
     );
   });
 });
+
+describe("LaneState: what complete reports, and putting a refused transaction back", () => {
+  it("complete returns the seeds not swept before: a late finisher overlapping the re-sweep adds only what is new", () => {
+    const ls = new LaneState(0, 0);
+    ls.take(10); // [0, 9], reissued (its lease expired) while its holder still runs it
+    ls.requeue(0, 9);
+    const [a, b] = ls.take(6); // [0, 5] handed out again
+    assert.deepEqual([a, b], [0, 5]);
+    assert.equal(ls.complete(0, 5), 6);
+    assert.equal(ls.complete(0, 9), 4, "the late finisher adds 6..9 only");
+    assert.equal(ls.complete(0, 9), 0, "a repeat adds nothing");
+    assert.equal(ls.cursor, 10);
+  });
+
+  it("restore puts back exactly the state of the snapshot, cursor included", () => {
+    const ls = new LaneState(5, 5);
+    ls.take(10);
+    ls.take(10);
+    ls.complete(15, 24);
+    const before = ls.snapshot();
+    const copy = snapshot(ls);
+    ls.complete(5, 14);
+    ls.take(3);
+    ls.requeue(25, 27);
+    assert.equal(ls.cursor, 25);
+    ls.restore(before);
+    assert.deepEqual(snapshot(ls), copy);
+    assert.equal(ls.cursor, 5);
+  });
+
+  it("a snapshot is not changed by later transitions (restore twice gives the same state)", () => {
+    const ls = new LaneState(0, 0);
+    ls.take(4);
+    const s = ls.snapshot();
+    ls.complete(0, 3);
+    ls.restore(s);
+    ls.complete(0, 3);
+    ls.restore(s);
+    assert.deepEqual(snapshot(ls), { cursor: 0, allocNext: 4, pending: [], doneAhead: [] });
+  });
+});

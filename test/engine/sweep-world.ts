@@ -21,7 +21,7 @@ import { SweepEngine, type Assignment, type EngineEvents, type EngineMark, type 
 import { abortLostChunks } from "../../src/store/chunks.ts";
 import { openStore, type Db } from "../../src/store/db.ts";
 import { insertGeneration } from "../../src/store/generations.ts";
-import { activeLane, doneAheadOfCursor, insertLane, type LaneRow } from "../../src/store/lanes.ts";
+import { activeLane, doneAheadOfCursor, insertLane, laneSeedsSwept, type LaneRow } from "../../src/store/lanes.ts";
 import { insertSession, markCrashedSessions } from "../../src/store/sessions.ts";
 import { insertWorker, markWorkerGone } from "../../src/store/workers.ts";
 import { recoverLanes } from "../../src/sweep/campaign.ts";
@@ -67,6 +67,8 @@ export class SweepWorld {
   readonly trace: string[] = [];
   /** Sessions that ended by a crash, for the record. */
   crashes = 0;
+  /** Distinct seeds in complete chunks when the current session started. */
+  private sweptAtStart = 0;
 
   constructor() {
     this.dir = mkdtempSync(join(tmpdir(), "fuzzfleet-sim-"));
@@ -107,6 +109,7 @@ base_seed = 1000000
     const rows = new Map<string, LaneRow>();
     for (const lane of this.config.lanes) rows.set(lane.name, activeLane(this.db, this.generationId, lane.name)!);
     const recovered = recoverLanes(this.db, this.config.lanes, rows);
+    this.sweptAtStart = this.sweptNow();
     this.sessionId = insertSession(this.db, { generationId: this.generationId, requestedSeconds: 1e9, appBuild: null, mode: "distributed", host: "sim", port: null });
     this.engine = new SweepEngine({
       db: this.db,
@@ -282,6 +285,10 @@ base_seed = 1000000
 
   // ---- the invariants ------------------------------------------------------------------------
 
+  private sweptNow(): number {
+    return this.config.lanes.reduce((n, lane) => n + laneSeedsSwept(this.db, activeLane(this.db, this.generationId, lane.name)!.id), 0);
+  }
+
   check(): void {
     const db = this.db;
     const lanes = db.prepare("SELECT id, name, base_seed, cursor FROM lane WHERE generation_id = ? AND retired = 0").all(this.generationId) as LaneRow[];
@@ -317,6 +324,8 @@ base_seed = 1000000
     const recorded = (db.prepare("SELECT seed FROM failure_seed ORDER BY seed").all() as { seed: number }[]).map((r) => r.seed);
     assert.equal(new Set(recorded).size, recorded.length, "a failing seed is recorded under two failures");
     assert.deepEqual(recorded, [...expected].sort((a, b) => a - b), "recorded failing seeds differ from the failing seeds of complete chunks");
+    // 2. The session's "seeds swept" counts each seed once, however many chunks swept it.
+    assert.equal(this.engine.counts.seedsSwept, this.sweptNow() - this.sweptAtStart, "the session's seeds-swept figure counts a seed twice (or misses one)");
     const miscounted = db.prepare("SELECT f.id FROM failure f WHERE f.hits != (SELECT COUNT(*) FROM failure_seed s WHERE s.failure_id = f.id)").all();
     assert.deepEqual(miscounted, [], "a failure's hits differ from its seeds");
   }

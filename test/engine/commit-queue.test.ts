@@ -1,0 +1,178 @@
+// CommitQueue with a real SQLite file: group commit, memory put back with every refused
+// transaction, hold and drop while the store is blocked, giving up, and a handler's own error.
+import assert from "node:assert/strict";
+import Database from "better-sqlite3";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { CommitQueue, StoreBlocked, type Books } from "../../src/engine/commit-queue.ts";
+import { StoreError } from "../../src/errors.ts";
+import { openStore, type Db } from "../../src/store/db.ts";
+
+const root = mkdtempSync(join(tmpdir(), "fuzzfleet-queue-"));
+after(() => rmSync(root, { recursive: true, force: true }));
+let n = 0;
+
+/** Books whose memory is one counter, mirrored in a table by the handlers. */
+class Counter implements Books<number> {
+  value = 0;
+  readonly calls: string[] = [];
+  committedActions = 0;
+  checkpoint(): number {
+    this.calls.push("checkpoint");
+    return this.value;
+  }
+  rollback(mark: number): void {
+    this.calls.push("rollback");
+    this.value = mark;
+  }
+  committed(): void {
+    this.calls.push("committed");
+    this.committedActions++;
+  }
+}
+
+function setup(o: { giveUpMs?: number; journal?: "wal" | "truncate" } = {}) {
+  const path = join(root, `q${n++}.db`);
+  const db: Db = openStore(path, { journal: o.journal ?? "truncate" });
+  db.exec("CREATE TABLE counter (v INTEGER)");
+  db.exec("INSERT INTO counter VALUES (0)");
+  const books = new Counter();
+  const log: string[] = [];
+  const clock = { now: 0 };
+  const failures: StoreError[] = [];
+  const queue = new CommitQueue(db, books, {
+    giveUpMs: o.giveUpMs ?? 60_000,
+    now: () => clock.now,
+    log: (l) => log.push(l),
+    path,
+    retryFirstMs: 5,
+    retryMaxMs: 20,
+    busyMs: 0,
+    onFail: (e) => failures.push(e),
+  });
+  const bump = () => {
+    books.value++;
+    db.prepare("UPDATE counter SET v = v + 1").run();
+    return books.value;
+  };
+  const stored = () => (db.prepare("SELECT v FROM counter").get() as { v: number }).v;
+  const reader = () => {
+    const r = new Database(path, { readonly: true });
+    r.exec("BEGIN");
+    r.prepare("SELECT v FROM counter").get();
+    return { release: () => (r.exec("COMMIT"), r.close()) };
+  };
+  return { db, books, log, clock, failures, queue, bump, stored, reader, close: () => (queue.close(), db.close()) };
+}
+
+test("handlers queued in one turn share one transaction and settle only after it committed", async () => {
+  const s = setup();
+  try {
+    const results = await Promise.all([s.queue.run(s.bump, "hold"), s.queue.run(s.bump, "drop"), s.queue.run(s.bump, "hold")]);
+    assert.deepEqual(results, [1, 2, 3]);
+    assert.equal(s.stored(), 3);
+    assert.deepEqual(s.queue.stats, { commits: 1, handlers: 3, refused: 0 });
+    assert.deepEqual(s.books.calls, ["checkpoint", "committed"]);
+  } finally {
+    s.close();
+  }
+});
+
+test("a handler's own error rejects that handler alone; memory is put back and the others run again from there", async () => {
+  const s = setup();
+  try {
+    const bug = new Error("a bug in a handler");
+    const [a, b, c] = await Promise.allSettled([
+      s.queue.run(s.bump, "hold"),
+      s.queue.run(() => {
+        s.books.value += 100;
+        throw bug;
+      }, "hold"),
+      s.queue.run(s.bump, "hold"),
+    ]);
+    assert.deepEqual(a, { status: "fulfilled", value: 1 });
+    assert.deepEqual(b, { status: "rejected", reason: bug });
+    assert.deepEqual(c, { status: "fulfilled", value: 2 });
+    assert.equal(s.stored(), 2);
+    assert.equal(s.books.value, 2, "the failed handler's change to memory is gone");
+    assert.deepEqual(s.books.calls, ["checkpoint", "rollback", "checkpoint", "committed"]);
+    assert.deepEqual(s.log, [], "a handler's bug is not a store problem");
+  } finally {
+    s.close();
+  }
+});
+
+test("a blocked store: memory goes back, 'drop' is refused at once, 'hold' waits and commits when the store takes writes again", async () => {
+  const s = setup();
+  try {
+    await s.queue.run(s.bump, "hold");
+    const reader = s.reader();
+    const held = s.queue.run(s.bump, "hold");
+    await s.queue.whenBlocked();
+    assert.equal(s.books.value, 1, "memory says what the store holds");
+    assert.equal(s.queue.blocked?.code, "SQLITE_BUSY");
+    await assert.rejects(s.queue.run(s.bump, "drop"), (e: unknown) => e instanceof StoreBlocked && /is locked by another process/.test((e as Error).message));
+    await new Promise((r) => setTimeout(r, 60));
+    assert.equal(s.stored(), 1);
+    reader.release();
+    assert.equal(await held, 2);
+    assert.equal(s.stored(), 2);
+    assert.equal(s.queue.blocked, null);
+    assert.equal(s.log.length, 2, s.log.join("\n"));
+    assert.match(s.log[0]!, /^the store .* is locked by another process \(a reader holding a transaction\? .*\) — retrying; nothing is lost \(giving up after 1m00s\)$/);
+    assert.match(s.log[1]!, /^the store .* takes writes again after \d+s \(1 change\(s\) were waiting\)$/);
+    assert.ok(s.queue.stats.refused >= 2, "it retried");
+  } finally {
+    s.close();
+  }
+});
+
+test("a store that stays blocked past the give-up time ends the queue: every waiting handler is rejected, once, with the reason", async () => {
+  const s = setup({ giveUpMs: 1_000 });
+  const reader = s.reader();
+  try {
+    const held = s.queue.run(s.bump, "hold");
+    await s.queue.whenBlocked();
+    s.clock.now = 1_500;
+    await assert.rejects(held, (e: unknown) => e instanceof StoreError && /for 2s; giving up\..*give_up_minutes/.test((e as Error).message));
+    assert.equal(s.failures.length, 1);
+    assert.equal(s.queue.failed, s.failures[0]);
+    await assert.rejects(s.queue.run(s.bump, "hold"), (e: unknown) => e === s.failures[0]);
+    assert.equal(s.books.value, 0);
+  } finally {
+    reader.release();
+    s.close();
+  }
+});
+
+test("a damaged store ends the queue at once; it is not retried", async () => {
+  const s = setup();
+  try {
+    const corrupt = new Database.SqliteError("database disk image is malformed", "SQLITE_CORRUPT");
+    await assert.rejects(
+      s.queue.run(() => {
+        throw corrupt;
+      }, "hold"),
+      (e: unknown) => e instanceof StoreError && /is damaged \(SQLITE_CORRUPT\)/.test((e as Error).message),
+    );
+    assert.equal(s.failures.length, 1);
+    assert.equal(s.queue.stats.refused, 1);
+  } finally {
+    s.close();
+  }
+});
+
+test("after close, changes are refused quietly: nothing is logged and nothing is written", async () => {
+  const s = setup();
+  try {
+    s.queue.close();
+    await assert.rejects(s.queue.run(s.bump, "hold"), StoreError);
+    assert.equal(s.stored(), 0);
+    assert.deepEqual(s.log, []);
+    assert.deepEqual(s.failures, []);
+  } finally {
+    s.db.close();
+  }
+});
