@@ -2,6 +2,7 @@
 // bundled planted generator really does with each seed. ARCHITECTURE.md §7: every seed below a
 // cursor lies in a complete chunk; no seed or hit is counted twice; no failure found in a
 // complete chunk is lost; the file is intact.
+import assert from "node:assert/strict";
 import Database from "better-sqlite3";
 import { mergeRanges, type Range } from "../../src/core/ranges.ts";
 import { coverageViolations, PLANTED, type Campaign } from "./campaign.ts";
@@ -98,4 +99,11 @@ export function completeChunks(c: Campaign): number {
 /** The exit code a session's first run must give: 1 when it recorded a distinct failure, else 0. */
 export function firstSessionExit(c: Campaign): number {
   return c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n > 0 ? 1 : 0;
+}
+
+/** The exit code `run` or `coordinate` owes for the session summary in `out`: 1 when it found a newly distinct or reopened failure. */
+export function exitForSummary(out: string): number {
+  const m = /failures: +[\d,]+ \(([\d,]+) newly distinct\)/.exec(out);
+  assert.ok(m, `no session summary in:\n${out}`);
+  return Number(m[1]!.replace(/,/g, "")) > 0 || /REOPENED:/.test(out) ? 1 : 0;
 }
