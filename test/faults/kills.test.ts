@@ -61,7 +61,11 @@ function alive(pid: number): boolean {
   }
 }
 
-/** SIGKILLs `r` and waits (bounded) until every process it had started is gone too. */
+/**
+ * SIGKILLs `r` and asserts that every process it had started is gone within a few seconds —
+ * well before the chunk it was running could have ended on its own (the chunks here last 10 s
+ * or more: over 600 seeds at about 50 seeds/s).
+ */
 async function killAndCheckOrphans(r: Running, what: string): Promise<void> {
   const pid = r.child.pid!;
   const family = descendants(pid);
@@ -70,25 +74,33 @@ async function killAndCheckOrphans(r: Running, what: string): Promise<void> {
   await waitFor(
     `the children of the killed ${what} (${family.join(", ") || "none"}) to die`,
     () => (family.every((p) => !alive(p)) ? true : undefined),
-    15_000,
+    5_000,
   );
+}
+
+/** Waits until `r` runs a chunk sized from a measured rate (not the short bootstrap chunk). */
+async function inLongChunk(r: Running): Promise<void> {
+  await waitFor("a chunk sized from a measured rate", () => {
+    const sizes = [...r.output().matchAll(/\(n=([\d,]+)\)/g)].map((m) => Number(m[1]!.replace(/,/g, "")));
+    return sizes.some((n) => n > 600) ? true : undefined;
+  }, 90_000);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("run, SIGKILLed at random moments and restarted: true books, no orphaned generator, leftovers removed", { timeout: 300_000 }, async () => {
   const random = moments(SEED);
-  const c = new Campaign({ defaults: { jobs: 2 }, costMs: 1 });
+  const c = new Campaign({ defaults: { jobs: 2, chunk_minutes: 0.25, bootstrap_seeds: 40 }, costMs: 20 });
   try {
     let removedLines = 0;
     for (let kill = 0; kill < 5; kill++) {
       const run = start(c, ["run", "--for", "60s", "--yes"]);
-      await waitFor("the session to start a chunk", () => (/seeds \d/.test(run.output()) ? true : undefined), 60_000);
+      await inLongChunk(run);
       await sleep(300 + random() * 3_000);
       await killAndCheckOrphans(run, `run #${kill + 1} (seed ${SEED})`);
       if (/removed \d+ scratch entr/.test(run.output())) removedLines++;
     }
-    const last = c.cli(["run", "--for", "12s", "--yes"]);
+    const last = c.cli(["run", "--for", "20s", "--yes"]);
     assert.equal(last.code, exitForSummary(last.stdout), last.stdout + last.stderr);
     if (/removed \d+ scratch entr/.test(last.stderr)) removedLines++;
     assert.ok(removedLines > 0, "a restart removed what a killed session left");
@@ -105,7 +117,7 @@ test("run, SIGKILLed at random moments and restarted: true books, no orphaned ge
 
 test("coordinate and workers, SIGKILLed at random moments and restarted: true books and no orphaned generator", { timeout: 300_000 }, async () => {
   const random = moments(SEED + 1);
-  const c = new Campaign({ extra: distributedTable({ lease: 6, drainGraceMinutes: 0.2 }), costMs: 1 });
+  const c = new Campaign({ defaults: { chunk_minutes: 0.25, bootstrap_seeds: 40 }, extra: distributedTable({ lease: 6, drainGraceMinutes: 0.2 }), costMs: 20 });
   const port = await freePort();
   const coordinate = () => start(c, ["coordinate", "--for", "45s", "--port", String(port)]);
   const worker = (i: number) => start(c, ["worker", "--master", `127.0.0.1:${port}`, "-j", "1", "--wait", "30"], { FUZZFLEET_TEST_NAME: `w${i}` });
