@@ -25,7 +25,7 @@ export async function resetCommand(o: ResetOptions): Promise<number> {
   const write = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
   const config = loadConfig(o.paths.configPath);
   const lock = CampaignLock.acquire(o.paths.outDir, { mode: "reset", forceUnlock: o.forceUnlock });
-  const db = openStore(o.paths.dbPath);
+  const db = openStore(o.paths.dbPath, { journal: config.store.journal });
   try {
     const gen = currentGeneration(db);
     if (!gen) {

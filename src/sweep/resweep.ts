@@ -77,7 +77,7 @@ export async function resweepCommand(o: ResweepOptions): Promise<number> {
   const onSignal = () => controller.abort();
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
-  const db = openStore(o.paths.dbPath);
+  const db = openStore(o.paths.dbPath, { journal: config.store.journal });
   try {
     const gen = currentGeneration(db);
     if (!gen) {
