@@ -1,13 +1,15 @@
 // Invariant 10 through the real CLI: `run`, and `worker` attached to a real `coordinate` on
-// 127.0.0.1, are SIGKILLed in the middle of a chunk, with both process starters. The generator
-// (the bundled planted one, with its worker pool, hanging mid-chunk) and a background process it
-// started must be gone shortly after, though nothing of fuzzfleet is left to stop them.
+// 127.0.0.1, are SIGKILLed in the middle of a chunk, and `explore` in the middle of a target run,
+// with both process starters. The generator (the bundled planted one, with its worker pool,
+// hanging mid-chunk) or the target, and a background process it started, must be gone shortly
+// after, though nothing of fuzzfleet is left to stop them.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 
 import { Campaign, distributedTable, PLANTED, start, startCoordinator, waitFor, type Running } from "../helpers/campaign.ts";
+import { ExploreDir } from "../helpers/explore.ts";
 import { watchdogsOf } from "./fixtures/processes.ts";
 
 const OPTIONS = { timeout: 180_000 };
@@ -64,16 +66,16 @@ function campaign(extra = ""): { c: Campaign; mark: string } {
   return { c, mark };
 }
 
-/** Waits until the chunk's generator and its background sleep both run, and returns them. */
-async function midChunk(mark: string, session: Running): Promise<Seen[]> {
+/** Waits until the child (whose command line names `program`) and its background sleep both run. */
+async function midRun(mark: string, session: Pick<Running, "child" | "output">, program: string): Promise<Seen[]> {
   return waitFor(
-    "the generator and its background sleep to run",
+    "the child and its background sleep to run",
     () => {
       if (session.child.exitCode !== null) throw new Error(`fuzzfleet exited early:\n${session.output()}`);
       const seen = marked(mark, session.child.pid!);
-      const generator = seen.some((p) => p.cmdline.includes(PLANTED));
+      const child = seen.some((p) => p.cmdline.includes(program));
       const sleeper = seen.some((p) => p.cmdline.join(" ") === "sleep 300");
-      return generator && sleeper ? seen : undefined;
+      return child && sleeper ? seen : undefined;
     },
     60_000,
     50,
@@ -81,11 +83,16 @@ async function midChunk(mark: string, session: Running): Promise<Seen[]> {
 }
 
 /** SIGKILLs `session` and asserts that every process it started is gone, the watchdog included. */
-async function killAndCheck(session: Running, mark: string, running: Seen[]): Promise<void> {
+async function killAndCheck(
+  session: Pick<Running, "child">,
+  ended: Promise<{ signal: NodeJS.Signals | null }>,
+  mark: string,
+  running: Seen[],
+): Promise<void> {
   const pid = session.child.pid!;
   assert.equal(watchdogsOf(pid).length, 1, "a watchdog watches the session");
   session.child.kill("SIGKILL");
-  const end = await session.result;
+  const end = await ended;
   assert.equal(end.signal, "SIGKILL");
   await waitFor(
     "every process the session started to be gone",
@@ -105,8 +112,8 @@ for (const starter of ["native", "node"] as const) {
       const { c, mark } = campaign();
       try {
         const session = start(c, ["run", "--for", "5m"], { FUZZFLEET_SPAWN: starter });
-        const running = await midChunk(mark, session);
-        await killAndCheck(session, mark, running);
+        const running = await midRun(mark, session, PLANTED);
+        await killAndCheck(session, session.result, mark, running);
       } finally {
         killMarked(mark);
         c.cleanup();
@@ -120,8 +127,8 @@ for (const starter of ["native", "node"] as const) {
         // Only the worker runs generators; the coordinator does not carry the mark.
         coordinator = await startCoordinator(c, ["--for", "5m"], { [MARK]: "" });
         const worker = start(c, ["worker", "--master", `127.0.0.1:${coordinator.port}`, "-j", "1"], { FUZZFLEET_SPAWN: starter });
-        const running = await midChunk(mark, worker);
-        await killAndCheck(worker, mark, running);
+        const running = await midRun(mark, worker, PLANTED);
+        await killAndCheck(worker, worker.result, mark, running);
         coordinator.child.kill("SIGINT");
         const end = await coordinator.result;
         assert.ok(end.code === 0 || end.code === 1, end.stdout + end.stderr);
@@ -129,6 +136,21 @@ for (const starter of ["native", "node"] as const) {
         coordinator?.child.kill("SIGKILL");
         killMarked(mark);
         c.cleanup();
+      }
+    });
+
+    test("`explore` killed mid-run leaves no target or background child running", OPTIONS, async () => {
+      const x = new ExploreDir();
+      const mark = randomBytes(8).toString("hex");
+      try {
+        x.seed("a", "seed a\n");
+        const target = x.script("hanging-target", "sleep 300 &\nexec sleep 301");
+        const session = x.start(["-j", "1", "-t", "600"], [target], { [MARK]: mark, FUZZFLEET_SPAWN: starter });
+        const running = await midRun(mark, session, "301");
+        await killAndCheck(session, session.done, mark, running);
+      } finally {
+        killMarked(mark);
+        x.cleanup();
       }
     });
   });
