@@ -4,7 +4,9 @@
 //
 //   fuzzfleet-watchdog <fuzzfleet pid> <grace ms>      stdin: the read end of the registry pipe
 //
-// Lines on stdin: "+<pgid>" registers a group, "-<pgid>" releases it; anything else is ignored,
+// Lines on stdin: "+<pgid>" registers a group, "-<pgid>" undoes one registration of it (a number
+// may be registered twice for a moment: a child can get the number of a group that was just
+// found empty before that group's release is written); anything else is ignored,
 // and so are 0 and 1 (kill(-1) would signal every process we may signal). fuzzfleet holds the only
 // write end, so end of file means it is gone: then every registered group gets SIGTERM, those with
 // a member left after the grace period SIGKILL, and the watchdog exits. A group found empty during

@@ -45,6 +45,7 @@ export const WATCHDOG_NAME = "fuzzfleet-watchdog";
 const RESTART_MIN_MS = 1000;
 
 // The watchdog of the Node starter: sh -c SCRIPT fuzzfleet-watchdog <fuzzfleet pid> <grace ms>.
+// Registrations are counted per number ("-" undoes one "+"), as in ChildWatchdog.
 // Lines that are not "+" or "-" and a pid are ignored, and so are 0 and 1: `kill -- -1` would
 // signal every process we may signal. awk reads the pipe in blocks, at a small fraction of the CPU
 // of the shell's one-byte-per-read(2) `read` (kept for a system without awk). The grace loop drops
@@ -52,8 +53,8 @@ const RESTART_MIN_MS = 1000;
 const SCRIPT = `trap '' INT HUP
 steps=$((\${2:-2000} / 100))
 if command -v awk >/dev/null 2>&1; then
-  set -- $(awk '/^[+][1-9][0-9]*$/ { g[substr($0, 2)] = 1; next }
-    /^-[1-9][0-9]*$/ { delete g[substr($0, 2)] }
+  set -- $(awk '/^[+][1-9][0-9]*$/ { g[substr($0, 2)]++; next }
+    /^-[1-9][0-9]*$/ { k = substr($0, 2); if (--g[k] <= 0) delete g[k] }
     END { for (k in g) if (k != "1") print k }')
 else
   groups=' '
@@ -102,8 +103,12 @@ export class ChildWatchdog {
   private link: WatchdogLink | null = null;
   private startedAt = 0;
   private problem = "";
-  /** Groups registered and not yet released: what a replacement watchdog is told. */
-  private readonly groups = new Set<number>();
+  /**
+   * Registrations not yet released, counted per group number: what a replacement watchdog is told.
+   * A count, not a set: the number of a group found empty may be taken by the next child before
+   * the release line is written, and that "-" must then not unregister the new group.
+   */
+  private readonly groups = new Map<number, number>();
 
   constructor(private readonly open: OpenWatchdog) {}
 
@@ -115,13 +120,17 @@ export class ChildWatchdog {
 
   /** Records a started child's group; `sent`: the starter already wrote its "+" line. */
   guarded(pgid: number, sent: boolean): void {
-    this.groups.add(pgid);
+    this.groups.set(pgid, (this.groups.get(pgid) ?? 0) + 1);
     if (!sent) this.deliver(`+${pgid}\n`);
   }
 
-  /** Call once no live member of the group is left; the watchdog forgets it. */
+  /** Call once no live member of the group is left; the watchdog forgets one registration of it. */
   release(pgid: number): void {
-    if (this.groups.delete(pgid)) this.deliver(`-${pgid}\n`);
+    const count = this.groups.get(pgid);
+    if (count === undefined) return;
+    if (count > 1) this.groups.set(pgid, count - 1);
+    else this.groups.delete(pgid);
+    this.deliver(`-${pgid}\n`);
   }
 
   /** Replaces the watchdog (if any) by a new one that holds every registered group. Never throws. */
@@ -137,7 +146,7 @@ export class ChildWatchdog {
       return;
     }
     try {
-      if (this.groups.size > 0) link.send([...this.groups].map((g) => `+${g}\n`).join(""));
+      if (this.groups.size > 0) link.send([...this.groups].map(([g, count]) => `+${g}\n`.repeat(count)).join(""));
     } catch (err) {
       this.problem = `it did not take the registered groups: ${err instanceof Error ? err.message : String(err)}`;
       link.discard();

@@ -147,6 +147,14 @@ function envpOf(env: NodeJS.ProcessEnv): string[] {
 let nativeGuard: ChildWatchdog | undefined;
 let nodeGuard: ChildWatchdog | undefined;
 
+/** The child watchdog registry a starter registers its children with (created on first use). */
+export function childWatchdog(starter: Starter): ChildWatchdog {
+  if (starter === "node") return (nodeGuard ??= new ChildWatchdog(nodeWatchdog()));
+  const found = loadAddon();
+  if ("problem" in found) throw new Error(`the native process starter is unavailable: ${found.problem}`);
+  return (nativeGuard ??= new ChildWatchdog(nativeWatchdog(found.addon, WATCHDOG_PATH)));
+}
+
 function startNative(argv: readonly string[], options: StartOptions): Started {
   const found = loadAddon();
   if ("problem" in found) throw new Error(`the native process starter is unavailable: ${found.problem}`);
@@ -154,7 +162,7 @@ function startNative(argv: readonly string[], options: StartOptions): Started {
   for (const arg of argv) refuseNul(arg, "an argument");
   if (options.cwd !== undefined) refuseNul(options.cwd, "the working directory");
   const envp = envpOf(options.env);
-  const guard = (nativeGuard ??= new ChildWatchdog(nativeWatchdog(addon, WATCHDOG_PATH)));
+  const guard = childWatchdog("native");
   guard.ensure();
   let settle!: (end: LeaderEnd) => void;
   const exited = new Promise<LeaderEnd>((resolve) => (settle = resolve));
@@ -180,7 +188,7 @@ function startNative(argv: readonly string[], options: StartOptions): Started {
 }
 
 function startNode(argv: readonly string[], options: StartOptions): Started {
-  const guard = (nodeGuard ??= new ChildWatchdog(nodeWatchdog()));
+  const guard = childWatchdog("node");
   guard.ensure();
   const child = nodeSpawn(argv[0], argv.slice(1), {
     cwd: options.cwd,
