@@ -57,8 +57,8 @@ after(() => {
 });
 
 /** Starts the fixture in a process group of its own, as a shell starts a job. */
-function startHolder(starter: string, mode: string, dir: string, env: NodeJS.ProcessEnv = process.env): Holder {
-  const child = spawn(process.execPath, ["--import", "tsx", HOLDER, starter, mode, dir], { stdio: ["ignore", "pipe", "inherit"], detached: true, env });
+function startHolder(starter: string, mode: string, dir: string, env: NodeJS.ProcessEnv = process.env, extra: string[] = []): Holder {
+  const child = spawn(process.execPath, ["--import", "tsx", HOLDER, starter, mode, dir, ...extra], { stdio: ["ignore", "pipe", "inherit"], detached: true, env });
   assert.ok(child.pid !== undefined);
   leftovers.add(child.pid);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
@@ -134,6 +134,21 @@ for (const starter of ["native", "node"] as const) {
     test("a released group is not signalled when the process dies; a registered one is", OPTIONS, async () => {
       await releasedIsSpared(starter);
     });
+
+    for (const replaced of [false, true]) {
+      test(`a group registered twice and released once stays guarded${replaced ? ", also by a replacement watchdog" : ""}`, OPTIONS, async () => {
+        const holder = startHolder(starter, "recount", freshDir(), process.env, replaced ? ["replace"] : []);
+        const fact = await holder.next();
+        const pgid = fact.pgid as number;
+        leftovers.add(pgid);
+        const [watchdog] = fact.watchdogs as number[];
+        assert.ok(alive(pgid));
+        holder.child.kill("SIGKILL");
+        await holder.exited;
+        await waitUntil(`process group ${pgid} to be empty`, () => liveGroupMembers(pgid).length === 0);
+        await waitUntil(`watchdog ${watchdog} to exit`, () => !alive(watchdog));
+      });
+    }
 
     test("Ctrl-C to the process's group does not reach the watchdog, which still guards the child", OPTIONS, async () => {
       const { holder, pgid, watchdog } = await holding(starter);
