@@ -7,7 +7,8 @@
 // only write end fuzzfleet holds, close-on-exec, so no other child inherits it. fuzzfleet writes
 // one line per change, each in a single write(2):
 //   +<pgid>   a child was started; it leads process group <pgid>
-//   -<pgid>   runChild has cleared that group: no live member is left
+//   -<pgid>   runChild has cleared that group: no live member is left (undoes one "+": the
+//             number may already belong to the next child, registered just before)
 // When fuzzfleet exits or dies, the kernel closes its descriptors: the watchdog reads what was
 // written before, then end of file, sends SIGTERM to every group still registered, SIGKILL to
 // those with a member left WATCHDOG_GRACE_MS later, and exits. A group is released only once it
