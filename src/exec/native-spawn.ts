@@ -1,5 +1,6 @@
-// The process starter behind runChild: fuzzfleet's own addon (native/spawn.c, built by `npm ci`)
-// where it loads and the kernel gives pidfds, else Node's child_process.spawn.
+// The process starter behind runChild: fuzzfleet's own addon (native/spawn.c and its watchdog
+// program native/watchdog.c, built by `npm ci`) where it loads and the kernel gives pidfds, else
+// Node's child_process.spawn.
 //
 // Why an addon: child_process.spawn forks the whole Node process, and on a small VM that blocks
 // the event loop for about 5 ms per child (page tables copied, then torn down by the exec). The
@@ -10,11 +11,17 @@
 // environment. One difference: the native starter closes every other descriptor, while
 // child_process leaves open those Node itself inherited without close-on-exec.
 //
+// Both register every child's process group with the child watchdog of their kind (see
+// child-watchdog.ts) before they return, and forget it on Started.release().
+//
 // FUZZFLEET_SPAWN=node in the environment forces child_process (for comparison, or should the
 // addon misbehave on some system); FUZZFLEET_SPAWN=native fails loudly when the addon is missing.
 import { spawn as nodeSpawn } from "node:child_process";
+import { accessSync, constants as fsConstants } from "node:fs";
 import { createRequire } from "node:module";
 import { constants as osConstants } from "node:os";
+import { fileURLToPath } from "node:url";
+import { ChildWatchdog, nativeWatchdog, nodeWatchdog, type WatchdogAddon } from "./child-watchdog.ts";
 
 export type Starter = "native" | "node";
 
@@ -25,6 +32,8 @@ export interface Started {
   pid: number | undefined;
   /** Resolves once, when the leader has exited and been reaped (or failed to start). */
   exited: Promise<LeaderEnd>;
+  /** Unregisters the group from the child watchdog; call once no live member of it is left. */
+  release(): void;
 }
 
 export interface StartOptions {
@@ -34,7 +43,7 @@ export interface StartOptions {
   stdio: [number | null, number | null, number | null];
 }
 
-interface Addon {
+interface Addon extends WatchdogAddon {
   spawn(
     file: string,
     argv: string[],
@@ -48,20 +57,31 @@ interface Addon {
   supported(): boolean;
 }
 
+// Same relative paths from src/exec (tests) and dist/exec (the built CLI).
 const ADDON_PATH = "../../build/Release/fuzzfleet_spawn.node";
+const WATCHDOG_PATH = fileURLToPath(new URL("../../build/Release/fuzzfleet_watchdog", import.meta.url));
 
 let addonLookup: { addon: Addon } | { problem: string } | undefined;
 
 function loadAddon(): { addon: Addon } | { problem: string } {
-  if (addonLookup) return addonLookup;
-  try {
-    // Same relative path from src/exec (tests) and dist/exec (the built CLI).
-    const addon = createRequire(import.meta.url)(ADDON_PATH) as Addon;
-    addonLookup = addon.supported() ? { addon } : { problem: "this kernel has no pidfd_open (Linux 5.3 or later needed)" };
-  } catch (err) {
-    addonLookup = { problem: `the addon did not load (${(err as Error).message.split("\n")[0]}); run \`npm ci\` to build it` };
-  }
+  addonLookup ??= findAddon();
   return addonLookup;
+}
+
+function findAddon(): { addon: Addon } | { problem: string } {
+  let addon: Addon;
+  try {
+    addon = createRequire(import.meta.url)(ADDON_PATH) as Addon;
+  } catch (err) {
+    return { problem: `the addon did not load (${(err as Error).message.split("\n")[0]}); run \`npm ci\` to build it` };
+  }
+  if (typeof addon.spawnWatchdog !== "function") return { problem: "the addon was built from an older native/spawn.c; run `npm ci` to rebuild it" };
+  try {
+    accessSync(WATCHDOG_PATH, fsConstants.X_OK);
+  } catch {
+    return { problem: "its watchdog program (build/Release/fuzzfleet_watchdog) is missing; run `npm ci` to build it" };
+  }
+  return addon.supported() ? { addon } : { problem: "this kernel has no pidfd_open (Linux 5.3 or later needed)" };
 }
 
 let chosen: { wanted: string | undefined; starter: Starter } | undefined;
@@ -124,22 +144,52 @@ function envpOf(env: NodeJS.ProcessEnv): string[] {
   return envp;
 }
 
+let nativeGuard: ChildWatchdog | undefined;
+let nodeGuard: ChildWatchdog | undefined;
+
+/** The child watchdog registry a starter registers its children with (created on first use). */
+export function childWatchdog(starter: Starter): ChildWatchdog {
+  if (starter === "node") return (nodeGuard ??= new ChildWatchdog(nodeWatchdog()));
+  const found = loadAddon();
+  if ("problem" in found) throw new Error(`the native process starter is unavailable: ${found.problem}`);
+  return (nativeGuard ??= new ChildWatchdog(nativeWatchdog(found.addon, WATCHDOG_PATH)));
+}
+
 function startNative(argv: readonly string[], options: StartOptions): Started {
   const found = loadAddon();
   if ("problem" in found) throw new Error(`the native process starter is unavailable: ${found.problem}`);
+  const { addon } = found;
   for (const arg of argv) refuseNul(arg, "an argument");
   if (options.cwd !== undefined) refuseNul(options.cwd, "the working directory");
   const envp = envpOf(options.env);
+  const guard = childWatchdog("native");
+  guard.ensure();
   let settle!: (end: LeaderEnd) => void;
   const exited = new Promise<LeaderEnd>((resolve) => (settle = resolve));
   const [stdin, stdout, stderr] = options.stdio;
-  const pid = found.addon.spawn(argv[0], [...argv], envp, options.cwd ?? null, stdin ?? -1, stdout ?? -1, stderr ?? -1, (code, signal) =>
-    settle({ code, signal: signal === null ? null : signalName(signal) }),
-  );
-  return { pid, exited };
+  // The addon writes the "+" line itself, in the same call as posix_spawn.
+  const spawn = () =>
+    addon.spawn(argv[0], [...argv], envp, options.cwd ?? null, stdin ?? -1, stdout ?? -1, stderr ?? -1, (code, signal) =>
+      settle({ code, signal: signal === null ? null : signalName(signal) }),
+    );
+  let pid: number;
+  try {
+    pid = spawn();
+  } catch (err) {
+    // The watchdog stopped reading or is gone; the addon has already killed the child. One retry
+    // with a fresh watchdog, then the error stands.
+    if (!(err instanceof Error && "code" in err && err.code === "ERR_CHILD_UNGUARDED")) throw err;
+    guard.replace();
+    guard.ensure();
+    pid = spawn();
+  }
+  guard.guarded(pid, true);
+  return { pid, exited, release: () => guard.release(pid) };
 }
 
 function startNode(argv: readonly string[], options: StartOptions): Started {
+  const guard = childWatchdog("node");
+  guard.ensure();
   const child = nodeSpawn(argv[0], argv.slice(1), {
     cwd: options.cwd,
     env: options.env,
@@ -154,7 +204,10 @@ function startNode(argv: readonly string[], options: StartOptions): Started {
       if (child.pid === undefined) resolve({ error });
     });
   });
-  return { pid: child.pid, exited };
+  const { pid } = child;
+  if (pid === undefined) return { pid, exited, release: () => {} };
+  guard.guarded(pid, false);
+  return { pid, exited, release: () => guard.release(pid) };
 }
 
 const signalNames = new Map<number, NodeJS.Signals>(

@@ -8,6 +8,15 @@
 //   SIGKILL if the leader is still there.
 // - Whatever the outcome, when the promise settles no live member of the group is left: stragglers
 //   (background grandchildren) get SIGTERM, then SIGKILL after the grace period.
+// - The group does not outlive this process either, however it ends (SIGKILL included): from the
+//   start of the child until runChild has cleared its group, the group is registered with the
+//   child watchdog (child-watchdog.ts), which sends it SIGTERM, then SIGKILL 2 s later, once this
+//   process is gone. The registration is released only after the group was found empty, so the
+//   watchdog never signals a recycled number. Not covered: processes the child moves into another
+//   process group or session (setsid), and a SIGKILL landing between the child's start and its
+//   registration (with the native starter, two consecutive system calls; see docs/architecture.md,
+//   Decisions).
+// - If no watchdog can be started, the child is not started either: outcome "error".
 // - It never rejects because the child could not start (missing program, no permission, log or
 //   stdin file unusable): that is outcome "error" with a message naming the thing. It rejects only
 //   for invalid options and when `onSpawn` throws (after the group has been cleared).
@@ -192,6 +201,8 @@ async function supervise(
     if (end === "gave-up") notes.push(`pid ${pid} did not exit within ${KILL_SETTLE_MS} ms of SIGKILL`);
 
     const cleared = await clearGroup(pid, graceMs, killSent ? -Infinity : termSentAt);
+    // Only now: a released number may be recycled, and the watchdog must never signal it then.
+    child.release();
     if (!cleared) notes.push(`members of process group ${pid} were still alive ${KILL_SETTLE_MS} ms after SIGKILL`);
     if (notes.length > 0 && log !== null) await log.appendFile(notes.map((n) => `fuzzfleet: ${n}\n`).join("")).catch(() => {});
     if (callbackFailed) throw callbackError;
