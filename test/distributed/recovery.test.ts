@@ -20,16 +20,6 @@ interface ChunkRow {
   worker_id: number;
 }
 
-const killGroupOf = (chunkId: number) => {
-  for (const pid of processesMentioning(`chunk-${chunkId}`)) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // gone
-    }
-  }
-};
-
 test("the cursor never passes a chunk still held by a slow worker; SIGKILLing it reissues the chunk and the cursor catches up", async () => {
   const c = new Campaign({ extra: distributedTable({ lease: 20, drainGraceMinutes: 1 }), defaults: { chunk_minutes: 0.05, bootstrap_seeds: 40 } });
   try {
@@ -48,7 +38,8 @@ test("the cursor never passes a chunk still held by a slow worker; SIGKILLing it
     assert.equal(c.one<ChunkRow>("SELECT * FROM chunk WHERE id = ?", held.id).status, "leased");
 
     slow.child.kill("SIGKILL");
-    killGroupOf(held.id);
+    // The worker's generator dies with it (fuzzfleet's child watchdog), within seconds.
+    await waitFor("the killed worker's generator to die", () => (processesMentioning(`chunk-${held.id}`).length === 0 ? true : undefined), 10_000);
     await waitFor("the held chunk to be reissued", () =>
       c.one<ChunkRow>("SELECT * FROM chunk WHERE id = ?", held.id).status === "reissued" ? true : undefined,
     );
