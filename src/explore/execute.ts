@@ -69,15 +69,16 @@ function acquireScratch(root: string, target: readonly string[]): Scratch {
   return { dir, pin, identity: pin.identity(), input, out, fileMode, argv, env: Object.freeze(env) };
 }
 
-function releaseScratch(root: string, scratch: Scratch): void {
+/** `out` is the run's output directory when the run opened it already (it stays the caller's to close). */
+function releaseScratch(root: string, scratch: Scratch, out: PinnedDir | null): void {
   try {
     const input = scratch.pin.lstat("input");
     if (input !== null && !input.isFile()) scratch.pin.remove("input");
-    const out = scratch.pin.openDir("out");
+    const dir = out ?? scratch.pin.openDir("out");
     try {
-      for (const e of out.list()) out.remove(e.name);
+      for (const e of dir.list()) dir.remove(e.name);
     } finally {
-      out.close();
+      if (dir !== out) dir.close();
     }
     // The paths the next target is given must still lead to this directory.
     const now = lstatOrNull(scratch.dir);
@@ -133,6 +134,8 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
     detail: null,
   };
   const scratch = acquireScratch(s.scratchRoot, s.target);
+  // The run's output directory, pinned once the target has finished: read, staged and emptied through it.
+  let out: PinnedDir | null = null;
   try {
     let copied: { hash: string; size: number };
     try {
@@ -163,7 +166,6 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
     if (r.outcome === "interrupted") return { ...ran, protocol_error: "interrupted", detail: "the execution was interrupted" };
     if (r.outcome === "error") return { ...ran, protocol_error: "execution-error", detail: (r.error ?? "the target could not run").slice(0, 2000) };
     // A timed-out run still produced whatever children it wrote before the deadline.
-    let out: PinnedDir;
     try {
       out = scratch.pin.openDir("out", scratch.out);
     } catch (err) {
@@ -184,10 +186,9 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
         return { ...ran, protocol_error: "result-budget-exceeded", budget: { resource: err.resource, observed: err.observed, limit: err.limit }, detail: err.message };
       }
       return { ...ran, protocol_error: "corpus-publication", detail: (err as Error).message.slice(0, 2000) };
-    } finally {
-      out.close();
     }
   } finally {
-    releaseScratch(s.scratchRoot, scratch);
+    releaseScratch(s.scratchRoot, scratch, out);
+    out?.close();
   }
 }

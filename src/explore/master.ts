@@ -17,7 +17,7 @@ import { PinnedDir, type DirIdentity, type EntryKind } from "../files/pinned-dir
 import type { ResultFrame, TaskItemT } from "../net/messages.ts";
 import { FileProblem, hashFile, HASH_RE, IntegrityError, listRegularFiles, publishFile, STAGE_ID_RE, verifyPublic, type Budgets, type FileIdentity } from "./corpus.ts";
 import { canonicalManifest, LeaseTable, type Origin } from "./lease-table.ts";
-import { promoteChildren, StagingArea, verifyStage } from "./staging.ts";
+import { type OpenStage, promoteChildren, StagingArea, verifyStage } from "./staging.ts";
 
 export type Ownership = "rendezvous" | "broadcast";
 
@@ -347,24 +347,28 @@ export class ExploreMaster {
   replayCommitting(): number {
     let n = 0;
     for (const c of this.o.leases.recoverCommitting()) {
-      let stage: PinnedDir | null = null;
+      let stage: OpenStage | null = null;
       try {
         stage = c.commit.staging_id === "" ? null : this.staging.open(c.commit.worker, c.commit.staging_id);
       } catch (err) {
         // Gone (promoted, then removed) or refused (a symlink): only public children can complete it.
         if (!(err instanceof FileProblem)) throw err;
       }
-      let r: ReturnType<LeaseTable["replayCommit"]>;
       try {
-        r = this.o.leases.replayCommit(c.id, c.token, (m) => promoteChildren(stage, this.o.corpusDir, m.hashes, this.o.budgets.maxInputBytes), this.o.wallNow());
+        const r = this.o.leases.replayCommit(
+          c.id,
+          c.token,
+          (m) => promoteChildren(stage?.dir ?? null, this.o.corpusDir, m.hashes, this.o.budgets.maxInputBytes),
+          this.o.wallNow(),
+        );
+        if (r === "completed") {
+          n++;
+          this.counters.replayedCommits++;
+          stage?.remove();
+          for (const child of c.commit.hashes) this.claimChild(child);
+        }
       } finally {
         stage?.close();
-      }
-      if (r === "completed") {
-        n++;
-        this.counters.replayedCommits++;
-        this.staging.remove(c.commit.worker, c.commit.staging_id);
-        for (const child of c.commit.hashes) this.claimChild(child);
       }
     }
     return n;
@@ -484,8 +488,11 @@ export class ExploreMaster {
    */
   consumeResult(executor: string, r: ResultFrame): string {
     const stageId = STAGE_ID_RE.test(r.staging_id) ? r.staging_id : null;
+    // Before the stage is opened it is removed through a fresh walk, after that through its pin.
+    let stage: OpenStage | null = null;
     const removeStage = () => {
-      if (stageId) this.staging.remove(executor, stageId);
+      if (stage) stage.remove();
+      else if (stageId) this.staging.remove(executor, stageId);
     };
     const task = this.active.get(r.task_id);
     if (!task || task.executor !== executor) {
@@ -505,7 +512,6 @@ export class ExploreMaster {
     }
     const why = this.resultProblem(task, r);
     if (why !== null) return this.refuseResult(executor, task, why, removeStage);
-    let stage: PinnedDir | null = null;
     if (stageId) {
       try {
         stage = this.staging.open(executor, stageId);
@@ -516,10 +522,10 @@ export class ExploreMaster {
     }
     try {
       if (stage) {
-        const verdict = verifyStage(stage, r.new_hashes, r.staged_bytes, this.o.budgets.maxInputBytes);
+        const verdict = verifyStage(stage.dir, r.new_hashes, r.staged_bytes, this.o.budgets.maxInputBytes);
         if (!verdict.ok) return this.refuseResult(executor, task, `stage ${stageId}: ${verdict.reason}`, removeStage);
       }
-      return this.commit(executor, task, r, stage, removeStage);
+      return this.commit(executor, task, r, stage?.dir ?? null, removeStage);
     } finally {
       stage?.close();
     }

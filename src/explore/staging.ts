@@ -324,13 +324,19 @@ export class StagingArea {
   }
 
   /** The stage, pinned (close it). FileProblem when a step is missing, a symlink, not a directory, or the root was replaced. */
-  open(executor: string, stageId: string): PinnedDir {
+  open(executor: string, stageId: string): OpenStage {
     if (!EXECUTOR_KEY.test(executor) || !STAGE_ID_RE.test(stageId)) {
       throw new FileProblem("missing", `${executor}/${stageId}`, `'${executor}/${stageId}' is not a stage this master can have created`);
     }
     const root = PinnedDir.openExpected(this.root, this.identity);
     try {
-      return root.walk([executor, stageId]);
+      const parent = root.openDir(executor);
+      try {
+        return new OpenStage(parent, parent.openDir(stageId), stageId);
+      } catch (err) {
+        parent.close();
+        throw err;
+      }
     } finally {
       root.close();
     }
@@ -360,5 +366,29 @@ export class StagingArea {
     } finally {
       root.close();
     }
+  }
+}
+
+/** A stage reached through StagingArea.open: read it through `dir`, remove it through its pinned parent. */
+export class OpenStage {
+  constructor(
+    private readonly parent: PinnedDir,
+    readonly dir: PinnedDir,
+    private readonly stageId: string,
+  ) {}
+
+  /** Removes the stage (never following a symlink inside it); `dir` stays usable until close. */
+  remove(): void {
+    try {
+      this.parent.remove(this.stageId);
+    } catch (err) {
+      // Nested too deep to remove: left inside the staging root, never followed.
+      if (!(err instanceof FileProblem)) throw err;
+    }
+  }
+
+  close(): void {
+    this.dir.close();
+    this.parent.close();
   }
 }

@@ -390,8 +390,10 @@ describe("pinned outputs and stages", () => {
     try {
       renameSync(join(base, "staging", "local-0", id), join(base, "staging", "local-0", "elsewhere"));
       symlinkSync(victim, join(base, "staging", "local-0", id));
-      assert.deepEqual(verifyStage(stage, [sha256("mine")], 4, max), { ok: true });
-      promoteChildren(stage, corpus, [sha256("mine")], max);
+      assert.deepEqual(verifyStage(stage.dir, [sha256("mine")], 4, max), { ok: true });
+      promoteChildren(stage.dir, corpus, [sha256("mine")], max);
+      stage.remove();
+      assert.deepEqual(readdirSync(join(base, "staging", "local-0")), ["elsewhere"], "removing unlinks the link, never what it points to");
     } finally {
       stage.close();
     }
