@@ -371,6 +371,41 @@ export class PinnedDir {
   }
 }
 
+/**
+ * Removes `root/rel` (rel: a relative path below root) and everything in it without following a
+ * symlink anywhere below `root`: a symlink on the way leaves everything as it is (returns false),
+ * a symlink at the end or inside is unlinked, never followed. Absent is fine (true).
+ */
+export function removeBelow(root: string, rel: string): boolean {
+  const names = rel.split("/").filter((n) => n !== "" && n !== ".");
+  const last = names.pop();
+  if (last === undefined || names.includes("..") || last === "..") throw new RangeError(`'${rel}' is not a path below ${root}`);
+  let top: PinnedDir;
+  try {
+    top = PinnedDir.open(root);
+  } catch (err) {
+    if (err instanceof FileProblem && err.problem === "missing") return true;
+    throw err;
+  }
+  try {
+    let parent: PinnedDir;
+    try {
+      parent = top.walk(names);
+    } catch (err) {
+      if (!(err instanceof FileProblem)) throw err;
+      return err.problem === "missing";
+    }
+    try {
+      parent.remove(last);
+      return true;
+    } finally {
+      parent.close();
+    }
+  } finally {
+    top.close();
+  }
+}
+
 function unlinkQuietly(path: string): void {
   try {
     unlinkSync(path);

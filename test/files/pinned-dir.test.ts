@@ -6,7 +6,7 @@ import { existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, 
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { FileProblem } from "../../src/files/file-problem.ts";
-import { displayPath, PinnedDir } from "../../src/files/pinned-dir.ts";
+import { displayPath, PinnedDir, removeBelow } from "../../src/files/pinned-dir.ts";
 import { placeFile, placeNote, placeTree, scanTree } from "../../src/files/tree.ts";
 import { scratchDirs } from "../helpers/scratch.ts";
 
@@ -148,6 +148,28 @@ describe("PinnedDir", () => {
     }
     assert.deepEqual(readdirSync(root), []);
     assert.deepEqual(snapshot(v), before);
+  });
+});
+
+describe("removeBelow", () => {
+  it("removes a chunk's scratch directory, but nothing through a symlink on the way to it", () => {
+    const out = freshDir();
+    const v = victim();
+    mkdirSync(join(v, "chunk-7"));
+    writeFileSync(join(v, "chunk-7", "x"), "the victim's");
+    const before = snapshot(v);
+    mkdirSync(join(out, "tmp", "chunk-1", "failures"), { recursive: true });
+    writeFileSync(join(out, "tmp", "chunk-1", "failures", "f"), "scratch");
+    symlinkSync(v, join(out, "tmp", "chunk-2"));
+    assert.equal(removeBelow(out, "tmp/chunk-1"), true);
+    assert.equal(removeBelow(out, "tmp/chunk-2"), true, "a symlinked scratch directory: the link goes");
+    assert.equal(removeBelow(out, "tmp/chunk-3"), true, "absent is fine");
+    assert.deepEqual(readdirSync(join(out, "tmp")), []);
+    renameSync(join(out, "tmp"), join(out, "tmp-real"));
+    symlinkSync(v, join(out, "tmp"));
+    assert.equal(removeBelow(out, "tmp/chunk-7"), false, "a symlink on the way: nothing is removed");
+    assert.deepEqual(snapshot(v), before);
+    assert.throws(() => removeBelow(out, "../x"), RangeError);
   });
 });
 
