@@ -2,24 +2,15 @@
 // the executor reads its outputs and cleans up only through the directory it created, so the
 // links' targets are never read, copied or emptied, and the next task runs in a sound scratch.
 import assert from "node:assert/strict";
-import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { DEFAULT_BUDGETS } from "../../src/explore/corpus.ts";
 import { disposeScratch, executeTask, type ExecuteSetup } from "../../src/explore/execute.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
+import { snapshot } from "../helpers/tree-snapshot.ts";
 
 const { freshDir } = scratchDirs("execute-links");
-
-function tree(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of (readdirSync(dir, { recursive: true }) as string[]).sort()) {
-    const path = join(dir, name);
-    const st = lstatSync(path);
-    out[name] = st.isSymbolicLink() ? `-> ${readlinkSync(path)}` : st.isDirectory() ? "dir" : `${readFileSync(path, "utf8")} ${st.ino}`;
-  }
-  return out;
-}
 
 /** A corpus with one input, a target script, and a victim directory the script points its links at. */
 function bench(script: (victim: string) => string): { setup: ExecuteSetup; hash: string; victim: string; before: Record<string, string> } {
@@ -45,7 +36,7 @@ function bench(script: (victim: string) => string): { setup: ExecuteSetup; hash:
     scratchRoot: join(dir, "scratch"),
     killGraceMs: 1000,
   };
-  return { setup, hash: sha256(input), victim, before: tree(victim) };
+  return { setup, hash: sha256(input), victim, before: snapshot(victim, true) };
 }
 
 const task = (hash: string, id: number) => ({ task_id: id, hash, fence: "f", timeout: 10 });
@@ -55,7 +46,7 @@ describe("executeTask and a target's symlinks", () => {
     const b = bench((v) => `rmdir "$SYMCC_OUTPUT_DIR" && ln -s "${v}" "$SYMCC_OUTPUT_DIR"`);
     try {
       const r = await executeTask(task(b.hash, 1), b.setup, new AbortController().signal);
-      assert.deepEqual(tree(b.victim), b.before);
+      assert.deepEqual(snapshot(b.victim, true), b.before);
       assert.equal(r.protocol_error, "corpus-publication");
       assert.match(r.detail ?? "", /^the target replaced its SYMCC_OUTPUT_DIR: .*\/out is a symbolic link to '.*victim'; nothing is followed through a symlink$/);
       assert.deepEqual(r.new_hashes, [], "nothing behind the link was staged");
@@ -69,11 +60,11 @@ describe("executeTask and a target's symlinks", () => {
     try {
       const first = await executeTask(task(b.hash, 1), b.setup, new AbortController().signal);
       assert.equal(first.protocol_error, "");
-      assert.deepEqual(tree(b.victim), b.before);
+      assert.deepEqual(snapshot(b.victim, true), b.before);
       const second = await executeTask(task(b.hash, 2), b.setup, new AbortController().signal);
       assert.equal(second.protocol_error, "", second.detail ?? "");
       assert.equal(second.input_hash, b.hash);
-      assert.deepEqual(tree(b.victim), b.before);
+      assert.deepEqual(snapshot(b.victim, true), b.before);
     } finally {
       disposeScratch(b.setup.scratchRoot);
     }
@@ -85,10 +76,10 @@ describe("executeTask and a target's symlinks", () => {
       const r = await executeTask(task(b.hash, 1), b.setup, new AbortController().signal);
       assert.equal(r.protocol_error, "corpus-publication");
       assert.match(r.detail ?? "", /child is not a regular file \(it is a symbolic link; nothing is followed through a symlink\)/);
-      assert.deepEqual(tree(b.victim), b.before);
+      assert.deepEqual(snapshot(b.victim, true), b.before);
       const again = await executeTask(task(b.hash, 2), b.setup, new AbortController().signal);
       assert.equal(again.input_hash, b.hash, "the next task's input is a fresh copy, not written through the link");
-      assert.deepEqual(tree(b.victim), b.before);
+      assert.deepEqual(snapshot(b.victim, true), b.before);
     } finally {
       disposeScratch(b.setup.scratchRoot);
     }

@@ -3,7 +3,7 @@
 // refused and counted, an input directory that now leads elsewhere is not read; and the link's
 // target is left exactly as it was, with nothing of it promoted into the corpus.
 import assert from "node:assert/strict";
-import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { DEFAULT_BUDGETS } from "../../src/explore/corpus.ts";
@@ -11,6 +11,7 @@ import { canonicalManifest, LeaseTable } from "../../src/explore/lease-table.ts"
 import { ExploreMaster } from "../../src/explore/master.ts";
 import type { ResultFrame, TaskItemT } from "../../src/net/messages.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
+import { snapshot } from "../helpers/tree-snapshot.ts";
 
 const { freshDir } = scratchDirs("master-links");
 const STAGE = "a".repeat(32);
@@ -79,16 +80,6 @@ function lookAlike(dir: string, contents: string[]): string {
   return dir;
 }
 
-function tree(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of (readdirSync(dir, { recursive: true }) as string[]).sort()) {
-    const path = join(dir, name);
-    const st = lstatSync(path);
-    out[name] = st.isSymbolicLink() ? `-> ${readlinkSync(path)}` : st.isDirectory() ? "dir" : `${readFileSync(path, "utf8")} ${st.ino}`;
-  }
-  return out;
-}
-
 describe("ExploreMaster and symlinked stages", () => {
   const children = ["theirs 1", "theirs 2"];
 
@@ -97,13 +88,13 @@ describe("ExploreMaster and symlinked stages", () => {
     s.master.admitInputs();
     const task = s.master.nextTask("local-0")!;
     const victim = lookAlike(join(s.dir, "other-campaign", "stage"), children);
-    const before = tree(victim);
+    const before = snapshot(victim, true);
     mkdirSync(join(s.stagingRoot, "local-0"));
     symlinkSync(victim, join(s.stagingRoot, "local-0", STAGE));
     assert.equal(s.master.consumeResult("local-0", result(task, children)), "refused");
     assert.equal(s.master.counters.invalidResults, 1);
     assert.match(s.master.quarantined.get("local-0") ?? "", /is a symbolic link to '.*other-campaign\/stage'; nothing is followed through a symlink/);
-    assert.deepEqual(tree(victim), before);
+    assert.deepEqual(snapshot(victim, true), before);
     assert.deepEqual(readdirSync(s.corpusDir).sort(), [sha256("seed\n")], "nothing of the link's target is public");
     assert.equal(s.master.pendingCount, 1, "the task goes back to the queue");
   });
@@ -114,11 +105,11 @@ describe("ExploreMaster and symlinked stages", () => {
     const task = s.master.nextTask("w1")!;
     const victim = join(s.dir, "other-campaign", "w1");
     lookAlike(join(victim, STAGE), children);
-    const before = tree(victim);
+    const before = snapshot(victim, true);
     symlinkSync(victim, join(s.stagingRoot, "w1"));
     assert.equal(s.master.consumeResult("w1", result(task, children)), "refused");
     assert.match(s.master.problems.join("\n"), /stage a{32}: .*staging\/w1 is a symbolic link/);
-    assert.deepEqual(tree(victim), before, "the stage behind the link is still there, every file in place");
+    assert.deepEqual(snapshot(victim, true), before, "the stage behind the link is still there, every file in place");
     assert.deepEqual(readdirSync(s.corpusDir), [sha256("seed\n")]);
   });
 
@@ -127,12 +118,12 @@ describe("ExploreMaster and symlinked stages", () => {
     s.master.admitInputs();
     const task = s.master.nextTask("local-0")!;
     const victim = lookAlike(join(s.dir, "elsewhere"), ["theirs 1"]);
-    const before = tree(victim);
+    const before = snapshot(victim, true);
     mkdirSync(join(s.stagingRoot, "local-0", STAGE), { recursive: true });
     symlinkSync(join(victim, sha256("theirs 1")), join(s.stagingRoot, "local-0", STAGE, sha256("theirs 1")));
     assert.equal(s.master.consumeResult("local-0", result(task, ["theirs 1"])), "refused");
     assert.match(s.master.problems.join("\n"), /symbolic link/);
-    assert.deepEqual(tree(victim), before);
+    assert.deepEqual(snapshot(victim, true), before);
     assert.deepEqual(readdirSync(s.corpusDir), [sha256("seed\n")]);
   });
 
@@ -142,11 +133,11 @@ describe("ExploreMaster and symlinked stages", () => {
     const task = s.master.nextTask("local-0")!;
     const victim = join(s.dir, "other-campaign");
     lookAlike(join(victim, "local-0", STAGE), children);
-    const before = tree(victim);
+    const before = snapshot(victim, true);
     rmSync(s.stagingRoot, { recursive: true });
     symlinkSync(victim, s.stagingRoot);
     assert.equal(s.master.consumeResult("local-0", result(task, children)), "refused");
-    assert.deepEqual(tree(victim), before);
+    assert.deepEqual(snapshot(victim, true), before);
     assert.deepEqual(readdirSync(s.corpusDir), [sha256("seed\n")]);
   });
 
@@ -157,11 +148,11 @@ describe("ExploreMaster and symlinked stages", () => {
     const manifest = canonicalManifest({ worker: "local-0", staging_id: STAGE, hashes: children.map((c) => sha256(c)), num_generated: 2 });
     assert.ok(s.leases.beginCommit(task.hash, task.fence, manifest, Date.now()));
     const victim = lookAlike(join(s.dir, "other-campaign", "stage"), children);
-    const before = tree(victim);
+    const before = snapshot(victim, true);
     mkdirSync(join(s.stagingRoot, "local-0"));
     symlinkSync(victim, join(s.stagingRoot, "local-0", STAGE));
     assert.throws(() => s.master.replayCommitting(), /neither staged in its stage \(gone\) nor public/);
-    assert.deepEqual(tree(victim), before);
+    assert.deepEqual(snapshot(victim, true), before);
     assert.deepEqual(readdirSync(s.corpusDir), [sha256("seed\n")]);
   });
 });

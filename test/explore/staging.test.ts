@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
-import { appendFileSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync, readdirSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { DEFAULT_BUDGETS, FileProblem, IntegrityError, STAGE_ID_RE, type Budgets } from "../../src/explore/corpus.ts";
 import { BudgetError, collectOutputs, promoteChildren, StagingArea, stageOutputs, verifyStage } from "../../src/explore/staging.ts";
 import { PinnedDir } from "../../src/files/pinned-dir.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
+import { snapshot } from "../helpers/tree-snapshot.ts";
 
 const { freshDir } = scratchDirs("staging");
 
@@ -302,17 +303,6 @@ describe("promoteChildren", () => {
   });
 });
 
-/** Every entry below `dir` with its content (or link target): what "unchanged" is compared by. */
-function tree(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of readdirSync(dir, { recursive: true }) as string[]) {
-    const path = join(dir, name);
-    const st = lstatSync(path);
-    out[name] = st.isSymbolicLink() ? `-> ${readlinkSync(path)}` : st.isDirectory() ? "dir" : readFileSync(path, "utf8");
-  }
-  return out;
-}
-
 describe("pinned outputs and stages", () => {
   const max = DEFAULT_BUDGETS.maxInputBytes;
 
@@ -332,7 +322,7 @@ describe("pinned outputs and stages", () => {
     } finally {
       pin.close();
     }
-    assert.deepEqual(tree(victim), { precious: "not an output" });
+    assert.deepEqual(snapshot(victim), { precious: "644 not an output" });
   });
 
   it("refuses a stage root that is a symlink and writes nothing through it", () => {
@@ -354,7 +344,7 @@ describe("pinned outputs and stages", () => {
     const victim = freshDir();
     mkdirSync(join(victim, id));
     writeFileSync(join(victim, id, sha256("theirs")), "theirs");
-    const before = tree(victim);
+    const before = snapshot(victim);
 
     symlinkSync(victim, join(base, "staging", "w1"));
     const viaExecutor = catchError(() => area.open("w1", id));
@@ -374,7 +364,7 @@ describe("pinned outputs and stages", () => {
     const replaced = catchError(() => area.open("w2", id));
     assert.ok(replaced instanceof FileProblem && replaced.problem === "symlink");
     assert.ok(catchError(() => area.open("../x", id)) instanceof FileProblem, "a name that is not an executor key");
-    assert.deepEqual(tree(victim), before);
+    assert.deepEqual(snapshot(victim), before);
   });
 
   it("verifies and promotes a pinned stage whose path was swapped for another stage meanwhile", () => {
@@ -398,7 +388,7 @@ describe("pinned outputs and stages", () => {
       stage.close();
     }
     assert.deepEqual(readdirSync(join(base, "staging", "local-0", "elsewhere")), [], "the pinned stage's child was promoted");
-    assert.deepEqual(tree(victim), { [sha256("mine")]: "mine" }, "the look-alike behind the link was left alone");
+    assert.deepEqual(snapshot(victim), { [sha256("mine")]: "644 mine" }, "the look-alike behind the link was left alone");
     assert.equal(readFileSync(join(corpus, sha256("mine")), "utf8"), "mine");
   });
 });

@@ -2,34 +2,16 @@
 // (where the machine has one) a second file system.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { FileProblem } from "../../src/files/file-problem.ts";
 import { displayPath, PinnedDir, removeBelow } from "../../src/files/pinned-dir.ts";
 import { placeFile, placeNote, placeTree, scanTree } from "../../src/files/tree.ts";
 import { scratchDirs } from "../helpers/scratch.ts";
+import { snapshot } from "../helpers/tree-snapshot.ts";
 
 const { freshDir } = scratchDirs("pinned");
-
-/** Every path below `dir` with what it is: file content, "dir", or "-> target". */
-function snapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (at: string, rel: string) => {
-    for (const name of readdirSync(at).sort()) {
-      const path = join(at, name);
-      const key = rel ? `${rel}/${name}` : name;
-      const st = lstatSync(path);
-      if (st.isSymbolicLink()) out[key] = "-> link";
-      else if (st.isDirectory()) {
-        out[key] = "dir";
-        walk(path, key);
-      } else out[key] = readFileSync(path, "utf8");
-    }
-  };
-  walk(dir, "");
-  return out;
-}
 
 function problemOf(fn: () => unknown): FileProblem {
   try {

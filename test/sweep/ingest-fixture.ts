@@ -1,6 +1,6 @@
 // A real store and a campaign output directory for ingestChunk tests, generator output written by
-// hand, and snapshots that compare whole directory trees and whole tables.
-import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+// hand, and the whole failure tables to compare.
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openStore, type Db } from "../../src/store/db.ts";
 import { insertChunk } from "../../src/store/chunks.ts";
@@ -8,6 +8,8 @@ import { insertGeneration } from "../../src/store/generations.ts";
 import { insertLane } from "../../src/store/lanes.ts";
 import { insertSession } from "../../src/store/sessions.ts";
 import type { IngestTarget } from "../../src/sweep/ingest.ts";
+
+export { snapshot } from "../helpers/tree-snapshot.ts";
 
 export const GEN_HASH = "ab".repeat(32);
 
@@ -59,35 +61,6 @@ export function writeFailure(results: string, seed: number, meta: Record<string,
     writeFileSync(join(dir, name), text);
   }
   return dir;
-}
-
-/**
- * Every entry below `dir`: file content and mode, "dir", or the symlink's target — and, with
- * `inodes`, each file's inode and mtime too (what "untouched" means for a scratch directory).
- */
-export function snapshot(dir: string, inodes = false): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (at: string, rel: string) => {
-    let names: string[];
-    try {
-      names = readdirSync(at).sort();
-    } catch {
-      return;
-    }
-    for (const name of names) {
-      const path = join(at, name);
-      const key = rel ? `${rel}/${name}` : name;
-      const st = lstatSync(path);
-      if (st.isSymbolicLink()) out[key] = `-> ${readlinkSync(path)}`;
-      else if (st.isDirectory()) {
-        out[key] = inodes ? `dir ${st.ino} ${st.mtimeMs}` : "dir";
-        walk(path, key);
-      } else if (st.isFile()) out[key] = `${(st.mode & 0o777).toString(8)} ${readFileSync(path, "utf8")}${inodes ? ` ${st.ino} ${st.mtimeMs}` : ""}`;
-      else out[key] = "special";
-    }
-  };
-  walk(dir, "");
-  return out;
 }
 
 /** The failure and failure_seed tables, all but the wall-clock columns. */
