@@ -4,6 +4,8 @@
 // read, both through the open descriptor and through the path, so a file that was modified or
 // replaced while it was read is reported as "changed" instead of yielding a digest of mixed bytes.
 // Publication is temp file + fsync + rename + directory fsync, then the destination is re-hashed.
+// Paths may be descriptor paths of a PinnedDir (src/files/pinned-dir.ts): messages name the
+// directory the user knows.
 import { createHash } from "node:crypto";
 import { randomHex } from "../util/random-hex.ts";
 import {
@@ -22,6 +24,8 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { RuntimeFailure } from "../errors.ts";
+import { FileProblem } from "../files/file-problem.ts";
+import { displayPath, type EntryKind, PinnedDir } from "../files/pinned-dir.ts";
 import { fsyncDir, lstatOrNull, writeFully } from "./durable.ts";
 
 export const HASH_RE = /^[0-9a-f]{64}$/;
@@ -30,22 +34,7 @@ export const CHUNK_BYTES = 1024 * 1024;
 
 export { DEFAULT_BUDGETS, type Budgets } from "./defaults.ts";
 
-export type ReadProblem = "missing" | "symlink" | "not-regular" | "changed" | "too-large" | "unreadable";
-
-/** A file could not be read as one stable regular file within its byte limit. */
-export class FileProblem extends RuntimeFailure {
-  readonly problem: ReadProblem;
-  readonly path: string;
-  readonly observed?: number;
-  readonly limit?: number;
-  constructor(problem: ReadProblem, path: string, message: string, extra?: { observed?: number; limit?: number; cause?: unknown }) {
-    super(message, extra?.cause === undefined ? undefined : { cause: extra.cause });
-    this.problem = problem;
-    this.path = path;
-    if (extra?.observed !== undefined) this.observed = extra.observed;
-    if (extra?.limit !== undefined) this.limit = extra.limit;
-  }
-}
+export { FileProblem, type ReadProblem } from "../files/file-problem.ts";
 
 /** A corpus file whose name is a hash but whose bytes are not. */
 export class IntegrityError extends RuntimeFailure {}
@@ -76,7 +65,10 @@ function errnoOf(err: unknown): string | undefined {
 }
 
 function changed(path: string, what: string): FileProblem {
-  return new FileProblem("changed", path, `${path} ${what} while it was being read; leave it alone until it has been read, then retry`);
+  const shown = displayPath(path);
+  return new FileProblem("changed", shown, `${shown} ${what} while it was being read; leave it alone until it has been read, then retry`, {
+    detail: `${what} while it was being read`,
+  });
 }
 
 /**
@@ -84,8 +76,9 @@ function changed(path: string, what: string): FileProblem {
  * at most maxBytes. O_NONBLOCK keeps a FIFO from blocking the open; fstat then refuses it.
  */
 export function openRegular(path: string, maxBytes: number): { fd: number; identity: FileIdentity } {
+  const shown = displayPath(path);
   if (typeof constants.O_NOFOLLOW !== "number") {
-    throw new RuntimeFailure(`cannot open ${path} safely: this platform cannot refuse symbolic links when opening a file`);
+    throw new RuntimeFailure(`cannot open ${shown} safely: this platform cannot refuse symbolic links when opening a file`);
   }
   let fd: number;
   try {
@@ -93,22 +86,23 @@ export function openRegular(path: string, maxBytes: number): { fd: number; ident
   } catch (err) {
     const code = errnoOf(err);
     if (code === "ENOENT" || code === "ENOTDIR") {
-      throw new FileProblem("missing", path, `${path} does not exist`, { cause: err });
+      throw new FileProblem("missing", shown, `${shown} does not exist`, { cause: err, detail: "missing" });
     }
     if (code === "ELOOP" || code === "EMLINK" || code === "EFTYPE") {
-      throw new FileProblem("symlink", path, `${path} is a symbolic link; only regular files are accepted`, { cause: err });
+      throw new FileProblem("symlink", shown, `${shown} is a symbolic link; only regular files are accepted`, { cause: err, detail: "a symbolic link" });
     }
-    throw new FileProblem("unreadable", path, `cannot open ${path}: ${(err as Error).message}`, { cause: err });
+    throw new FileProblem("unreadable", shown, `cannot open ${shown}: ${(err as Error).message}`, { cause: err, detail: `unreadable (${code ?? "?"})` });
   }
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) {
-      throw new FileProblem("not-regular", path, `${path} is not a regular file; only regular files are accepted`);
+      throw new FileProblem("not-regular", shown, `${shown} is not a regular file; only regular files are accepted`, { detail: "not a regular file" });
     }
     if (st.size > maxBytes) {
-      throw new FileProblem("too-large", path, `${path} holds ${st.size} bytes, above the limit of ${maxBytes}; raise the byte budget or remove the file`, {
+      throw new FileProblem("too-large", shown, `${shown} holds ${st.size} bytes, above the limit of ${maxBytes}; raise the byte budget or remove the file`, {
         observed: st.size,
         limit: maxBytes,
+        detail: `larger than ${maxBytes} bytes`,
       });
     }
     return { fd, identity: identityOf(st) };
@@ -137,7 +131,8 @@ export function streamOpened(
     try {
       n = readSync(fd, buf, 0, CHUNK_BYTES, null);
     } catch (err) {
-      throw new FileProblem("unreadable", path, `cannot read ${path}: ${(err as Error).message}`, { cause: err });
+      const shown = displayPath(path);
+      throw new FileProblem("unreadable", shown, `cannot read ${shown}: ${(err as Error).message}`, { cause: err, detail: `unreadable (${errnoOf(err) ?? "?"})` });
     }
     if (n === 0) break;
     total += n;
@@ -269,7 +264,7 @@ export function verifyPublic(corpusDir: string, hash: string, maxBytes: number):
   const path = join(corpusDir, hash);
   const actual = hashFile(path, maxBytes).hash;
   if (actual !== hash) {
-    throw new IntegrityError(`shared corpus digest mismatch: ${path} holds ${actual}`);
+    throw new IntegrityError(`shared corpus digest mismatch: ${displayPath(path)} holds ${actual}`);
   }
 }
 
@@ -284,13 +279,25 @@ export function listCorpus(corpusDir: string): string[] {
   return found;
 }
 
-/** Regular, non-symlink files of dir with their lstat identity, unsorted. */
-export function listRegularFiles(dir: string): { name: string; identity: FileIdentity }[] {
-  const found: { name: string; identity: FileIdentity }[] = [];
-  for (const name of readdirSync(dir)) {
-    const st = lstatOrNull(join(dir, name));
-    if (st?.isFile()) found.push({ name, identity: identityOf(st) });
+/**
+ * Regular, non-symlink files of dir with their lstat identity, unsorted. Symlinks and special
+ * files are never followed: each is reported to `refused` (directories are simply not inputs).
+ */
+export function listRegularFiles(
+  dir: string | PinnedDir,
+  refused?: (name: string, kind: Exclude<EntryKind, "file" | "directory">) => void,
+): { name: string; identity: FileIdentity }[] {
+  const pin = typeof dir === "string" ? PinnedDir.openNoFollow(dir) : dir;
+  try {
+    const found: { name: string; identity: FileIdentity }[] = [];
+    for (const e of pin.list()) {
+      if (e.kind === "directory") continue;
+      const st = e.kind === "file" ? pin.lstat(e.name) : null;
+      if (st?.isFile()) found.push({ name: e.name, identity: identityOf(st) });
+      else if (e.kind !== "file") refused?.(e.name, e.kind);
+    }
+    return found;
+  } finally {
+    if (pin !== dir) pin.close();
   }
-  return found;
 }
-

@@ -2,14 +2,11 @@
 // directory holding the new name has been fsynced, so callers that batch several renames into
 // one directory use replaceFileSynced per file and fsyncDir once at the end.
 import { randomHex } from "../util/random-hex.ts";
-import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
+import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, type Stats } from "node:fs";
+import { writeFully } from "../files/write.ts";
 import { basename, dirname, join } from "node:path";
 
-/** Writes all of `data` at the descriptor's position (writeSync may write less than asked). */
-export function writeFully(fd: number, data: Uint8Array): void {
-  let off = 0;
-  while (off < data.length) off += writeSync(fd, data, off, data.length - off);
-}
+export { writeFully } from "../files/write.ts";
 
 /** lstat that treats a missing entry (removed since a listing, say) as absent; other errors throw. */
 export function lstatOrNull(path: string): Stats | null {

@@ -2,10 +2,13 @@
 // copy the assigned input while hashing it, run the target on it the way SymCC runs targets,
 // stage its children in a hidden per-result directory under their hash names, and describe all
 // of it in a `result` frame. Nothing here writes the public corpus; the master verifies and
-// promotes after the parent passed its commit fence.
-import { mkdirSync, readdirSync, rmSync } from "node:fs";
+// promotes after the parent passed its commit fence. The target may replace anything in its scratch
+// directory with a symlink: after a run, the executor reaches the scratch only through the pin it
+// opened when it created it, so nothing is read, copied or removed through such a link.
+import { mkdirSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
 import { runChild } from "../exec/run-child.ts";
+import { PinnedDir, type DirIdentity } from "../files/pinned-dir.ts";
 import type { ResultFrame, TaskItemT } from "../net/messages.ts";
 import { copyHashing, FileProblem, type Budgets } from "./corpus.ts";
 import { lstatOrNull } from "./durable.ts";
@@ -29,13 +32,17 @@ export interface ExecuteSetup {
 // Scratch directories are reused from task to task, and so is the input copy in each: creating
 // and removing files and directories per run is a large share of the cost of a trivial target
 // (creating a file costs 140–360 µs on ext4 here, opening an existing one 10–20 µs). A directory
-// goes back to the pool once its output directory is empty again and its input is still a regular
-// file (a target in file mode could have replaced it); anything odd and it is removed instead.
+// goes back to the pool once its output directory is empty again, its input is still a regular
+// file (a target in file mode could have replaced it) and its path still leads to the directory
+// that was created; anything odd and its content is removed through the pin instead.
 // What a run needs that depends only on the directory (the paths, the argv with @@ filled in, the
 // environment: copying process.env costs more than anything else in preparing a run) is built
 // once with it. A pool belongs to one scratch root, and a root to one target.
 interface Scratch {
   dir: string;
+  /** The directory as created: every file operation after a run goes through it. */
+  pin: PinnedDir;
+  identity: DirIdentity;
   input: string;
   out: string;
   fileMode: boolean;
@@ -53,28 +60,56 @@ function acquireScratch(root: string, target: readonly string[]): Scratch {
   const input = join(dir, "input");
   const out = join(dir, "out");
   mkdirSync(out, { recursive: true });
+  const pin = PinnedDir.openNoFollow(dir);
   const fileMode = usesFileMode(target);
   const env: NodeJS.ProcessEnv = { ...process.env, SYMCC_OUTPUT_DIR: out };
   if (fileMode) env.SYMCC_INPUT_FILE = input;
   else delete env.SYMCC_INPUT_FILE;
   const argv = fileMode ? target.map((a) => a.replaceAll("@@", input)) : target;
-  return { dir, input, out, fileMode, argv, env: Object.freeze(env) };
+  return { dir, pin, identity: pin.identity(), input, out, fileMode, argv, env: Object.freeze(env) };
 }
 
-function releaseScratch(root: string, scratch: Scratch): void {
+/** `out` is the run's output directory when the run opened it already (it stays the caller's to close). */
+function releaseScratch(root: string, scratch: Scratch, out: PinnedDir | null): void {
   try {
-    if (lstatOrNull(scratch.input)?.isFile() === false) rmSync(scratch.input, { recursive: true, force: true });
-    for (const name of readdirSync(scratch.out)) rmSync(join(scratch.out, name), { recursive: true, force: true });
+    const input = scratch.pin.lstat("input");
+    if (input !== null && !input.isFile()) scratch.pin.remove("input");
+    const dir = out ?? scratch.pin.openDir("out");
+    try {
+      for (const e of dir.list()) dir.remove(e.name);
+    } finally {
+      if (dir !== out) dir.close();
+    }
+    // The paths the next target is given must still lead to this directory.
+    const now = lstatOrNull(scratch.dir);
+    if (!now?.isDirectory() || now.dev !== scratch.identity.dev || now.ino !== scratch.identity.ino) throw new Error("scratch directory replaced");
     let free = freeScratch.get(root);
     if (!free) freeScratch.set(root, (free = []));
     free.push(scratch);
   } catch {
-    rmSync(scratch.dir, { recursive: true, force: true });
+    dropScratch(scratch);
+  }
+}
+
+/** Empties the scratch directory through its pin and removes it if its path still names it. */
+function dropScratch(scratch: Scratch): void {
+  try {
+    for (const e of scratch.pin.list()) scratch.pin.remove(e.name);
+  } catch {
+    // Left for the removal of the whole scratch root.
+  }
+  scratch.pin.close();
+  try {
+    // rmdir removes only an empty directory, and never through a symlink at the end of the path.
+    rmdirSync(scratch.dir);
+  } catch {
+    // Replaced or not empty: left as it is.
   }
 }
 
 /** Forgets the reusable scratch directories under `root` (call before removing it). */
 export function disposeScratch(root: string): void {
+  for (const s of freeScratch.get(root) ?? []) s.pin.close();
   freeScratch.delete(root);
 }
 
@@ -99,11 +134,12 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
     detail: null,
   };
   const scratch = acquireScratch(s.scratchRoot, s.target);
-  const { input, out: outDir } = scratch;
+  // The run's output directory, pinned once the target has finished: read, staged and emptied through it.
+  let out: PinnedDir | null = null;
   try {
     let copied: { hash: string; size: number };
     try {
-      copied = copyHashing(join(s.corpusDir, task.hash), input, s.budgets.maxInputBytes, undefined, false, true);
+      copied = copyHashing(join(s.corpusDir, task.hash), scratch.pin.entry("input"), s.budgets.maxInputBytes, undefined, false, true);
     } catch (err) {
       if (err instanceof FileProblem && err.problem === "too-large") {
         return { ...base, protocol_error: "input-budget-exceeded", budget: { resource: "input-bytes", observed: err.observed ?? 0, limit: err.limit ?? s.budgets.maxInputBytes }, detail: err.message };
@@ -122,7 +158,7 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
       // The target's own output is not kept (as SymCC's runner does); its children are what count.
       logPath: null,
       hardTimeoutMs: task.timeout * 1000,
-      stdin: scratch.fileMode ? "ignore" : input,
+      stdin: scratch.fileMode ? "ignore" : scratch.input,
       signal,
       killGraceMs: s.killGraceMs ?? 5000,
     });
@@ -131,10 +167,16 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
     if (r.outcome === "error") return { ...ran, protocol_error: "execution-error", detail: (r.error ?? "the target could not run").slice(0, 2000) };
     // A timed-out run still produced whatever children it wrote before the deadline.
     try {
-      let outputs = collectOutputs(outDir, s.budgets);
+      out = scratch.pin.openDir("out", scratch.out);
+    } catch (err) {
+      if (!(err instanceof FileProblem)) throw err;
+      return { ...ran, protocol_error: "corpus-publication", detail: `the target replaced its SYMCC_OUTPUT_DIR: ${err.message}`.slice(0, 2000) };
+    }
+    try {
+      let outputs = collectOutputs(out, s.budgets);
       if (outputs.files.length === 0 && s.simulate) {
-        simulateMutants(input, outDir, s.budgets, seededRandom(task.hash));
-        outputs = collectOutputs(outDir, s.budgets);
+        simulateMutants(scratch.pin.entry("input"), out.path, s.budgets, seededRandom(task.hash));
+        outputs = collectOutputs(out, s.budgets);
       }
       if (outputs.files.length === 0) return ran;
       const staged = stageOutputs(s.stageRoot, outputs, s.budgets);
@@ -146,6 +188,7 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
       return { ...ran, protocol_error: "corpus-publication", detail: (err as Error).message.slice(0, 2000) };
     }
   } finally {
-    releaseScratch(s.scratchRoot, scratch);
+    releaseScratch(s.scratchRoot, scratch, out);
+    out?.close();
   }
 }

@@ -7,13 +7,17 @@
 // A task: pending (hash, token) -> active on one executor -> committed | requeued (front, same
 // fence) | dropped (fence lost). Only the current token of a hash may be dispatched, committed
 // or completed; a late result under an old fence changes nothing.
-import { readdirSync, rmSync } from "node:fs";
-import { join } from "node:path";
+//
+// Inputs and stages are never followed through a symlink: the input directory is the one the
+// campaign started with (its identity is checked on every scan) and its entries are read below
+// a pin; a stage is reached from the staging root this master created (StagingArea).
+import { readdirSync } from "node:fs";
 import { owner as rendezvousOwner } from "../core/rendezvous.ts";
+import { PinnedDir, type DirIdentity, type EntryKind } from "../files/pinned-dir.ts";
 import type { ResultFrame, TaskItemT } from "../net/messages.ts";
 import { FileProblem, hashFile, HASH_RE, IntegrityError, listRegularFiles, publishFile, STAGE_ID_RE, verifyPublic, type Budgets, type FileIdentity } from "./corpus.ts";
 import { canonicalManifest, LeaseTable, type Origin } from "./lease-table.ts";
-import { promoteChildren, verifyStage } from "./staging.ts";
+import { type OpenStage, promoteChildren, StagingArea, verifyStage } from "./staging.ts";
 
 export type Ownership = "rendezvous" | "broadcast";
 
@@ -60,6 +64,8 @@ export interface MasterCounters {
   integrityErrors: number;
   /** External inputs dropped into the input directory after this master froze discovery. */
   lateInputs: number;
+  /** Input entries refused because they are symlinks or special files (each name counted once), and input directory replacements. */
+  refusedInputs: number;
   /** Generated children this master claimed first (new to the campaign). */
   claimedChildren: number;
 }
@@ -77,6 +83,7 @@ export class ExploreMaster {
     budgetErrors: 0,
     integrityErrors: 0,
     lateInputs: 0,
+    refusedInputs: 0,
     claimedChildren: 0,
   };
   /** Content hashes seen in the input directory. */
@@ -92,6 +99,12 @@ export class ExploreMaster {
   /** Public objects whose bytes this master verified or published itself. */
   private readonly verified = new Set<string>();
   private readonly inputSeen = new Map<string, string>();
+  /** The input directory as the first scan found it: a later scan reads only that very directory. */
+  private inputIdentity: DirIdentity | null = null;
+  private inputReplaced = false;
+  /** Input names refused (symlinks, special files) and already reported. */
+  private readonly refusedInputNames = new Set<string>();
+  private readonly staging: StagingArea;
   /** Listed input files still to be admitted, from inputBacklogNext on. */
   private inputBacklog: { name: string; identity: FileIdentity }[] = [];
   private inputBacklogNext = 0;
@@ -103,6 +116,7 @@ export class ExploreMaster {
   frozen = false;
 
   constructor(private readonly o: MasterOptions) {
+    this.staging = new StagingArea(o.stagingRoot);
     this.ownerName = `${o.epoch.slice(0, 16)}:${o.rank}`;
     this.everyoneOwns = o.ownership === "broadcast" || new Set(o.ranks).size === 1;
   }
@@ -143,27 +157,77 @@ export class ExploreMaster {
    */
   admitInputs(limit = Number.POSITIVE_INFINITY): number {
     if (this.frozen) return 0;
-    if (this.inputBacklog.length === 0 || limit === Number.POSITIVE_INFINITY) {
-      let files: ReturnType<typeof listRegularFiles>;
-      try {
-        files = listRegularFiles(this.o.inputDir);
-      } catch (err) {
-        this.problem(`cannot read the input directory ${this.o.inputDir}: ${(err as Error).message}`);
-        return 0;
+    const dir = this.openInputDir();
+    if (dir === null) return 0;
+    try {
+      if (this.inputBacklog.length === 0 || limit === Number.POSITIVE_INFINITY) {
+        let files: ReturnType<typeof listRegularFiles>;
+        try {
+          files = this.listInputs(dir);
+        } catch (err) {
+          this.problem(`cannot read the input directory ${this.o.inputDir}: ${(err as Error).message}`);
+          return 0;
+        }
+        this.inputBacklog = files.filter((f) => this.inputSeen.get(f.name) !== identityKey(f.identity));
+        this.inputBacklogNext = 0;
       }
-      this.inputBacklog = files.filter((f) => this.inputSeen.get(f.name) !== identityKey(f.identity));
-      this.inputBacklogNext = 0;
+      let added = 0;
+      const stop = Math.min(this.inputBacklog.length, this.inputBacklogNext + limit);
+      while (this.inputBacklogNext < stop) {
+        if (this.admitInput(dir, this.inputBacklog[this.inputBacklogNext++])) added++;
+      }
+      if (this.inputBacklogNext >= this.inputBacklog.length) {
+        this.inputBacklog = [];
+        this.inputBacklogNext = 0;
+      }
+      return added;
+    } finally {
+      dir.close();
     }
-    let added = 0;
-    const stop = Math.min(this.inputBacklog.length, this.inputBacklogNext + limit);
-    while (this.inputBacklogNext < stop) {
-      if (this.admitInput(this.inputBacklog[this.inputBacklogNext++])) added++;
+  }
+
+  /**
+   * The input directory, pinned, if it is still the directory the first scan found (whatever
+   * its path now leads to); null, reported once, while it is another one.
+   */
+  private openInputDir(): PinnedDir | null {
+    let dir: PinnedDir;
+    try {
+      dir = PinnedDir.open(this.o.inputDir);
+    } catch (err) {
+      this.problem(`cannot read the input directory ${this.o.inputDir}: ${(err as Error).message}`);
+      return null;
     }
-    if (this.inputBacklogNext >= this.inputBacklog.length) {
-      this.inputBacklog = [];
-      this.inputBacklogNext = 0;
+    const now = dir.identity();
+    this.inputIdentity ??= now;
+    if (now.dev === this.inputIdentity.dev && now.ino === this.inputIdentity.ino) {
+      this.inputReplaced = false;
+      return dir;
     }
-    return added;
+    dir.close();
+    if (!this.inputReplaced) {
+      this.inputReplaced = true;
+      this.counters.refusedInputs++;
+      this.problem(
+        `the input directory ${this.o.inputDir} was replaced since the campaign started (it now leads to another directory); nothing is read from it until the original is back: restore it, or start a new campaign on the new directory`,
+      );
+    }
+    return null;
+  }
+
+  /** Regular files of the input directory; a symlink or special file is reported once by name and never followed. */
+  private listInputs(dir: PinnedDir): ReturnType<typeof listRegularFiles> {
+    const refusedNow = new Set<string>();
+    const files = listRegularFiles(dir, (name, kind) => {
+      refusedNow.add(name);
+      if (this.refusedInputNames.has(name)) return;
+      this.refusedInputNames.add(name);
+      this.counters.refusedInputs++;
+      this.o.log(`input ${name} is ${refusedKind(kind)}: refused, never followed; put the file itself into ${this.o.inputDir}`);
+    });
+    // A name that is no longer refused is reported again if it turns into a symlink once more.
+    for (const name of this.refusedInputNames) if (!refusedNow.has(name)) this.refusedInputNames.delete(name);
+    return files;
   }
 
   /** Input files listed and not yet looked at. */
@@ -172,9 +236,10 @@ export class ExploreMaster {
   }
 
   /** One listed file that inputSeen did not know in this form (the listing filtered it). */
-  private admitInput(f: { name: string; identity: FileIdentity }): boolean {
+  private admitInput(dir: PinnedDir, f: { name: string; identity: FileIdentity }): boolean {
     const key = identityKey(f.identity);
-    const path = join(this.o.inputDir, f.name);
+    // Read below the pin: a name replaced by a symlink since the listing is refused, not followed.
+    const path = dir.entry(f.name);
     // With several owners an input is hashed first: only its owner publishes and admits it.
     if (!this.everyoneOwns) {
       let hash: string;
@@ -282,18 +347,28 @@ export class ExploreMaster {
   replayCommitting(): number {
     let n = 0;
     for (const c of this.o.leases.recoverCommitting()) {
-      const stage = join(this.o.stagingRoot, c.commit.worker, c.commit.staging_id);
-      const r = this.o.leases.replayCommit(
-        c.id,
-        c.token,
-        (m) => promoteChildren(stage, this.o.corpusDir, m.hashes, this.o.budgets.maxInputBytes),
-        this.o.wallNow(),
-      );
-      if (r === "completed") {
-        n++;
-        this.counters.replayedCommits++;
-        rmSync(stage, { recursive: true, force: true });
-        for (const child of c.commit.hashes) this.claimChild(child);
+      let stage: OpenStage | null = null;
+      try {
+        stage = c.commit.staging_id === "" ? null : this.staging.open(c.commit.worker, c.commit.staging_id);
+      } catch (err) {
+        // Gone (promoted, then removed) or refused (a symlink): only public children can complete it.
+        if (!(err instanceof FileProblem)) throw err;
+      }
+      try {
+        const r = this.o.leases.replayCommit(
+          c.id,
+          c.token,
+          (m) => promoteChildren(stage?.dir ?? null, this.o.corpusDir, m.hashes, this.o.budgets.maxInputBytes),
+          this.o.wallNow(),
+        );
+        if (r === "completed") {
+          n++;
+          this.counters.replayedCommits++;
+          stage?.remove();
+          for (const child of c.commit.hashes) this.claimChild(child);
+        }
+      } finally {
+        stage?.close();
       }
     }
     return n;
@@ -311,17 +386,21 @@ export class ExploreMaster {
   /** Input files this master owns but never admitted (discovery was frozen): left for the next campaign. */
   countLateInputs(): number {
     let late = 0;
+    const dir = this.openInputDir();
+    if (dir === null) return 0;
     try {
-      for (const f of listRegularFiles(this.o.inputDir)) {
+      for (const f of listRegularFiles(dir)) {
         if (this.inputSeen.get(f.name) === identityKey(f.identity)) continue;
         try {
-          if (this.owns(hashFile(join(this.o.inputDir, f.name), this.o.budgets.maxInputBytes).hash)) late++;
+          if (this.owns(hashFile(dir.entry(f.name), this.o.budgets.maxInputBytes).hash)) late++;
         } catch {
           // Unreadable now: it will be looked at by the next campaign anyway.
         }
       }
     } catch {
       return 0;
+    } finally {
+      dir.close();
     }
     this.counters.lateInputs = late;
     return late;
@@ -400,7 +479,7 @@ export class ExploreMaster {
 
   /** Where an executor's stages live: derived from the executor key the master chose, never from the worker. */
   stageRoot(executor: string): string {
-    return join(this.o.stagingRoot, executor);
+    return this.staging.executorRoot(executor);
   }
 
   /**
@@ -408,9 +487,12 @@ export class ExploreMaster {
    * for the worker's ack.
    */
   consumeResult(executor: string, r: ResultFrame): string {
-    const stage = STAGE_ID_RE.test(r.staging_id) ? join(this.stageRoot(executor), r.staging_id) : null;
+    const stageId = STAGE_ID_RE.test(r.staging_id) ? r.staging_id : null;
+    // Before the stage is opened it is removed through a fresh walk, after that through its pin.
+    let stage: OpenStage | null = null;
     const removeStage = () => {
-      if (stage) rmSync(stage, { recursive: true, force: true });
+      if (stage) stage.remove();
+      else if (stageId) this.staging.remove(executor, stageId);
     };
     const task = this.active.get(r.task_id);
     if (!task || task.executor !== executor) {
@@ -429,12 +511,24 @@ export class ExploreMaster {
       return this.budgetFailure(task, r);
     }
     const why = this.resultProblem(task, r);
-    if (why === null && stage) {
-      const verdict = verifyStage(stage, r.new_hashes, r.staged_bytes, this.o.budgets.maxInputBytes);
-      if (!verdict.ok) return this.refuseResult(executor, task, `stage ${r.staging_id}: ${verdict.reason}`, removeStage);
-    }
     if (why !== null) return this.refuseResult(executor, task, why, removeStage);
-    return this.commit(executor, task, r, stage, removeStage);
+    if (stageId) {
+      try {
+        stage = this.staging.open(executor, stageId);
+      } catch (err) {
+        if (!(err instanceof FileProblem)) throw err;
+        return this.refuseResult(executor, task, `stage ${stageId}: ${err.message}`, removeStage);
+      }
+    }
+    try {
+      if (stage) {
+        const verdict = verifyStage(stage.dir, r.new_hashes, r.staged_bytes, this.o.budgets.maxInputBytes);
+        if (!verdict.ok) return this.refuseResult(executor, task, `stage ${stageId}: ${verdict.reason}`, removeStage);
+      }
+      return this.commit(executor, task, r, stage?.dir ?? null, removeStage);
+    } finally {
+      stage?.close();
+    }
   }
 
   /** Strict checks of a result against the task it answers (concolic-spec §7.4). */
@@ -483,7 +577,7 @@ export class ExploreMaster {
     return "budget exceeded";
   }
 
-  private commit(executor: string, task: ActiveTask, r: ResultFrame, stage: string | null, removeStage: () => void): string {
+  private commit(executor: string, task: ActiveTask, r: ResultFrame, stage: PinnedDir | null, removeStage: () => void): string {
     const now = this.o.wallNow();
     const manifest = canonicalManifest({ worker: executor, staging_id: r.staging_id, hashes: r.new_hashes, num_generated: r.num_generated });
     if (manifest.hashes.length === 0) {
@@ -555,6 +649,10 @@ export class ExploreMaster {
     this.problems.push(message);
     this.o.log(message);
   }
+}
+
+function refusedKind(kind: Exclude<EntryKind, "file" | "directory">): string {
+  return kind === "symlink" ? "a symbolic link" : "not a regular file (a FIFO, socket or device)";
 }
 
 function identityKey(i: FileIdentity): string {

@@ -3,11 +3,17 @@
 // and the stage id. The master checks the stage exactly (inventory = declared set, every digest,
 // byte total) and, only after the parent passed its commit fence, promotes the children into the
 // public corpus. Promotion is replayable: a child already public counts once its digest checks.
+//
+// Nothing a target or a worker wrote is followed through a symlink: outputs are listed and read
+// below a pinned output directory, a stage is created and filled below a pinned stage root
+// (src/files/pinned-dir.ts), and the master reaches a stage only from the staging root it created
+// itself (StagingArea), every step opened without following a symlink.
 import { randomHex } from "../util/random-hex.ts";
-import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, opendirSync, renameSync, rmSync, type Dir } from "node:fs";
+import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, renameSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { RuntimeFailure } from "../errors.ts";
-import { FileProblem, HASH_RE, copyHashing, hashFile, verifyPublic, type Budgets } from "./corpus.ts";
+import { PinnedDir, type DirIdentity } from "../files/pinned-dir.ts";
+import { FileProblem, HASH_RE, STAGE_ID_RE, copyHashing, hashFile, verifyPublic, type Budgets } from "./corpus.ts";
 import { fsyncDir, lstatOrNull } from "./durable.ts";
 
 export interface CollectedOutputs {
@@ -42,38 +48,32 @@ function isHintsFile(name: string): boolean {
   return name.endsWith(".hints");
 }
 
-function closeDir(dir: Dir): void {
-  try {
-    dir.closeSync();
-  } catch {
-    // Closing a directory handle fails only if it is already closed.
-  }
-}
-
 /**
  * The run's outputs: every entry of outDir except names ending in ".hints", sorted by name. Each
- * must be a regular, non-symlink file. The scan stops as soon as a budget is exceeded.
+ * must be a regular, non-symlink file. The scan stops as soon as a budget is exceeded. The paths
+ * returned for a pinned outDir resolve only while that pin stays open.
  */
-export function collectOutputs(outDir: string, budgets: Budgets): CollectedOutputs {
+export function collectOutputs(outDir: string | PinnedDir, budgets: Budgets): CollectedOutputs {
+  const pin = typeof outDir === "string" ? PinnedDir.openNoFollow(outDir) : outDir;
   const files: { path: string; size: number }[] = [];
   let totalBytes = 0;
-  const dir = opendirSync(outDir);
   try {
-    for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) {
+    for (const entry of pin.list()) {
       if (isHintsFile(entry.name)) continue;
       if (files.length + 1 > budgets.maxChildren) throw new BudgetError("objects", files.length + 1, budgets.maxChildren);
-      const path = join(outDir, entry.name);
-      const st = lstatSync(path);
+      const shown = pin.shownEntry(entry.name);
+      const st = pin.lstat(entry.name);
+      if (st === null) continue; // removed since the listing: not an output
       if (st.isSymbolicLink()) {
-        throw new FileProblem("symlink", path, `output ${path} is not a regular file (it is a symbolic link)`);
+        throw new FileProblem("symlink", shown, `output ${shown} is not a regular file (it is a symbolic link; nothing is followed through a symlink)`);
       }
-      if (!st.isFile()) throw new FileProblem("not-regular", path, `output ${path} is not a regular file`);
+      if (!st.isFile()) throw new FileProblem("not-regular", shown, `output ${shown} is not a regular file`);
       totalBytes += st.size;
       if (totalBytes > budgets.maxResultBytes) throw new BudgetError("bytes", totalBytes, budgets.maxResultBytes);
-      files.push({ path, size: st.size });
+      files.push({ path: typeof outDir === "string" ? join(outDir, entry.name) : pin.entry(entry.name), size: st.size });
     }
   } finally {
-    closeDir(dir);
+    if (pin !== outDir) pin.close();
   }
   files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { files, totalBytes };
@@ -83,6 +83,7 @@ export function collectOutputs(outDir: string, budgets: Budgets): CollectedOutpu
  * Creates stageRoot/<stageId>/ and stream-copies each output into it under its SHA-256 name.
  * Duplicates collapse on disk but keep one hash entry per output and count their bytes again.
  * On any failure the stage directory is removed; a BudgetError carries the stage id regardless.
+ * stageRoot itself must be a real directory (created when missing), never a symlink.
  */
 export function stageOutputs(
   stageRoot: string,
@@ -92,49 +93,60 @@ export function stageOutputs(
   if (outputs.files.length > budgets.maxChildren) throw new BudgetError("objects", outputs.files.length, budgets.maxChildren);
   if (outputs.totalBytes > budgets.maxResultBytes) throw new BudgetError("bytes", outputs.totalBytes, budgets.maxResultBytes);
   mkdirSync(stageRoot, { recursive: true, mode: 0o700 });
-  const stageId = randomHex(16);
-  const stageDir = join(stageRoot, stageId);
-  mkdirSync(stageDir, { mode: 0o700 });
+  const root = PinnedDir.openNoFollow(stageRoot);
   try {
-    const hashes: string[] = [];
-    const onDisk = new Set<string>();
-    let stagedBytes = 0;
-    for (const [i, file] of outputs.files.entries()) {
-      const room = budgets.maxResultBytes - stagedBytes;
-      const limit = Math.min(budgets.maxInputBytes, room);
-      const temp = join(stageDir, `.part-${i}`);
-      let copied: { hash: string; size: number };
-      try {
-        // Not fsynced: promotion fsyncs each child before it becomes public.
-        copied = copyHashing(file.path, temp, limit, undefined, false);
-      } catch (err) {
-        // The output grew since it was collected: report the budget it now breaks.
-        if (err instanceof FileProblem && err.problem === "too-large" && err.observed !== undefined) {
-          throw room < budgets.maxInputBytes
-            ? new BudgetError("bytes", stagedBytes + err.observed, budgets.maxResultBytes)
-            : new BudgetError("input-bytes", err.observed, budgets.maxInputBytes);
-        }
-        throw err;
-      }
-      if (onDisk.has(copied.hash)) {
-        rmSync(temp, { force: true });
-      } else {
-        renameSync(temp, join(stageDir, copied.hash));
-        onDisk.add(copied.hash);
-      }
-      hashes.push(copied.hash);
-      stagedBytes += copied.size;
-    }
-    return { stageId, hashes, stagedBytes };
-  } catch (err) {
-    if (err instanceof BudgetError) err.stageId = stageId;
+    const stageId = randomHex(16);
+    const stage = root.createDir(stageId, 0o700);
+    if (stage === null) throw new RuntimeFailure(`stage ${root.shownEntry(stageId)} exists already; a random stage id collided`);
     try {
-      rmSync(stageDir, { recursive: true, force: true });
-    } catch {
-      // The original failure matters more; a budget error still names the stage for cleanup.
+      return fillStage(stage, outputs, budgets, stageId);
+    } catch (err) {
+      if (err instanceof BudgetError) err.stageId = stageId;
+      try {
+        root.remove(stageId);
+      } catch {
+        // The original failure matters more; a budget error still names the stage for cleanup.
+      }
+      throw err;
+    } finally {
+      stage.close();
     }
-    throw err;
+  } finally {
+    root.close();
   }
+}
+
+function fillStage(stage: PinnedDir, outputs: CollectedOutputs, budgets: Budgets, stageId: string): { stageId: string; hashes: string[]; stagedBytes: number } {
+  const hashes: string[] = [];
+  const onDisk = new Set<string>();
+  let stagedBytes = 0;
+  for (const [i, file] of outputs.files.entries()) {
+    const room = budgets.maxResultBytes - stagedBytes;
+    const limit = Math.min(budgets.maxInputBytes, room);
+    const temp = stage.entry(`.part-${i}`);
+    let copied: { hash: string; size: number };
+    try {
+      // Not fsynced: promotion fsyncs each child before it becomes public.
+      copied = copyHashing(file.path, temp, limit, undefined, false);
+    } catch (err) {
+      // The output grew since it was collected: report the budget it now breaks.
+      if (err instanceof FileProblem && err.problem === "too-large" && err.observed !== undefined) {
+        throw room < budgets.maxInputBytes
+          ? new BudgetError("bytes", stagedBytes + err.observed, budgets.maxResultBytes)
+          : new BudgetError("input-bytes", err.observed, budgets.maxInputBytes);
+      }
+      throw err;
+    }
+    if (onDisk.has(copied.hash)) {
+      unlinkSync(temp);
+    } else {
+      renameSync(temp, stage.entry(copied.hash));
+      onDisk.add(copied.hash);
+    }
+    hashes.push(copied.hash);
+    stagedBytes += copied.size;
+  }
+  return { stageId, hashes, stagedBytes };
 }
 
 export type StageVerdict = { ok: true } | { ok: false; reason: string };
@@ -143,40 +155,44 @@ export type StageVerdict = { ok: true } | { ok: false; reason: string };
  * Master-side check of a stage against a RESULT. The inventory is compared by name first and the
  * scan stops at the first unexpected entry, so no staged byte is read unless the names are exactly
  * the declared set. Then every entry must be a regular file whose SHA-256 is its name, and the
- * sizes summed once per declared hash (duplicates again) must equal stagedBytes.
+ * sizes summed once per declared hash (duplicates again) must equal stagedBytes. A stage given by
+ * path must not be a symlink itself; a pinned one comes from StagingArea.open.
  */
-export function verifyStage(stageDir: string, declared: readonly string[], stagedBytes: number, maxBytes: number): StageVerdict {
+export function verifyStage(stage: string | PinnedDir, declared: readonly string[], stagedBytes: number, maxBytes: number): StageVerdict {
   for (const hash of declared) {
     if (!HASH_RE.test(hash)) return { ok: false, reason: `declared child '${hash}' is not a 64-hex SHA-256` };
   }
   if (!Number.isSafeInteger(stagedBytes) || stagedBytes < 0) {
     return { ok: false, reason: `declared staged bytes ${stagedBytes} is not a non-negative integer` };
   }
-  const expected = new Set(declared);
+  let pin: PinnedDir;
   try {
-    const st = lstatSync(stageDir);
-    if (!st.isDirectory()) return { ok: false, reason: `stage ${stageDir} is not a directory` };
+    pin = typeof stage === "string" ? PinnedDir.openNoFollow(stage) : stage;
   } catch (err) {
-    return { ok: false, reason: `stage ${stageDir} cannot be inspected: ${(err as Error).message}` };
-  }
-
-  const seen = new Set<string>();
-  let dir: Dir;
-  try {
-    dir = opendirSync(stageDir);
-  } catch (err) {
-    return { ok: false, reason: `stage ${stageDir} cannot be listed: ${(err as Error).message}` };
+    if (err instanceof FileProblem) return { ok: false, reason: err.message };
+    throw err;
   }
   try {
-    for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) {
-      if (!HASH_RE.test(entry.name)) return { ok: false, reason: `stage holds an entry with an invalid name '${entry.name}'` };
-      if (!expected.has(entry.name)) return { ok: false, reason: `stage holds undeclared child ${entry.name}` };
-      seen.add(entry.name);
-    }
-  } catch (err) {
-    return { ok: false, reason: `stage ${stageDir} cannot be listed: ${(err as Error).message}` };
+    return verifyPinned(pin, declared, stagedBytes, maxBytes);
   } finally {
-    closeDir(dir);
+    if (pin !== stage) pin.close();
+  }
+}
+
+function verifyPinned(stage: PinnedDir, declared: readonly string[], stagedBytes: number, maxBytes: number): StageVerdict {
+  const expected = new Set(declared);
+  const seen = new Set<string>();
+  let entries;
+  try {
+    entries = stage.list();
+  } catch (err) {
+    if (err instanceof FileProblem) return { ok: false, reason: err.message };
+    throw err;
+  }
+  for (const entry of entries) {
+    if (!HASH_RE.test(entry.name)) return { ok: false, reason: `stage holds an entry with an invalid name '${entry.name}'` };
+    if (!expected.has(entry.name)) return { ok: false, reason: `stage holds undeclared child ${entry.name}` };
+    seen.add(entry.name);
   }
   for (const hash of expected) {
     if (!seen.has(hash)) return { ok: false, reason: `declared child ${hash} is missing from the stage` };
@@ -184,9 +200,8 @@ export function verifyStage(stageDir: string, declared: readonly string[], stage
 
   const sizes = new Map<string, number>();
   for (const hash of [...expected].sort()) {
-    const path = join(stageDir, hash);
     try {
-      const { hash: actual, size } = hashFile(path, maxBytes);
+      const { hash: actual, size } = hashFile(stage.entry(hash), maxBytes);
       if (actual !== hash) return { ok: false, reason: `staged child ${hash} holds ${actual}` };
       sizes.set(hash, size);
     } catch (err) {
@@ -204,12 +219,14 @@ export function verifyStage(stageDir: string, declared: readonly string[], stage
  * Moves verified children into the public corpus; call only after the parent passed its commit
  * fence. For each unique hash in sorted order: an existing public object must re-hash to its name
  * (IntegrityError otherwise, the object is left as it is); else the staged file is fsynced and
- * renamed into the corpus. One directory fsync covers the renames, then every moved object is
- * re-hashed in place. Re-running after a partial promotion is harmless; a child found neither in
- * the stage nor in the corpus is an error.
+ * renamed into the corpus, and what arrived must be the very file that was fsynced (a file the
+ * worker swapped in meanwhile is removed from the corpus again and refused). One directory fsync
+ * covers the renames, then every moved object is re-hashed in place. Re-running after a partial
+ * promotion is harmless; a child found neither in the stage nor in the corpus is an error. A
+ * stage of null is one that is gone (or was refused): only public children can complete it.
  */
 export function promoteChildren(
-  stageDir: string,
+  stage: string | PinnedDir | null,
   corpusDir: string,
   hashes: readonly string[],
   maxBytes: number,
@@ -219,6 +236,24 @@ export function promoteChildren(
   for (const hash of hashes) {
     if (!HASH_RE.test(hash)) throw new RuntimeFailure(`cannot promote '${hash}': not a 64-hex SHA-256`);
   }
+  let pin: PinnedDir | null = null;
+  if (typeof stage === "string") {
+    try {
+      pin = PinnedDir.openNoFollow(stage);
+    } catch (err) {
+      if (!(err instanceof FileProblem && err.problem === "missing")) throw err;
+    }
+  } else {
+    pin = stage;
+  }
+  try {
+    promotePinned(pin, corpusDir, hashes, maxBytes, trusted);
+  } finally {
+    if (pin !== null && pin !== stage) pin.close();
+  }
+}
+
+function promotePinned(stage: PinnedDir | null, corpusDir: string, hashes: readonly string[], maxBytes: number, trusted: (hash: string) => boolean): void {
   const moved: string[] = [];
   for (const hash of [...new Set(hashes)].sort()) {
     const dest = join(corpusDir, hash);
@@ -227,27 +262,133 @@ export function promoteChildren(
       verifyPublic(corpusDir, hash, maxBytes);
       continue;
     }
-    const staged = join(stageDir, hash);
-    const st = lstatOrNull(staged);
-    if (st === null) {
-      throw new RuntimeFailure(`child ${hash} is neither staged in ${stageDir} nor public in ${corpusDir}; the result cannot be promoted`);
+    const st = stage?.lstat(hash) ?? null;
+    if (stage === null || st === null) {
+      throw new RuntimeFailure(`child ${hash} is neither staged in ${stage?.shown ?? "its stage (gone)"} nor public in ${corpusDir}; the result cannot be promoted`);
     }
+    const shown = stage.shownEntry(hash);
     if (!st.isFile()) {
-      throw new FileProblem(st.isSymbolicLink() ? "symlink" : "not-regular", staged, `staged child ${staged} is not a regular file; it cannot be promoted`);
+      throw new FileProblem(st.isSymbolicLink() ? "symlink" : "not-regular", shown, `staged child ${shown} is not a regular file; it cannot be promoted`);
     }
-    fsyncFile(staged);
-    renameSync(staged, dest);
+    const synced = fsyncRegular(stage, hash);
+    renameSync(stage.entry(hash), dest);
+    const arrived = lstatOrNull(dest);
+    if (!arrived?.isFile() || arrived.dev !== synced.dev || arrived.ino !== synced.ino) {
+      unlinkSync(dest);
+      throw new FileProblem("changed", shown, `staged child ${shown} was replaced while it was promoted; it was taken out of the corpus again`);
+    }
     moved.push(hash);
   }
   if (moved.length > 0) fsyncDir(corpusDir);
   for (const hash of moved) verifyPublic(corpusDir, hash, maxBytes);
 }
 
-function fsyncFile(path: string): void {
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+/** fsyncs the regular file `name` of `dir` (never through a symlink) and returns its identity. */
+function fsyncRegular(dir: PinnedDir, name: string): { dev: number; ino: number } {
+  const fd = openSync(dir.entry(name), constants.O_RDONLY | constants.O_NOFOLLOW | (constants.O_NONBLOCK ?? 0));
   try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new FileProblem("not-regular", dir.shownEntry(name), `staged child ${dir.shownEntry(name)} is not a regular file; it cannot be promoted`);
     fsyncSync(fd);
+    return { dev: st.dev, ino: st.ino };
   } finally {
     closeSync(fd);
+  }
+}
+
+const EXECUTOR_KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/**
+ * The master's view of its staging root: the directory it created, remembered by identity, and
+ * below it <executor>/<stage id>, each opened without following a symlink. A worker that shares
+ * the file system may replace any of them with a symlink or another directory: it gets a refusal,
+ * never a walk into the link's target, and nothing outside the staging root is read, moved or
+ * removed.
+ */
+export class StagingArea {
+  private readonly identity: DirIdentity;
+
+  constructor(readonly root: string) {
+    mkdirSync(root, { recursive: true, mode: 0o700 });
+    const dir = PinnedDir.openNoFollow(root);
+    try {
+      this.identity = dir.identity();
+    } finally {
+      dir.close();
+    }
+  }
+
+  /** Where an executor writes its stages (derived from the key the master chose, never from the worker). */
+  executorRoot(executor: string): string {
+    return join(this.root, executor);
+  }
+
+  /** The stage, pinned (close it). FileProblem when a step is missing, a symlink, not a directory, or the root was replaced. */
+  open(executor: string, stageId: string): OpenStage {
+    if (!EXECUTOR_KEY.test(executor) || !STAGE_ID_RE.test(stageId)) {
+      throw new FileProblem("missing", `${executor}/${stageId}`, `'${executor}/${stageId}' is not a stage this master can have created`);
+    }
+    const root = PinnedDir.openExpected(this.root, this.identity);
+    try {
+      const parent = root.openDir(executor);
+      try {
+        return new OpenStage(parent, parent.openDir(stageId), stageId);
+      } catch (err) {
+        parent.close();
+        throw err;
+      }
+    } finally {
+      root.close();
+    }
+  }
+
+  /** Removes a stage if it is there, never following a symlink on the way or inside it. */
+  remove(executor: string, stageId: string): void {
+    if (!EXECUTOR_KEY.test(executor) || !STAGE_ID_RE.test(stageId)) return;
+    let root: PinnedDir;
+    try {
+      root = PinnedDir.openExpected(this.root, this.identity);
+    } catch (err) {
+      if (err instanceof FileProblem) return; // a replaced root is not ours to clean
+      throw err;
+    }
+    try {
+      const exec = root.openDirIfPresent(executor);
+      if (exec === null) return;
+      try {
+        exec.remove(stageId);
+      } finally {
+        exec.close();
+      }
+    } catch (err) {
+      // A symlinked executor directory is left as it is: nothing is removed through it.
+      if (!(err instanceof FileProblem)) throw err;
+    } finally {
+      root.close();
+    }
+  }
+}
+
+/** A stage reached through StagingArea.open: read it through `dir`, remove it through its pinned parent. */
+export class OpenStage {
+  constructor(
+    private readonly parent: PinnedDir,
+    readonly dir: PinnedDir,
+    private readonly stageId: string,
+  ) {}
+
+  /** Removes the stage (never following a symlink inside it); `dir` stays usable until close. */
+  remove(): void {
+    try {
+      this.parent.remove(this.stageId);
+    } catch (err) {
+      // Nested too deep to remove: left inside the staging root, never followed.
+      if (!(err instanceof FileProblem)) throw err;
+    }
+  }
+
+  close(): void {
+    this.dir.close();
+    this.parent.close();
   }
 }

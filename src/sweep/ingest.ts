@@ -1,12 +1,30 @@
 // Ingest: turn a finished chunk's results directory into store rows and artifacts.
 // Used unchanged by both transports: the coordinator ingests a worker's scratch directory in place
-// on the shared filesystem. Everything in the results directory is untrusted generator output:
-// nothing is followed through a symlink, every meta.json is validated, and an entry that does not
-// validate is kept under <out>/malformed/ and reported — never silently dropped, never trusted.
+// on the shared filesystem. Everything below the campaign's output directory that a generator or
+// a worker could have written is untrusted. It is reached only by a descriptor-relative walk from
+// <out> (src/files/pinned-dir.ts) that opens every component without following a symlink; every
+// meta.json is validated; an entry that does not validate is kept under <out>/malformed/ and
+// reported, never silently dropped, never trusted. A chunk whose results cannot be reached that
+// way (a symlink or a file on the path to them, failures/ or quarantine/ not a real directory) is
+// refused as a whole: `refused` says why, nothing of it is recorded, and the caller books it as
+// aborted, so its seeds are swept again.
+//
+// Replayable: ingest changes nothing in the chunk's scratch directory (files are hard-linked into
+// the campaign, or copied across file systems) and runs inside the caller's transaction. When
+// that transaction rolls back, running ingestChunk again gives the same rows and reuses the
+// directories the rolled-back attempt placed (they hold the very same files), so the books and
+// the artifacts end as after one clean run. The caller removes the scratch directory after the
+// commit. It throws only for store errors, errors writing the campaign's own directories, and
+// bugs: every problem with what the generator wrote is a malformed entry, a refusal or a skipped
+// quarantine sample.
 import { createHash } from "node:crypto";
-import { copyFileSync, lstatSync, mkdirSync, renameSync, rmSync, readdirSync, readFileSync, existsSync, type Dirent } from "node:fs";
-import { dirname, isAbsolute, join, relative } from "node:path";
+import { closeSync, lstatSync, readSync } from "node:fs";
+import { isAbsolute, join, relative, sep } from "node:path";
 import { z } from "zod";
+import { RuntimeFailure } from "../errors.ts";
+import { FileProblem } from "../files/file-problem.ts";
+import { PinnedDir } from "../files/pinned-dir.ts";
+import { isScanned, placeFile, placeNote, placeTree, scanTree, scannedFile, type TreeFile, type TreeNode } from "../files/tree.ts";
 import { atomically, type Db } from "../store/db.ts";
 import { addFailureSeed, failureByKey, insertFailure, reopenFailure } from "../store/failures.ts";
 
@@ -14,6 +32,7 @@ export const QUARANTINE_SAMPLES = 40;
 const META_MAX_BYTES = 1 << 20;
 const KEY_FILE_MAX_BYTES = 256 << 20;
 const MESSAGE_MAX_CHARS = 2000;
+const HASH_CHUNK = 1 << 20;
 
 const metaSchema = z.object({
   seed: z.number().int().refine(Number.isSafeInteger, "a safe integer"),
@@ -39,7 +58,7 @@ export interface IngestTarget {
   chunkId: number;
   seedFrom: number;
   seedTo: number;
-  /** Where the generator wrote failures/ and quarantine/. */
+  /** Where the generator wrote failures/ and quarantine/; must lie inside outDir. */
   resultsDir: string;
   /** The campaign's output root: artifacts go to <outDir>/failures, samples to <outDir>/quarantine. */
   outDir: string;
@@ -55,8 +74,14 @@ export interface IngestResult {
   reopenedIds: number[];
   unshrunk: number;
   quarantine: number;
-  /** Failure entries that did not validate; kept under <out>/malformed/. */
+  /** Entries that did not validate or were refused; kept under <out>/malformed/ (a tree, or a note saying why). */
   malformed: { entry: string; reason: string; keptAt: string }[];
+  /**
+   * Why the chunk's results could not be read at all, or null. Nothing of such a chunk was
+   * recorded and its seeds have no verdict: book it as aborted. The refusal is also the one
+   * entry of `malformed`.
+   */
+  refused: string | null;
 }
 
 export function ingestChunk(db: Db, t: IngestTarget): IngestResult {
@@ -69,55 +94,32 @@ export function ingestChunk(db: Db, t: IngestTarget): IngestResult {
     unshrunk: 0,
     quarantine: 0,
     malformed: [],
+    refused: null,
   };
-  const entries = failureEntries(join(t.resultsDir, "failures"));
-  const parsed = entries.map((entry) => readFailure(entry, t));
-
-  if (parsed.length > 0) atomically(db, () => {
-    for (const p of parsed) {
-      if ("reason" in p) {
-        result.malformed.push({ entry: p.dir, reason: p.reason, keptAt: keepMalformed(p.dir, t) });
-        continue;
-      }
-      result.finds++;
-      if (!p.shrunk) result.unshrunk++;
-      const existing = failureByKey(db, t.generationId, p.dedupKey);
-      let failureId: number;
-      if (existing) {
-        failureId = existing.id;
-        if (existing.state === "fixed") {
-          reopenFailure(db, failureId);
-          result.reopened++;
-          result.reopenedIds.push(failureId);
-        }
-      } else {
-        const dest = artifactDestination(t.outDir, p.dedupKey, t.generationId);
-        moveTree(p.dir, dest);
-        failureId = insertFailure(db, {
-          generationId: t.generationId,
-          laneId: t.laneId,
-          dedupKey: p.dedupKey,
-          bucket: p.bucket,
-          seed: p.seed,
-          shrunk: p.shrunk,
-          message: p.msg,
-          repro: p.repro,
-          artifactDir: storePath(t.outDir, dest),
-          appBuild: t.appBuild,
-        });
-        result.newFailures++;
-        result.newFailureIds.push(failureId);
-      }
-      addFailureSeed(db, failureId, p.seed, t.chunkId);
-    }
-  });
-
-  result.quarantine = sampleQuarantine(t);
+  const below = relative(t.outDir, t.resultsDir);
+  const inside = !isAbsolute(below) && below !== ".." && !below.startsWith(`..${sep}`);
+  // A clean chunk has neither directory: two lstat calls and nothing else. Through a symlinked
+  // path this only learns that there is nothing to read, which is the verdict either way.
+  if (inside && absent(join(t.resultsDir, "failures")) && absent(join(t.resultsDir, "quarantine"))) return result;
+  const out = PinnedDir.open(t.outDir);
+  try {
+    atomically(db, () => new ChunkIngest(db, t, out, result).run(inside ? below.split(sep).filter((c) => c !== "") : null));
+  } finally {
+    out.close();
+  }
   return result;
 }
 
+function absent(path: string): boolean {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false }) === undefined;
+  } catch {
+    // ENOTDIR, EACCES…: the full walk says what is wrong.
+    return false;
+  }
+}
+
 interface ParsedFailure {
-  dir: string;
   seed: number;
   bucket: string;
   shrunk: boolean;
@@ -126,179 +128,346 @@ interface ParsedFailure {
   dedupKey: string;
 }
 
-/** Subdirectories of failures/ (never through a symlink), ordered numerically by name. */
-function failureEntries(failuresDir: string): string[] {
-  let dirents: Dirent[];
+/** One ingest of one chunk: the pins it opened (closed at the end) and the campaign directories it writes. */
+class ChunkIngest {
+  private readonly pins: PinnedDir[] = [];
+  private failuresDest: PinnedDir | null = null;
+  private malformedDest: PinnedDir | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly t: IngestTarget,
+    private readonly out: PinnedDir,
+    private readonly result: IngestResult,
+  ) {}
+
+  run(components: string[] | null): void {
+    try {
+      this.ingest(components);
+    } finally {
+      for (const p of this.pins) p.close();
+    }
+  }
+
+  private hold(p: PinnedDir): PinnedDir {
+    this.pins.push(p);
+    return p;
+  }
+
+  private ingest(components: string[] | null): void {
+    if (components === null) {
+      this.refuse(`${this.t.resultsDir} lies outside the campaign's output directory ${this.t.outDir}; [generator] results must name a directory inside {out}`);
+      return;
+    }
+    let failures: PinnedDir | null;
+    let quarantine: PinnedDir | null;
+    try {
+      const results = this.hold(this.out.walk(components));
+      failures = results.openDirIfPresent("failures");
+      if (failures) this.hold(failures);
+      quarantine = results.openDirIfPresent("quarantine");
+      if (quarantine) this.hold(quarantine);
+    } catch (err) {
+      if (!(err instanceof FileProblem)) throw err;
+      // A results directory that was never created: the generator wrote nothing, a clean chunk.
+      if (err.problem !== "missing") this.refuse(`${err.message}; the chunk's results are read only from real directories`);
+      return;
+    }
+    // The campaign's own directories: whoever replaced one with a symlink gets nothing written through it.
+    for (const name of ["failures", "malformed", "quarantine"]) {
+      try {
+        this.out.openDirIfPresent(name)?.close();
+      } catch (err) {
+        if (!(err instanceof FileProblem)) throw err;
+        this.refuse(`the campaign directory ${err.message}; restore it as a real directory`);
+        return;
+      }
+    }
+    if (failures) this.ingestFailures(failures);
+    if (quarantine) this.ingestQuarantine(quarantine);
+  }
+
+  /** The chunk cannot be read: nothing is recorded, and a note under <out>/malformed/ says why. */
+  private refuse(reason: string): void {
+    this.result.refused = reason;
+    let keptAt: string;
+    try {
+      keptAt = this.keepNote(`chunk-${this.t.chunkId}`, `chunk ${this.t.chunkId} (seeds ${this.t.seedFrom}..${this.t.seedTo}) was refused: ${reason}\n`);
+    } catch (err) {
+      if (!(err instanceof RuntimeFailure)) throw err;
+      keptAt = `nowhere (${err.message})`;
+    }
+    this.result.malformed.push({ entry: this.t.resultsDir, reason, keptAt });
+  }
+
+  private ingestFailures(failures: PinnedDir): void {
+    const num = (name: string) => (/^\d+$/.test(name) ? Number(name) : 0);
+    const entries = failures
+      .list()
+      .filter((e) => e.kind !== "file") // a plain file beside the entries is not an entry
+      .sort((a, b) => num(a.name) - num(b.name) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const e of entries) {
+      if (e.kind === "directory") {
+        this.ingestEntry(failures, e.name);
+      } else {
+        const detail = failures.refusal(e.name).detail;
+        this.malformed(failures.shownEntry(e.name), detail, () => this.keepNote(this.label(e.name), `${failures.shownEntry(e.name)}: ${detail}\n`));
+      }
+    }
+  }
+
+  private ingestEntry(failures: PinnedDir, name: string): void {
+    const shown = failures.shownEntry(name);
+    let entry: PinnedDir;
+    try {
+      // Problems inside the entry are reported relative to it ("meta.json: missing").
+      entry = failures.openDir(name, "");
+    } catch (err) {
+      if (!(err instanceof FileProblem)) throw err;
+      this.malformed(shown, err.detail, () => this.keepNote(this.label(name), `${shown}: ${err.detail}\n`));
+      return;
+    }
+    try {
+      let nodes: TreeNode[] = [];
+      let reason: string;
+      try {
+        const refused: FileProblem[] = [];
+        nodes = scanTree(entry, refused);
+        const parsed = refused.length > 0 ? problemReason(refused[0]!) : this.readFailure(entry, nodes);
+        if (typeof parsed !== "string") {
+          this.recordFind(parsed, entry, nodes);
+          return;
+        }
+        reason = parsed;
+      } catch (err) {
+        if (!(err instanceof FileProblem)) throw err;
+        reason = problemReason(err);
+      }
+      this.malformed(shown, reason, () => (nodes.length > 0 ? this.keepTree(name, entry, nodes) : this.keepNote(this.label(name), `${shown}: ${reason}\n`)));
+    } finally {
+      entry.close();
+    }
+  }
+
+  private readFailure(entry: PinnedDir, nodes: readonly TreeNode[]): ParsedFailure | string {
+    const top = new Map<string, TreeFile>();
+    for (const n of nodes) if (n.kind === "file") top.set(n.name, n);
+    let metaBytes: Buffer;
+    try {
+      metaBytes = readScanned(entry, "meta.json", META_MAX_BYTES, top);
+    } catch (err) {
+      if (err instanceof FileProblem) return problemReason(err);
+      throw err;
+    }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(metaBytes.toString("utf8"));
+    } catch (err) {
+      return `meta.json: not JSON (${(err as Error).message})`;
+    }
+    const meta = metaSchema.safeParse(raw);
+    if (!meta.success) {
+      const issue = meta.error.issues[0]!;
+      return `meta.json: ${issue.path.join(".") || "(root)"}: ${issue.message}`;
+    }
+    const m = meta.data;
+    if (m.seed < this.t.seedFrom || m.seed > this.t.seedTo) {
+      return `meta.json: seed ${m.seed} is outside the chunk's range ${this.t.seedFrom}..${this.t.seedTo}`;
+    }
+    // Without a minimized input the key would be the bucket alone, merging unrelated findings.
+    const keyName = m.key_file ?? pickKeyFile([...top.keys()]);
+    if (keyName === null) return "no minimized input: set key_file or write input.min.* / input.*";
+    let dedupKey: string;
+    try {
+      dedupKey = hashScanned(entry, keyName, KEY_FILE_MAX_BYTES, top, m.bucket + "\n");
+    } catch (err) {
+      if (err instanceof FileProblem) return problemReason(err);
+      throw err;
+    }
+    return {
+      seed: m.seed,
+      bucket: m.bucket,
+      shrunk: m.shrunk ?? true,
+      msg: m.msg === undefined ? null : m.msg.slice(0, MESSAGE_MAX_CHARS),
+      repro: m.repro === undefined ? null : m.repro.slice(0, MESSAGE_MAX_CHARS),
+      dedupKey,
+    };
+  }
+
+  private recordFind(p: ParsedFailure, entry: PinnedDir, nodes: readonly TreeNode[]): void {
+    const t = this.t;
+    const existing = failureByKey(this.db, t.generationId, p.dedupKey);
+    let failureId: number;
+    if (existing) {
+      failureId = existing.id;
+      if (existing.state === "fixed") {
+        reopenFailure(this.db, failureId);
+        this.result.reopened++;
+        this.result.reopenedIds.push(failureId);
+      }
+    } else {
+      // Placed before the row exists: a source file that changed meanwhile makes the entry malformed instead.
+      const dest = placeTree(entry, nodes, this.failuresDir(), artifactNames(p.dedupKey, t.generationId));
+      failureId = insertFailure(this.db, {
+        generationId: t.generationId,
+        laneId: t.laneId,
+        dedupKey: p.dedupKey,
+        bucket: p.bucket,
+        seed: p.seed,
+        shrunk: p.shrunk,
+        message: p.msg,
+        repro: p.repro,
+        artifactDir: storePath(t.outDir, join(t.outDir, "failures", dest)),
+        appBuild: t.appBuild,
+      });
+      this.result.newFailures++;
+      this.result.newFailureIds.push(failureId);
+    }
+    this.result.finds++;
+    if (!p.shrunk) this.result.unshrunk++;
+    addFailureSeed(this.db, failureId, p.seed, t.chunkId);
+  }
+
+  /** Counts quarantined tests and keeps up to QUARANTINE_SAMPLES of them per generation. */
+  private ingestQuarantine(q: PinnedDir): void {
+    const entries = q.list().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const files = entries.filter((e) => e.kind === "file").map((e) => e.name);
+    this.result.quarantine = files.length;
+    const odd = entries.filter((e) => e.kind === "symlink" || e.kind === "special").map((e) => ({ name: e.name, detail: q.refusal(e.name).detail }));
+    if (odd.length > 0) {
+      // One note for them all: a generator that writes links writes many.
+      const note = odd.map((o) => `${q.shownEntry(o.name)}: ${o.detail}\n`).join("");
+      let keptAt: string | null = null;
+      for (const o of odd) this.malformed(q.shownEntry(o.name), o.detail, () => (keptAt ??= this.keepNote(`chunk-${this.t.chunkId}-quarantine`, note)));
+    }
+    if (files.length === 0) return;
+    const samples = this.hold(this.campaignDir("quarantine").makeDir(this.t.genHash.slice(0, 12)));
+    let held = samples.list().length;
+    for (const name of files) {
+      if (held >= QUARANTINE_SAMPLES) break;
+      if (samples.lstat(name) !== null) continue;
+      const st = q.lstat(name);
+      if (!st?.isFile()) continue;
+      try {
+        placeFile(q, scannedFile(name, st), samples, name);
+      } catch (err) {
+        // Replaced since it was listed: counted, not kept as a sample.
+        if (err instanceof FileProblem) continue;
+        throw err;
+      }
+      held++;
+    }
+  }
+
+  /** Records a malformed entry; `keep` keeps it (a FileProblem while keeping falls back to a note). */
+  private malformed(entry: string, reason: string, keep: () => string): void {
+    let keptAt: string;
+    try {
+      keptAt = keep();
+    } catch (err) {
+      if (!(err instanceof FileProblem)) throw err;
+      keptAt = this.keepNote(this.label(entry.split(sep).pop() ?? "entry"), `${entry}: ${reason}\n(${err.message})\n`);
+    }
+    this.result.malformed.push({ entry, reason, keptAt });
+  }
+
+  private keepTree(name: string, entry: PinnedDir, nodes: readonly TreeNode[]): string {
+    const placed = placeTree(entry, nodes, this.malformedDir(), numbered(this.label(name), ""));
+    return join(this.t.outDir, "malformed", placed);
+  }
+
+  private keepNote(label: string, text: string): string {
+    return join(this.t.outDir, "malformed", placeNote(this.malformedDir(), numbered(label, ".txt"), text));
+  }
+
+  /** `chunk-<id>-<entry name>`, the entry name shortened and hashed when it is long or odd. */
+  private label(name: string): string {
+    const plain = Buffer.byteLength(name) <= 100 && !/[\0-\x1f\x7f]/.test(name);
+    const part = plain ? name : `${name.replace(/[^\w.-]/g, "_").slice(0, 40)}-${createHash("sha256").update(name).digest("hex").slice(0, 12)}`;
+    return `chunk-${this.t.chunkId}-${part}`;
+  }
+
+  private failuresDir(): PinnedDir {
+    return (this.failuresDest ??= this.hold(this.campaignDir("failures")));
+  }
+
+  private malformedDir(): PinnedDir {
+    return (this.malformedDest ??= this.hold(this.campaignDir("malformed")));
+  }
+
+  /** A directory of the campaign (checked before anything was recorded; a symlink now means it is being tampered with). */
+  private campaignDir(name: string): PinnedDir {
+    try {
+      return this.out.makeDir(name);
+    } catch (err) {
+      if (err instanceof FileProblem) throw new RuntimeFailure(`the campaign directory ${err.message}; restore it as a real directory`, { cause: err });
+      throw err;
+    }
+  }
+}
+
+/** A problem found inside an entry, named relative to it: "report.txt: a symbolic link …". */
+function problemReason(p: FileProblem): string {
+  return p.path === "" ? p.detail : `${p.path}: ${p.detail}`;
+}
+
+/** The failure's artifact directory: <key12>, else with the generation, else the full key, numbered. */
+function* artifactNames(dedupKey: string, generationId: number): Generator<string> {
+  yield dedupKey.slice(0, 12);
+  yield `${dedupKey.slice(0, 12)}-g${generationId}`;
+  yield `${dedupKey}-g${generationId}`;
+  for (let i = 2; ; i++) yield `${dedupKey}-g${generationId}-${i}`;
+}
+
+function* numbered(base: string, ext: string): Generator<string> {
+  yield `${base}${ext}`;
+  for (let i = 2; ; i++) yield `${base}-${i}${ext}`;
+}
+
+/** The minimized input when meta.json names none: the first input.min.*, else the first input.*. */
+function pickKeyFile(names: string[]): string | null {
+  const sorted = [...names].sort();
+  return sorted.find((n) => n.startsWith("input.min.")) ?? sorted.find((n) => n.startsWith("input.")) ?? null;
+}
+
+/** The bytes of the scanned regular file `name`; the file read must be the one scanned. */
+function readScanned(entry: PinnedDir, name: string, maxBytes: number, top: ReadonlyMap<string, TreeFile>): Buffer {
+  const { bytes, stats } = entry.readFile(name, maxBytes);
+  const node = top.get(name);
+  if (!node || !isScanned(node, stats)) throw replaced(entry, name);
+  return bytes;
+}
+
+/** SHA-256 of `prefix` and then the scanned regular file `name`, streamed. */
+function hashScanned(entry: PinnedDir, name: string, maxBytes: number, top: ReadonlyMap<string, TreeFile>, prefix: string): string {
+  const { fd, stats } = entry.openFile(name, maxBytes);
   try {
-    // throwIfNoEntry: an absent directory is the common case (a clean chunk), and a thrown
-    // ENOENT costs more than the whole check.
-    if (!lstatSync(failuresDir, { throwIfNoEntry: false })?.isDirectory()) return [];
-    dirents = readdirSync(failuresDir, { withFileTypes: true });
-  } catch {
-    return [];
-  }
-  const num = (name: string) => (/^\d+$/.test(name) ? Number(name) : 0);
-  return dirents
-    .filter((d) => d.isDirectory())
-    .map((d) => d.name)
-    .sort((a, b) => num(a) - num(b) || (a < b ? -1 : a > b ? 1 : 0))
-    .map((name) => join(failuresDir, name));
-}
-
-function readFailure(dir: string, t: IngestTarget): ParsedFailure | { dir: string; reason: string } {
-  const metaPath = join(dir, "meta.json");
-  const metaBytes = readRegularFile(metaPath, META_MAX_BYTES);
-  if (typeof metaBytes === "string") return { dir, reason: `meta.json: ${metaBytes}` };
-  let raw: unknown;
-  try {
-    raw = JSON.parse(metaBytes.toString("utf8"));
-  } catch (err) {
-    return { dir, reason: `meta.json: not JSON (${(err as Error).message})` };
-  }
-  const meta = metaSchema.safeParse(raw);
-  if (!meta.success) {
-    const issue = meta.error.issues[0]!;
-    return { dir, reason: `meta.json: ${issue.path.join(".") || "(root)"}: ${issue.message}` };
-  }
-  const m = meta.data;
-  if (m.seed < t.seedFrom || m.seed > t.seedTo) {
-    return { dir, reason: `meta.json: seed ${m.seed} is outside the chunk's range ${t.seedFrom}..${t.seedTo}` };
-  }
-  // Without a minimized input the key would be the bucket alone, merging unrelated findings.
-  const keyName = m.key_file ?? pickKeyFile(dir);
-  if (keyName === null) return { dir, reason: "no minimized input: set key_file or write input.min.* / input.*" };
-  const keyBytes = readRegularFile(join(dir, keyName), KEY_FILE_MAX_BYTES);
-  if (typeof keyBytes === "string") return { dir, reason: `${keyName}: ${keyBytes}` };
-  const dedupKey = createHash("sha256").update(m.bucket + "\n").update(keyBytes).digest("hex");
-  return {
-    dir,
-    seed: m.seed,
-    bucket: m.bucket,
-    shrunk: m.shrunk ?? true,
-    msg: m.msg === undefined ? null : m.msg.slice(0, MESSAGE_MAX_CHARS),
-    repro: m.repro === undefined ? null : m.repro.slice(0, MESSAGE_MAX_CHARS),
-    dedupKey,
-  };
-}
-
-/**
- * The minimized input when meta.json names none: the first input.min.*, else the first input.*.
- * Symlinks and special files are candidates too, so that readRegularFile rejects them exactly as
- * it rejects an explicit key_file, instead of the choice silently falling to another file.
- */
-function pickKeyFile(dir: string): string | null {
-  let names: string[];
-  try {
-    names = readdirSync(dir, { withFileTypes: true })
-      .filter((d) => !d.isDirectory())
-      .map((d) => d.name)
-      .sort();
-  } catch {
-    return null;
-  }
-  return names.find((n) => n.startsWith("input.min.")) ?? names.find((n) => n.startsWith("input.")) ?? null;
-}
-
-/** The bytes of a regular file (not a symlink), or why it cannot be used. */
-function readRegularFile(path: string, maxBytes: number): Buffer | string {
-  let st;
-  try {
-    st = lstatSync(path);
-  } catch {
-    return "missing";
-  }
-  if (!st.isFile()) return "not a regular file";
-  if (st.size > maxBytes) return `larger than ${maxBytes} bytes`;
-  try {
-    return readFileSync(path);
-  } catch (err) {
-    return `unreadable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
+    const node = top.get(name);
+    if (!node || !isScanned(node, stats)) throw replaced(entry, name);
+    const hash = createHash("sha256").update(prefix);
+    const buf = Buffer.allocUnsafe(Math.min(HASH_CHUNK, Math.max(1, stats.size)));
+    // Exactly the size it was opened with: a file still being written cannot make this read forever.
+    for (let pos = 0; pos < stats.size; ) {
+      let n: number;
+      try {
+        n = readSync(fd, buf, 0, Math.min(buf.length, stats.size - pos), pos);
+      } catch (err) {
+        const detail = `unreadable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
+        throw new FileProblem("unreadable", name, `cannot read ${name}`, { cause: err, detail });
+      }
+      if (n === 0) throw replaced(entry, name);
+      hash.update(buf.subarray(0, n));
+      pos += n;
+    }
+    return hash.digest("hex");
+  } finally {
+    closeSync(fd);
   }
 }
 
-/** A directory under <out>/failures that no other failure uses: <key12>, else with the generation, else the full key. */
-function artifactDestination(outDir: string, dedupKey: string, generationId: number): string {
-  const root = join(outDir, "failures");
-  const candidates = [dedupKey.slice(0, 12), `${dedupKey.slice(0, 12)}-g${generationId}`, `${dedupKey}-g${generationId}`];
-  for (const name of candidates) {
-    const dest = join(root, name);
-    if (!existsSync(dest)) return dest;
-  }
-  for (let i = 2; ; i++) {
-    const dest = join(root, `${dedupKey}-g${generationId}-${i}`);
-    if (!existsSync(dest)) return dest;
-  }
-}
-
-/** Copies regular files and directories only; symlinks and special files are skipped. */
-/**
- * Moves a failure directory out of the chunk's scratch space (a rename on the same file system,
- * which the scratch directory is about to lose anyway), then drops anything that is not a
- * regular file or a directory. Across file systems it copies instead.
- */
-function moveTree(src: string, dest: string): void {
-  mkdirSync(dirname(dest), { recursive: true });
-  try {
-    renameSync(src, dest);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EXDEV") throw err;
-    copyTree(src, dest);
-    return;
-  }
-  keepRegularOnly(dest);
-}
-
-function keepRegularOnly(dir: string): void {
-  for (const d of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, d.name);
-    if (d.isDirectory()) keepRegularOnly(path);
-    else if (!d.isFile()) rmSync(path, { force: true });
-  }
-}
-
-function copyTree(src: string, dest: string): void {
-  mkdirSync(dest, { recursive: true });
-  for (const d of readdirSync(src, { withFileTypes: true })) {
-    const from = join(src, d.name);
-    const to = join(dest, d.name);
-    if (d.isDirectory()) copyTree(from, to);
-    else if (d.isFile()) copyFileSync(from, to);
-  }
-}
-
-function keepMalformed(dir: string, t: IngestTarget): string {
-  const name = dir.split(/[\\/]/).pop() ?? "entry";
-  let dest = join(t.outDir, "malformed", `chunk-${t.chunkId}-${name}`);
-  for (let i = 2; existsSync(dest); i++) dest = join(t.outDir, "malformed", `chunk-${t.chunkId}-${name}-${i}`);
-  copyTree(dir, dest);
-  return dest;
-}
-
-/** Counts quarantined tests and keeps up to QUARANTINE_SAMPLES of them per generation. */
-function sampleQuarantine(t: IngestTarget): number {
-  const qdir = join(t.resultsDir, "quarantine");
-  let files: string[];
-  try {
-    if (!lstatSync(qdir, { throwIfNoEntry: false })?.isDirectory()) return 0;
-    files = readdirSync(qdir, { withFileTypes: true })
-      .filter((d) => d.isFile())
-      .map((d) => d.name)
-      .sort();
-  } catch {
-    return 0;
-  }
-  if (files.length === 0) return 0;
-  const samples = join(t.outDir, "quarantine", t.genHash.slice(0, 12));
-  mkdirSync(samples, { recursive: true });
-  let held = readdirSync(samples).length;
-  for (const f of files) {
-    if (held >= QUARANTINE_SAMPLES) break;
-    const dest = join(samples, f);
-    if (existsSync(dest)) continue;
-    copyFileSync(join(qdir, f), dest);
-    held++;
-  }
-  return files.length;
+function replaced(entry: PinnedDir, name: string): FileProblem {
+  const shown = entry.shownEntry(name);
+  return new FileProblem("changed", shown, `${shown} was replaced while it was read`, { detail: "replaced while it was read" });
 }
 
 /** Artifact paths are stored relative to the output root when they lie inside it. */

@@ -3,8 +3,10 @@ import { appendFileSync, mkdirSync, readFileSync, readdirSync, renameSync, symli
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { DEFAULT_BUDGETS, FileProblem, IntegrityError, STAGE_ID_RE, type Budgets } from "../../src/explore/corpus.ts";
-import { BudgetError, collectOutputs, promoteChildren, stageOutputs, verifyStage } from "../../src/explore/staging.ts";
+import { BudgetError, collectOutputs, promoteChildren, StagingArea, stageOutputs, verifyStage } from "../../src/explore/staging.ts";
+import { PinnedDir } from "../../src/files/pinned-dir.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
+import { snapshot } from "../helpers/tree-snapshot.ts";
 
 const { freshDir } = scratchDirs("staging");
 
@@ -298,5 +300,95 @@ describe("promoteChildren", () => {
     const staged = catchError(() => promoteChildren(s2.dir, corpus2, [sha256("one")], max));
     assert.ok(staged instanceof FileProblem && staged.problem === "symlink");
     assert.deepEqual(readdirSync(corpus2), []);
+  });
+});
+
+describe("pinned outputs and stages", () => {
+  const max = DEFAULT_BUDGETS.maxInputBytes;
+
+  it("collects from the pinned output directory, not from what its path was replaced with", () => {
+    const dir = freshDir();
+    const victim = freshDir();
+    writeFiles(victim, { precious: "not an output" });
+    mkdirSync(join(dir, "out"));
+    writeFiles(join(dir, "out"), { child: "real child" });
+    const pin = PinnedDir.openNoFollow(join(dir, "out"));
+    try {
+      renameSync(join(dir, "out"), join(dir, "moved"));
+      symlinkSync(victim, join(dir, "out"));
+      const got = collectOutputs(pin, DEFAULT_BUDGETS);
+      assert.deepEqual(got.files.map((f) => f.size), [10]);
+      assert.equal(readFileSync(got.files[0]!.path, "utf8"), "real child");
+    } finally {
+      pin.close();
+    }
+    assert.deepEqual(snapshot(victim), { precious: "644 not an output" });
+  });
+
+  it("refuses a stage root that is a symlink and writes nothing through it", () => {
+    const out = freshDir();
+    const victim = freshDir();
+    writeFiles(out, { a: "child" });
+    const root = join(freshDir(), "local-0");
+    symlinkSync(victim, root);
+    const err = catchError(() => stageOutputs(root, collectOutputs(out, DEFAULT_BUDGETS), DEFAULT_BUDGETS));
+    assert.ok(err instanceof FileProblem && err.problem === "symlink", String(err));
+    assert.deepEqual(readdirSync(victim), []);
+  });
+
+  it("StagingArea refuses a symlinked executor directory or stage, and a replaced root, and removes through none of them", () => {
+    const base = freshDir();
+    const area = new StagingArea(join(base, "staging"));
+    const id = "0".repeat(32);
+    // Another campaign's stage, laid out like this one's: a worker could point at it.
+    const victim = freshDir();
+    mkdirSync(join(victim, id));
+    writeFileSync(join(victim, id, sha256("theirs")), "theirs");
+    const before = snapshot(victim);
+
+    symlinkSync(victim, join(base, "staging", "w1"));
+    const viaExecutor = catchError(() => area.open("w1", id));
+    assert.ok(viaExecutor instanceof FileProblem && viaExecutor.problem === "symlink");
+    assert.match(viaExecutor.message, /staging\/w1 is a symbolic link to /);
+    area.remove("w1", id);
+
+    mkdirSync(join(base, "staging", "w2"));
+    symlinkSync(join(victim, id), join(base, "staging", "w2", id));
+    const viaStage = catchError(() => area.open("w2", id));
+    assert.ok(viaStage instanceof FileProblem && viaStage.problem === "symlink");
+    area.remove("w2", id);
+    assert.deepEqual(readdirSync(join(base, "staging", "w2")), [], "the link itself is removed, its target is not");
+
+    renameSync(join(base, "staging"), join(base, "staging-old"));
+    symlinkSync(join(base, "staging-old"), join(base, "staging"));
+    const replaced = catchError(() => area.open("w2", id));
+    assert.ok(replaced instanceof FileProblem && replaced.problem === "symlink");
+    assert.ok(catchError(() => area.open("../x", id)) instanceof FileProblem, "a name that is not an executor key");
+    assert.deepEqual(snapshot(victim), before);
+  });
+
+  it("verifies and promotes a pinned stage whose path was swapped for another stage meanwhile", () => {
+    const base = freshDir();
+    const area = new StagingArea(join(base, "staging"));
+    const id = "1".repeat(32);
+    mkdirSync(join(base, "staging", "local-0", id), { recursive: true });
+    writeFileSync(join(base, "staging", "local-0", id, sha256("mine")), "mine");
+    const victim = freshDir();
+    writeFileSync(join(victim, sha256("mine")), "mine");
+    const stage = area.open("local-0", id);
+    const corpus = freshDir();
+    try {
+      renameSync(join(base, "staging", "local-0", id), join(base, "staging", "local-0", "elsewhere"));
+      symlinkSync(victim, join(base, "staging", "local-0", id));
+      assert.deepEqual(verifyStage(stage.dir, [sha256("mine")], 4, max), { ok: true });
+      promoteChildren(stage.dir, corpus, [sha256("mine")], max);
+      stage.remove();
+      assert.deepEqual(readdirSync(join(base, "staging", "local-0")), ["elsewhere"], "removing unlinks the link, never what it points to");
+    } finally {
+      stage.close();
+    }
+    assert.deepEqual(readdirSync(join(base, "staging", "local-0", "elsewhere")), [], "the pinned stage's child was promoted");
+    assert.deepEqual(snapshot(victim), { [sha256("mine")]: "644 mine" }, "the look-alike behind the link was left alone");
+    assert.equal(readFileSync(join(corpus, sha256("mine")), "utf8"), "mine");
   });
 });

@@ -52,7 +52,7 @@ describe("ingestChunk", () => {
   });
 
   test("dedups by bucket + minimized input; hits count distinct (failure, seed) pairs; re-ingest changes nothing", () => {
-    const results = join(root, "r1");
+    const results = join(out, "tmp", "r1");
     writeFailure(results, 5, { seed: 5, bucket: "crash", shrunk: true, msg: "m5" }, { "input.txt": "full5", "input.min.txt": "A" });
     writeFailure(results, 6, { seed: 6, bucket: "crash", msg: "m6" }, { "input.txt": "full6", "input.min.txt": "A" });
     writeFailure(results, 7, { seed: 7, bucket: "crash", shrunk: false }, { "input.txt": "B" });
@@ -91,7 +91,7 @@ describe("ingestChunk", () => {
     const taken = join(out, "failures", k.slice(0, 12));
     mkdirSync(taken, { recursive: true });
     writeFileSync(join(taken, "marker"), "an earlier generation's failure");
-    const results = join(root, "r2");
+    const results = join(out, "tmp", "r2");
     writeFailure(results, 3, { seed: 3, bucket: "crash" }, { "input.min.txt": "A" });
     ingestChunk(db, target(results, 1, 10));
     assert.equal(readFileSync(join(taken, "marker"), "utf8"), "an earlier generation's failure");
@@ -101,7 +101,7 @@ describe("ingestChunk", () => {
   });
 
   test("entries that break the contract are kept under malformed/ and reported, never trusted", () => {
-    const results = join(root, "r3");
+    const results = join(out, "tmp", "r3");
     writeFailure(results, 2, { seed: 2 }, { "input.min.txt": "x" });
     writeFailure(results, 50, { seed: 50, bucket: "crash" }, { "input.min.txt": "x" });
     writeFailure(results, 4, { seed: 4, bucket: "../../etc" }, {});
@@ -117,13 +117,14 @@ describe("ingestChunk", () => {
       r.malformed.map((m) => m.reason.replace(/:.*/, "")).sort(),
       ["link", "meta.json", "meta.json", "meta.json", "meta.json", "meta.json"],
     );
+    assert.equal(r.malformed.find((m) => m.entry.endsWith("/6"))!.reason, `link: a symbolic link to '${join(root, "outside")}'; nothing is followed through a symlink`);
     assert.match(r.malformed.find((m) => m.entry.endsWith("/50"))!.reason, /seed 50 is outside the chunk's range 1\.\.10/);
     for (const m of r.malformed) assert.ok(existsSync(m.keptAt), `kept at ${m.keptAt}`);
     assert.equal((db.prepare("SELECT COUNT(*) AS n FROM failure").get() as { n: number }).n, 0);
   });
 
   test("an implicit key file that is a symlink, and an entry with no minimized input at all, are malformed", () => {
-    const results = join(root, "r4");
+    const results = join(out, "tmp", "r4");
     writeFailure(results, 2, { seed: 2, bucket: "crash" }, { "input.txt": "full" });
     writeFileSync(join(root, "outside-min"), "not yours");
     symlinkSync(join(root, "outside-min"), join(results, "failures", "2", "input.min.txt"));
@@ -133,7 +134,7 @@ describe("ingestChunk", () => {
     assert.deepEqual(
       r.malformed.map((m) => [m.entry.split("/").pop(), m.reason]),
       [
-        ["2", "input.min.txt: not a regular file"],
+        ["2", `input.min.txt: a symbolic link to '${join(root, "outside-min")}'; nothing is followed through a symlink`],
         ["3", "no minimized input: set key_file or write input.min.* / input.*"],
       ],
     );
@@ -145,12 +146,12 @@ describe("ingestChunk", () => {
   });
 
   test("a fixed failure that is hit again is reopened and counted apart from new ones", () => {
-    const first = join(root, "re1");
+    const first = join(out, "tmp", "re1");
     writeFailure(first, 2, { seed: 2, bucket: "crash" }, { "input.min.txt": "A" });
     ingestChunk(db, target(first, 1, 10));
     const id = (db.prepare("SELECT id FROM failure").get() as { id: number }).id;
     markFailureFixed(db, id, "app1");
-    const again = join(root, "re2");
+    const again = join(out, "tmp", "re2");
     writeFailure(again, 12, { seed: 12, bucket: "crash" }, { "input.min.txt": "A" });
     writeFailure(again, 13, { seed: 13, bucket: "crash" }, { "input.min.txt": "A" });
     writeFailure(again, 14, { seed: 14, bucket: "crash" }, { "input.min.txt": "B" });
@@ -170,11 +171,11 @@ describe("ingestChunk", () => {
   });
 
   test(`quarantine is counted in full and sampled up to ${QUARANTINE_SAMPLES} per generation`, () => {
-    const a = join(root, "q1");
+    const a = join(out, "tmp", "q1");
     mkdirSync(join(a, "quarantine"), { recursive: true });
     for (let s = 1; s <= 30; s++) writeFileSync(join(a, "quarantine", `${s}.txt`), `bad ${s}`);
     assert.equal(ingestChunk(db, target(a, 1, 30)).quarantine, 30);
-    const b = join(root, "q2");
+    const b = join(out, "tmp", "q2");
     mkdirSync(join(b, "quarantine"), { recursive: true });
     for (let s = 31; s <= 60; s++) writeFileSync(join(b, "quarantine", `${s}.txt`), `bad ${s}`);
     assert.equal(ingestChunk(db, target(b, 31, 60)).quarantine, 30);
@@ -182,7 +183,7 @@ describe("ingestChunk", () => {
   });
 
   test("a chunk without failures/ or quarantine/ ingests as clean", () => {
-    const r = ingestChunk(db, target(join(root, "nothing-here"), 1, 10));
-    assert.deepEqual(r, { finds: 0, newFailures: 0, newFailureIds: [], reopened: 0, reopenedIds: [], unshrunk: 0, quarantine: 0, malformed: [] });
+    const r = ingestChunk(db, target(join(out, "tmp", "nothing-here"), 1, 10));
+    assert.deepEqual(r, { finds: 0, newFailures: 0, newFailureIds: [], reopened: 0, reopenedIds: [], unshrunk: 0, quarantine: 0, malformed: [], refused: null });
   });
 });
