@@ -3,7 +3,6 @@
 // the engine books it as aborted:interrupted and the range is re-swept by a later session.
 // Every change to the books goes through the CommitQueue: while the store refuses writes, the
 // executor waits for it (the queue retries and says so) instead of running ahead of the disk.
-import { rmSync } from "node:fs";
 import { runChild } from "../exec/run-child.ts";
 import type { CommitQueue } from "./commit-queue.ts";
 import type { EngineMark, SweepEngine, WorkerView } from "./sweep-engine.ts";
@@ -17,7 +16,7 @@ export async function runLocal(engine: SweepEngine, books: CommitQueue<EngineMar
     const next = await books.run(() => engine.assign(worker), "hold");
     if (next.kind !== "chunk") return;
     const a = next.assignment;
-    rmSync(a.scratchDir, { recursive: true, force: true });
+    engine.clearScratch(a);
     const r = await runChild({
       argv: a.argv,
       cwd: a.cwd,

@@ -11,7 +11,8 @@
 // Session: serving -> draining (deadline floor or Ctrl-C: every ack says drain, no new chunks)
 //          -> drained (nothing in flight, or drain grace over: the rest is reissued, re-swept next
 //          session) -> stopping (WorkerServer.stopAll) -> closed
-import { readdirSync, rmSync } from "node:fs";
+import { readdirSync } from "node:fs";
+import { removeBelow } from "../files/pinned-dir.ts";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { StopOutcome } from "../core/lifecycle.ts";
@@ -332,10 +333,7 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
     let removed = 0;
     for (const name of names) {
       const m = /^chunk-(\d+)$/.exec(name);
-      if (m && ids.has(Number(m[1]))) {
-        rmSync(join(tmp, name), { recursive: true, force: true });
-        removed++;
-      }
+      if (m && ids.has(Number(m[1])) && removeBelow(this.o.session.outDir, join("tmp", name))) removed++;
     }
     return removed;
   }

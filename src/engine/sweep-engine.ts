@@ -14,8 +14,8 @@
 // back (checkpoint / rollback). What must not happen before the commit — removing a chunk's files,
 // printing its line — waits in `afterCommit` until the queue reports the commit.
 import assert from "node:assert/strict";
-import { rm } from "node:fs/promises";
-import { join } from "node:path";
+import { join, relative } from "node:path";
+import { removeBelow } from "../files/pinned-dir.ts";
 import type { Config, LaneConfig } from "../config/schema.ts";
 import { LaneState, type LaneSnapshot } from "../core/lane-state.ts";
 import { chunkTarget, deadlineFloor, halveRate, hardTimeout, pickLane, sizeChunk, updateRate } from "../core/schedule.ts";
@@ -353,7 +353,7 @@ export class SweepEngine implements Books<EngineMark> {
     this.inFlight.delete(chunkId);
     if (!lane) {
       markChunkEnded(this.o.db, chunkId, "aborted:lane-gone", report.seconds);
-      this.whenCommitted(() => discardChunkFiles({ scratchDir, logPath }, true));
+      this.whenCommitted(() => discardChunkFiles(this.o.outDir, { scratchDir, logPath }, true));
       return { note: "lane no longer active", seeds: 0 };
     }
     const ok = report.outcome === "complete" && (report.exitCode === 0 || report.exitCode === 1);
@@ -361,7 +361,7 @@ export class SweepEngine implements Books<EngineMark> {
       this.abort(lane, info, worker, report, row.status === "reissued");
       return { note: "aborted", seeds: 0 };
     }
-    this.record(lane, info, worker, report.seconds);
+    if (!this.record(lane, info, worker, report.seconds, row.status === "reissued")) return { note: "aborted", seeds: 0 };
     return { note: "recorded", seeds: info.seedTo - info.seedFrom + 1 };
   }
 
@@ -377,7 +377,12 @@ export class SweepEngine implements Books<EngineMark> {
     this.whenCommitted(() => this.o.events.chunkReissued(flight, why));
   }
 
-  private record(lane: EngineLane, f: InFlight, worker: WorkerView, seconds: number): void {
+  /**
+   * Books a chunk that ran to completion: its results, its coverage, its rate. Returns false when
+   * its results could not be read safely (ingest refused them): the chunk is then aborted
+   * instead, since booking it complete would cover seeds whose failures were never recorded.
+   */
+  private record(lane: EngineLane, f: InFlight, worker: WorkerView, seconds: number, alreadyQueued: boolean): boolean {
     const db = this.o.db;
     const n = f.seedTo - f.seedFrom + 1;
     let ingest!: IngestResult;
@@ -395,6 +400,7 @@ export class SweepEngine implements Books<EngineMark> {
         outDir: this.o.outDir,
         appBuild: this.o.appBuild,
       });
+      if (ingest.refused !== null) return;
       clean = Math.max(0, n - ingest.finds - ingest.quarantine - ingest.malformed.length);
       markChunkComplete(db, f.chunkId, seconds, {
         clean,
@@ -406,6 +412,10 @@ export class SweepEngine implements Books<EngineMark> {
       lane.rate = updateRate(lane.rate, n, seconds);
       saveLaneProgress(db, lane.laneId, lane.state.cursor, lane.rate);
     });
+    if (ingest.refused !== null) {
+      this.refuseResults(lane, f, worker, seconds, ingest, alreadyQueued);
+      return false;
+    }
     this.touch(worker);
     const rate = updateRate(worker.rates.get(f.lane) ?? null, n, seconds);
     worker.rates.set(f.lane, rate);
@@ -421,8 +431,25 @@ export class SweepEngine implements Books<EngineMark> {
     this.counts.quarantine += ingest.quarantine;
     this.counts.malformed += ingest.malformed.length;
     this.whenCommitted(() => {
-      discardChunkFiles(f, false);
+      discardChunkFiles(this.o.outDir, f, false);
       this.o.events.chunkRecorded(f, worker, ingest, seconds, n / Math.max(seconds, 0.001), clean);
+    });
+    return true;
+  }
+
+  /** A chunk whose results were refused (a symlink where a directory belongs): aborted, swept again, the lane disabled for this executor. */
+  private refuseResults(lane: EngineLane, f: InFlight, worker: WorkerView, seconds: number, ingest: IngestResult, alreadyQueued: boolean): void {
+    const reason = ingest.refused!;
+    markChunkEnded(this.o.db, f.chunkId, "aborted:results refused", seconds);
+    if (!alreadyQueued) lane.state.requeue(f.seedFrom, f.seedTo);
+    this.counts.chunks++;
+    this.counts.malformed += ingest.malformed.length;
+    this.touch(worker);
+    worker.disabled.add(f.lane);
+    this.whenCommitted(() => {
+      discardChunkFiles(this.o.outDir, f, true);
+      this.o.events.chunkAborted(f, worker, `results refused: ${reason}`, seconds, true);
+      this.o.events.laneDisabled(f.lane, worker, `the chunk's results could not be read: ${reason}`);
     });
   }
 
@@ -433,7 +460,7 @@ export class SweepEngine implements Books<EngineMark> {
     this.counts.chunks++;
     const keepLog = r.outcome !== "interrupted";
     this.whenCommitted(() => {
-      discardChunkFiles(f, keepLog);
+      discardChunkFiles(this.o.outDir, f, keepLog);
       this.o.events.chunkAborted(f, worker, why, r.seconds, keepLog);
     });
 
@@ -462,6 +489,11 @@ export class SweepEngine implements Books<EngineMark> {
       worker.disabled.add(f.lane);
       this.whenCommitted(() => this.o.events.laneDisabled(f.lane, worker, `the generator ${generatorDid}; see ${f.logPath}`));
     }
+  }
+
+  /** Empties the scratch directory of a chunk about to run, never following a symlink below <out>. */
+  clearScratch(a: Assignment): void {
+    removeBelow(this.o.outDir, relative(this.o.outDir, a.scratchDir));
   }
 
   /** Chunks `worker` holds right now. */
@@ -536,11 +568,19 @@ function chunkPaths(outDir: string, chunkId: number): { scratchDir: string; logP
 }
 
 /**
- * Removes a finished chunk's scratch directory (and its log unless `keepLog`) in the background,
- * off the coordinator's hot path: nothing reads them again, and the process waits for pending
- * removals before it exits.
+ * Removes a finished chunk's scratch directory (and its log unless `keepLog`) after the current
+ * turn, so the reply that books it goes out first. Nothing below <out> is followed through a
+ * symlink on the way: a worker or generator that swapped `tmp/` or the chunk's directory for a
+ * link loses the link, never what it points to.
  */
-function discardChunkFiles(f: { scratchDir: string; logPath: string }, keepLog: boolean): void {
-  void rm(f.scratchDir, { recursive: true, force: true }).catch(() => undefined);
-  if (!keepLog) void rm(f.logPath, { force: true }).catch(() => undefined);
+function discardChunkFiles(outDir: string, f: { scratchDir: string; logPath: string }, keepLog: boolean): void {
+  setImmediate(() => {
+    for (const path of keepLog ? [f.scratchDir] : [f.scratchDir, f.logPath]) {
+      try {
+        removeBelow(outDir, relative(outDir, path));
+      } catch {
+        // Whatever is left is removed with the session's leftovers at the next start.
+      }
+    }
+  });
 }

@@ -3,7 +3,8 @@
 // lock), then the lock, then the store: sessions a dead process left 'running' are marked
 // crashed and the scratch directories it left under <out>/tmp/ are removed before anything else;
 // everything opened is closed again on any failure.
-import { mkdirSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, readdirSync } from "node:fs";
+import { removeBelow } from "../files/pinned-dir.ts";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { formatDuration } from "../config/duration.ts";
@@ -156,8 +157,7 @@ function removeLeftovers(outDir: string, log: (line: string) => void): void {
   for (const name of names) {
     if (!/^chunk-\d+$/.test(name) && !/^nonce-\d+$/.test(name)) continue;
     try {
-      rmSync(join(tmp, name), { recursive: true, force: true });
-      removed++;
+      if (removeBelow(outDir, join("tmp", name))) removed++;
     } catch (err) {
       log(`could not remove ${join(tmp, name)} left by an earlier session: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }

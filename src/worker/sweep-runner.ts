@@ -1,5 +1,6 @@
 // Sweep units: generator chunks, run with the same child execution as `run`.
-import { rmSync } from "node:fs";
+import { dirname, relative } from "node:path";
+import { removeBelow } from "../files/pinned-dir.ts";
 import { formatDuration } from "../config/duration.ts";
 import { formatInt } from "../config/format.ts";
 import { runChild } from "../exec/run-child.ts";
@@ -20,7 +21,7 @@ export class SweepRunner implements UnitRunner<AssignedChunk> {
   }
 
   async run(c: AssignedChunk, signal: AbortSignal): Promise<Frame> {
-    rmSync(c.scratch_dir, { recursive: true, force: true });
+    removeScratch(c);
     try {
       const r = await runChild({
         argv: c.argv,
@@ -43,6 +44,19 @@ export class SweepRunner implements UnitRunner<AssignedChunk> {
   }
 
   cleanup(c: AssignedChunk): void {
-    rmSync(c.scratch_dir, { recursive: true, force: true });
+    removeScratch(c);
+  }
+}
+
+/**
+ * The scratch directory is <out>/tmp/chunk-N on the shared file system; it is removed without
+ * following a symlink below <out> (a planted `tmp` link loses the link, not its target).
+ */
+function removeScratch(c: AssignedChunk): void {
+  const out = dirname(dirname(c.scratch_dir));
+  try {
+    removeBelow(out, relative(out, c.scratch_dir));
+  } catch {
+    // A directory the worker cannot remove is the coordinator's to clean at its next start.
   }
 }

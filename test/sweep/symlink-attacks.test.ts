@@ -34,13 +34,17 @@ identity = [${JSON.stringify(PLANTED)}]
   });
   try {
     const r = c.cli(["run", "--for", "12s"], { env: { VICTIM: v.dir } });
-    assert.ok(r.code !== null, r.stdout + r.stderr);
+    // The chunk is aborted (its finds cannot be known) and the lane disabled: every lane is, so exit 4.
+    assert.equal(r.code, 4, r.stdout + r.stderr);
+    assert.match(r.stdout, /lane 'small' disabled for the rest of this session: the chunk's results could not be read/);
     assert.deepEqual(snapshot(v.dir, true), v.before, "the symlink's target is exactly as it was");
     const chunk = c.one<{ id: number }>("SELECT MIN(id) AS id FROM chunk").id;
     assert.match(r.stdout, refusal(join(c.outDir, "tmp", `chunk-${chunk}`)));
     assert.equal(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n, 0, "no failure was taken from the link's target");
     assert.deepEqual(readdirSync(join(c.outDir, "failures")), []);
     assert.ok(readdirSync(join(c.outDir, "malformed")).includes(`chunk-${chunk}.txt`), "a note says why the chunk was refused");
+    assert.deepEqual(c.query("SELECT status FROM chunk"), [{ status: "aborted:results refused" }]);
+    assert.equal(c.one<{ cursor: number }>("SELECT cursor FROM lane").cursor, 1, "no seed of the refused chunk is covered");
   } finally {
     c.cleanup();
     v.cleanup();
@@ -58,9 +62,12 @@ test("a worker with the token that swaps its scratch directory for a symlink and
     const chunk = reply.chunks![0]!;
     assert.equal(chunk.scratch_dir, join(c.outDir, "tmp", `chunk-${chunk.chunk_id}`));
     symlinkSync(v.dir, chunk.scratch_dir);
-    const ack = (await send(attacker.conn, { type: "done", chunk_id: chunk.chunk_id, elapsed: 1, rc: 1, outcome: "complete", error: null })) as { type: string };
-    // The ack is released only after the chunk's books were committed.
+    const ack = (await send(attacker.conn, { type: "done", chunk_id: chunk.chunk_id, elapsed: 1, rc: 1, outcome: "complete", error: null })) as { type: string; note: string };
+    // The ack is released only after the chunk's books were committed: aborted, its seeds swept again.
     assert.equal(ack.type, "ack");
+    assert.equal(ack.note, "aborted");
+    assert.equal(c.one<{ status: string }>("SELECT status FROM chunk WHERE id = ?", chunk.chunk_id).status, "aborted:results refused");
+    assert.equal(c.one<{ cursor: number }>("SELECT cursor FROM lane").cursor, 1);
     assert.deepEqual(snapshot(v.dir, true), v.before, "the victim directory is exactly as it was");
     assert.equal(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n, 0);
     assert.deepEqual(readdirSync(join(c.outDir, "failures")), []);
