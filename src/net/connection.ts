@@ -23,6 +23,8 @@ export class PeerClosed extends ProtocolError {}
 
 /** A body up to this size is read without a reservation (one socket read is up to 64 KiB anyway). */
 export const UNRESERVED_BODY_BYTES = 64 << 10;
+/** How long close() waits for the peer to read what was sent before the socket is destroyed. */
+const CLOSE_GRACE_MS = 2000;
 /** Replies the peer has not read beyond this stop us reading its requests. */
 export const WRITE_BACKLOG_BYTES = 1 << 20;
 
@@ -185,7 +187,9 @@ export class Connection {
   close(): void {
     if (this.socket.destroyed) return;
     this.socket.end();
-    setTimeout(() => this.socket.destroy(), 2000).unref();
+    // Cleared when the peer closes first, so a closed connection is not kept alive for the grace.
+    const timer = setTimeout(() => this.socket.destroy(), CLOSE_GRACE_MS).unref();
+    this.socket.once("close", () => clearTimeout(timer));
   }
 
   destroy(): void {

@@ -51,7 +51,7 @@ export const READ_BUDGET_BYTES = 32 << 20;
 export const REFUSALS_SHOWN = 20;
 export const REFUSAL_WINDOW_MS = 10_000;
 /** How long a socket refused at accept is kept for its refusal to be read. */
-const ACCEPT_REFUSAL_LINGER_MS = 1_000;
+const ACCEPT_REFUSAL_LINGER_MS = 2_000;
 /** Slots one worker may hold at once (its -j is where parallelism belongs). */
 export const MAX_SLOTS = 8;
 
@@ -272,12 +272,12 @@ export class WorkerServer<W extends AttachedWorker> {
       if (err instanceof PeerClosed) return conn.close();
       return this.refuse(conn, (err as Error).message);
     }
-    const first = check(FirstFrame, raw);
     const token = (raw as { token?: unknown }).token;
     // The token is checked before anything else is looked at, whatever the frame claims to be.
     if (typeof token !== "string" || !tokensEqual(token, this.o.token)) return this.refuse(conn, "bad or missing token");
     authenticated();
     conn.authenticated();
+    const first = check(FirstFrame, raw);
     if (!first.ok) return this.refuse(conn, first.reason);
     const frame = first.frame;
     if (frame.type === "status" || frame.type === "failures") {
