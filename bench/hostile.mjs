@@ -10,14 +10,15 @@
 //
 // Per level: the server's resident memory (VmRSS sampled every 100 ms, its maximum; VmHWM, the
 // peak since start, at the level's end), what the attack got (refused at accept, refused after
-// reading the header, reset), and the honest worker's rate (completed chunks' seeds/s, or
-// committed tasks/s) against level 0. The attacker shares the machine's CPU with the server.
+// reading the header, reset), and the honest worker's rate over the level (seeds/s of its chunks
+// pro rata, or committed tasks/s) against level 0. The attacker shares the machine's CPU with
+// the server: its CPU (and the server's) is shown beside the rate.
 //
 // Runs against the compiled CLI: `npm run build && node bench/hostile.mjs [--help]`.
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { benchmarkMain, CLI, epochMs, f0, f1, f2, int, parseOptions, printTable, sleep, startProcess } from "./common.mjs";
+import { benchmarkMain, CLI, epochMs, f0, f1, f2, int, parseOptions, printTable, processCpuSeconds, sleep, startProcess } from "./common.mjs";
 import { campaignToml } from "./planted.mjs";
 
 const TARGET_MB = 150;
@@ -33,6 +34,7 @@ const HELP = `usage: node bench/hostile.mjs [options]
   --connections LIST  hostile connections declaring 4 MiB, per level          default 0,100,400
   --malformed N       malformed frames added at the last level                default 10000
   --seconds S         length of a level (the last lasts until its flood ends) default 15
+  --warmup S          seconds of honest work before the first level           default 5
   --cost-ms M         PLANTED_COST_MS of the honest sweep                     default 2`;
 
 function options(argv) {
@@ -44,6 +46,7 @@ function options(argv) {
       connections: { default: "0,100,400", number: { min: 0, max: 4000, integer: true }, list: true },
       malformed: { default: "10000", number: { min: 0, integer: true } },
       seconds: { default: "15", number: { min: 1 } },
+      warmup: { default: "5", number: { min: 0 } },
       "cost-ms": { default: "2", number: { min: 0.01 } },
     },
     HELP,
@@ -134,7 +137,8 @@ function memoryOf(pid) {
 async function level(server, { connections, malformed, seconds }) {
   const pid = server.pid;
   const startMs = epochMs();
-  const before = server.units();
+  const serverCpu = processCpuSeconds(pid);
+  const ownCpu = process.cpuUsage();
   let attacking = true;
   let rssMaxMB = memoryOf(pid).rssMB;
   const sampler = (async () => {
@@ -163,8 +167,9 @@ async function level(server, { connections, malformed, seconds }) {
   });
   await sleep(seconds * 1000);
   const floodOutcomes = (await Promise.all(flood)).flat();
-  const windowSeconds = (epochMs() - startMs) / 1000;
-  const after = server.units();
+  const endMs = epochMs();
+  const serverCpuSeconds = processCpuSeconds(pid) - serverCpu;
+  const own = process.cpuUsage(ownCpu);
   attacking = false;
   const declared = (await Promise.all(declarers)).flat();
   await sampler;
@@ -172,41 +177,46 @@ async function level(server, { connections, malformed, seconds }) {
   return {
     connections,
     malformed: floodOutcomes.length,
-    seconds: windowSeconds,
+    startMs,
+    endMs,
+    seconds: (endMs - startMs) / 1000,
+    /** CPU seconds per second of the server and of this process (the attacker). */
+    serverCpu: serverCpuSeconds / ((endMs - startMs) / 1000),
+    attackerCpu: (own.user + own.system) / 1e6 / ((endMs - startMs) / 1000),
     rssMaxMB: Math.max(rssMaxMB, memory.rssMB),
     peakMB: memory.peakMB,
     declarers: tally(declared),
     flood: tally(floodOutcomes),
-    honestUnits: after.units - before.units,
-    honestSeeds: after.seeds - before.seeds,
-    honestRate: (after.seeds - before.seeds) / windowSeconds,
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // The servers and their honest workers
 
-/** Counts of the honest worker's finished units (and their seeds; for explore a task counts 1). */
-function workerUnits(worker, kind) {
-  const started = new Map();
-  return () => {
-    let units = 0;
-    let seeds = 0;
-    for (const { line } of worker.lines) {
-      if (kind === "sweep") {
-        const s = /^ {2}chunk (\d+): \S+ seeds [\d,]+\.\.[\d,]+ \(([\d,]+)\)$/.exec(line);
-        if (s) started.set(s[1], Number(s[2].replaceAll(",", "")));
-        const d = /^ {2}chunk (\d+) complete .*\(recorded\)$/.exec(line);
-        if (d) {
-          units++;
-          seeds += started.get(d[1]) ?? 0;
-        }
-      } else if (line.endsWith("(committed)")) {
-        units++;
-        seeds++;
-      }
+/**
+ * The honest worker's rate over [fromMs, toMs), from its timestamped output lines: for a sweep,
+ * each recorded chunk's seeds pro rata of the part of its run (its start line to its completion
+ * line) inside the window, so a 2 s chunk straddling an edge counts for what it did inside; for
+ * explore, the tasks committed in the window.
+ */
+function honestRate(worker, kind) {
+  return (fromMs, toMs) => {
+    const seconds = (toMs - fromMs) / 1000;
+    if (kind === "explore") {
+      return worker.lines.filter((l) => l.at >= fromMs && l.at < toMs && l.line.endsWith("(committed)")).length / seconds;
     }
-    return { units, seeds };
+    const started = new Map();
+    let seeds = 0;
+    for (const { at, line } of worker.lines) {
+      const s = /^ {2}chunk (\d+): \S+ seeds [\d,]+\.\.[\d,]+ \(([\d,]+)\)$/.exec(line);
+      if (s) started.set(s[1], { at, seeds: Number(s[2].replaceAll(",", "")) });
+      const d = /^ {2}chunk (\d+) complete .*\(recorded\)$/.exec(line);
+      const run = d && started.get(d[1]);
+      if (!run) continue;
+      const inside = Math.max(0, Math.min(at, toMs) - Math.max(run.at, fromMs));
+      seeds += at > run.at ? (run.seeds * inside) / (at - run.at) : 0;
+    }
+    return seeds / seconds;
   };
 }
 
@@ -237,7 +247,7 @@ stop_grace_seconds = 20
   const port = Number((await server.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 60_000, "the coordinator to listen"))[1]);
   const worker = startProcess([...base, "worker", "--master", `127.0.0.1:${port}`, "--token", TOKEN, "-j", "1"], { cwd: campaign, env });
   await worker.waitFor(/^ {2}chunk \d+ complete/m, 120_000, "the honest worker's first chunk");
-  return { name: "coordinator", unit: "seeds/s", process: server, worker, pid: server.pid, port, units: workerUnits(worker, "sweep") };
+  return { name: "coordinator", unit: "seeds/s", process: server, worker, pid: server.pid, port, rate: honestRate(worker, "sweep") };
 }
 
 async function exploreServer(o, dir) {
@@ -255,11 +265,13 @@ async function exploreServer(o, dir) {
   const port = Number((await server.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 60_000, "the master to listen"))[1]);
   const worker = startProcess([process.execPath, CLI, "worker", "--master", `127.0.0.1:${port}`, "--token", TOKEN], { cwd: root, env: process.env });
   await worker.waitFor(/\(committed\)$/m, 120_000, "the honest worker's first commit");
-  return { name: "explore master", unit: "tasks/s", process: server, worker, pid: server.pid, port, units: workerUnits(worker, "explore") };
+  return { name: "explore master", unit: "tasks/s", process: server, worker, pid: server.pid, port, rate: honestRate(worker, "explore") };
 }
 
 async function measure(o, server) {
   const atRest = memoryOf(server.pid);
+  // Chunk sizes settle on the rate first.
+  await sleep(o.warmup * 1000);
   const levels = [];
   for (const [i, connections] of o.connections.entries()) {
     const last = i === o.connections.length - 1;
@@ -267,11 +279,13 @@ async function measure(o, server) {
     levels.push(l);
     console.log(
       `  ${server.name}: ${connections} hostile connection(s)${l.malformed ? ` + ${int(l.malformed)} malformed frames` : ""}: ` +
-        `RSS up to ${f0(l.rssMaxMB)} MB (VmHWM ${f0(l.peakMB)}), honest ${f1(l.honestRate)} ${server.unit}`,
+        `RSS up to ${f0(l.rssMaxMB)} MB (VmHWM ${f0(l.peakMB)})`,
     );
   }
   server.process.child.kill("SIGINT");
   const [exit, workerExit] = await Promise.all([server.process.done, server.worker.done]);
+  // Every chunk that overlapped a window has now landed (the drain waits for them).
+  for (const l of levels) l.honestRate = server.rate(l.startMs, l.endMs);
   return { atRestMB: atRest.rssMB, levels, exitCode: exit.code, workerExitCode: workerExit.code };
 }
 
@@ -279,7 +293,7 @@ function printResult(name, unit, r) {
   const base = r.levels.find((l) => l.connections === 0 && l.malformed === 0)?.honestRate ?? null;
   console.log(`\n${name}: at rest ${f0(r.atRestMB)} MB; exit ${r.exitCode}, honest worker exit ${r.workerExitCode}`);
   printTable([
-    ["hostile conns", "malformed", "attack conns", "at accept", "after header", "reset", "no reply", "s", "RSS max MB", "VmHWM MB", `honest ${unit}`, "vs no attack"],
+    ["hostile conns", "malformed", "attack conns", "at accept", "after header", "reset", "no reply", "s", "RSS max MB", "VmHWM MB", "server CPU", "attacker CPU", `honest ${unit}`, "vs no attack"],
     ...r.levels.map((l) => {
       const a = (k) => l.declarers[k] + l.flood[k];
       return [
@@ -293,6 +307,8 @@ function printResult(name, unit, r) {
         f1(l.seconds),
         f0(l.rssMaxMB),
         f0(l.peakMB),
+        `${f0(l.serverCpu * 100)} %`,
+        `${f0(l.attackerCpu * 100)} %`,
         f1(l.honestRate),
         base ? f2(l.honestRate / base) : "-",
       ];

@@ -13,6 +13,8 @@ export const MAX_FRAME_BYTES = 4 << 20;
  * informative setup_text to fit (src/explore/peers.ts).
  */
 export const FIRST_FRAME_BYTES = 8 << 10;
+/** Stateless between calls (no `stream` option), so one serves every decoder. */
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
 /** Enough digits for MAX_FRAME_BYTES; a longer header is rejected without waiting for "\n". */
 const MAX_HEADER_DIGITS = String(MAX_FRAME_BYTES).length;
 
@@ -106,7 +108,7 @@ export class FrameDecoder {
     this.expected = null;
     let text: string;
     try {
-      text = new TextDecoder("utf-8", { fatal: true }).decode(body);
+      text = UTF8.decode(body);
     } catch {
       throw new ProtocolError("frame body is not valid UTF-8");
     }
