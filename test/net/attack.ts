@@ -4,6 +4,7 @@
 // and all of them from a connection the kernel never let through. Also: a process's memory.
 import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 
 /** What the server did with one hostile connection. */
 export interface Answer {
@@ -118,4 +119,52 @@ export function answerKind(a: Answer): "refused at accept" | "refused" | "never 
   if (!a.connected) return "never connected";
   if (!a.reply.includes('"type":"refuse"')) return "no reply";
   return a.reply.includes("awaiting authentication") ? "refused at accept" : "refused";
+}
+
+/**
+ * Connections left hanging: neither refused with a reason nor reset. A refused peer that keeps
+ * writing is reset when the server closes its socket after the grace, and one that had not read
+ * its refusal by then (the attacking process is busy pouring) sees only the reset.
+ */
+export function unanswered(answers: Answer[]): Answer[] {
+  return answers.filter((a) => answerKind(a) === "no reply" && a.error !== "ECONNRESET" && a.error !== "EPIPE");
+}
+
+/**
+ * The memory attack on the listener at `port` (process `pid`): `declarers` connections, each
+ * declaring a 4 MiB first frame, each back `reconnectMs` after its refusal, for as long as
+ * `during()` runs; the listener's VmRSS is sampled every 100 ms meanwhile.
+ */
+export async function besiege<T>(
+  port: number,
+  pid: number,
+  o: { declarers: number; reconnectMs: number },
+  during: () => Promise<T>,
+): Promise<{ result: T; declared: Answer[]; rssMaxMB: number; seconds: number }> {
+  const startMs = Date.now();
+  let attacking = true;
+  let rssMaxMB = memoryOf(pid).rssMB;
+  const sampler = (async () => {
+    while (attacking) {
+      rssMaxMB = Math.max(rssMaxMB, memoryOf(pid).rssMB);
+      await sleep(100);
+    }
+  })();
+  const declarers = Array.from({ length: o.declarers }, async () => {
+    const answers: Answer[] = [];
+    do {
+      answers.push(await declareFrame(port, 4 << 20));
+      if (attacking) await sleep(o.reconnectMs);
+    } while (attacking);
+    return answers;
+  });
+  let result: T;
+  try {
+    result = await during();
+  } finally {
+    attacking = false;
+  }
+  const declared = (await Promise.all(declarers)).flat();
+  await sampler;
+  return { result, declared, rssMaxMB, seconds: (Date.now() - startMs) / 1000 };
 }

@@ -5,10 +5,9 @@
 // same attack at 10,000 malformed frames.)
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { Campaign, coverageViolations, distributedTable, start, startCoordinator, waitFor } from "../helpers/campaign.ts";
 import { campaignToken } from "../helpers/wire.ts";
-import { answerKind, declareFrame, flood, malformedFrames, memoryOf, sendOnce, type Answer } from "./attack.ts";
+import { answerKind, besiege, flood, malformedFrames, memoryOf, sendOnce, unanswered, type Answer } from "./attack.ts";
 
 const DECLARERS = 400;
 const MALFORMED = 3_000;
@@ -26,34 +25,16 @@ test("400 connections declaring 4 MiB and 3,000 malformed frames keep the coordi
     await waitFor("the honest worker's first chunk", () => (completed() > 0 ? true : undefined), 60_000);
     const atRest = memoryOf(pid);
 
-    let attacking = true;
-    let peakRss = atRest.rssMB;
-    const sampler = (async () => {
-      while (attacking) {
-        peakRss = Math.max(peakRss, memoryOf(pid).rssMB);
-        await sleep(100);
-      }
-    })();
-    const declarers = Array.from({ length: DECLARERS }, async () => {
-      const replies: Answer[] = [];
-      do {
-        replies.push(await declareFrame(coord.port, 4 << 20));
-        if (attacking) await sleep(RECONNECT_MS);
-      } while (attacking);
-      return replies;
-    });
-    const attackStart = Date.now();
     const bodies = malformedFrames(campaignToken(c.outDir));
     const progress = [completed()];
-    const malformed = await flood(MALFORMED, 50, async (i) => {
-      if (i === MALFORMED / 2) progress.push(completed());
-      return sendOnce(coord.port, bodies[i % bodies.length]!);
-    });
+    const attack = await besiege(coord.port, pid, { declarers: DECLARERS, reconnectMs: RECONNECT_MS }, () =>
+      flood(MALFORMED, 50, async (i) => {
+        if (i === MALFORMED / 2) progress.push(completed());
+        return sendOnce(coord.port, bodies[i % bodies.length]!);
+      }),
+    );
     progress.push(completed());
-    attacking = false;
-    const declared = (await Promise.all(declarers)).flat();
-    const attackSeconds = (Date.now() - attackStart) / 1000;
-    await sampler;
+    const { declared, result: malformed } = attack;
     const after = memoryOf(pid);
 
     coord.child.kill("SIGINT");
@@ -61,7 +42,7 @@ test("400 connections declaring 4 MiB and 3,000 malformed frames keep the coordi
     assert.ok(rc.code === 0 || rc.code === 1, `the coordinator ended normally (exit ${rc.code})\n${rc.stdout.slice(-3000)}\n${rc.stderr}`);
     assert.equal(rw.code, 0, rw.stdout + rw.stderr);
 
-    const report = `at rest ${atRest.rssMB.toFixed(0)} MB; during the attack up to ${peakRss.toFixed(0)} MB RSS, peak (VmHWM) ${after.peakMB.toFixed(0)} MB`;
+    const report = `at rest ${atRest.rssMB.toFixed(0)} MB; during the attack up to ${attack.rssMaxMB.toFixed(0)} MB RSS, peak (VmHWM) ${after.peakMB.toFixed(0)} MB`;
     assert.ok(after.peakMB <= MEMORY_LIMIT_MB, report);
     assert.ok(progress[0]! < progress[1]! && progress[1]! < progress[2]!, `completed chunks at the start, middle and end of the attack: ${progress.join(", ")}`);
 
@@ -70,25 +51,21 @@ test("400 connections declaring 4 MiB and 3,000 malformed frames keep the coordi
       for (const a of answers) n[answerKind(a)]++;
       return n;
     };
-    // A refused peer that keeps writing is reset when the server closes its socket after the
-    // grace; one that did not read the refusal by then (this test process is busy) sees only the
-    // reset. Nothing is left hanging.
-    const hanging = (answers: Answer[]) => answers.filter((a) => answerKind(a) === "no reply" && a.error !== "ECONNRESET" && a.error !== "EPIPE");
     const d = kinds(declared);
     assert.ok(declared.length >= DECLARERS);
-    assert.deepEqual(hanging(declared).slice(0, 3), [], `every declarer let in was refused with a reason or reset: ${JSON.stringify(d)}`);
+    assert.deepEqual(unanswered(declared).slice(0, 3), [], `every declarer let in was refused with a reason or reset: ${JSON.stringify(d)}`);
     assert.ok(d["refused at accept"] > 0, `the cap on unauthenticated connections was reached: ${JSON.stringify(d)}`);
     for (const a of declared.filter((x) => answerKind(x) === "refused")) assert.match(a.reply, /over the 8192-byte cap of a first frame/);
     const m = kinds(malformed);
-    assert.deepEqual(hanging(malformed).slice(0, 3), [], `every malformed frame let in was refused with a reason or reset: ${JSON.stringify(m)}`);
+    assert.deepEqual(unanswered(malformed).slice(0, 3), [], `every malformed frame let in was refused with a reason or reset: ${JSON.stringify(m)}`);
     // Refusals at accept are counted, and written once per 10 s window.
     const lines = rc.stdout.split("\n");
     const shownAtAccept = lines.filter((l) => /REFUSED 127\.0\.0\.1:\d+ at accept — /.test(l)).length;
     const countedAtAccept = lines.reduce((n, l) => n + Number(/REFUSED (\d+) more connection\(s\) at accept within 10s/.exec(l)?.[1] ?? 0), 0);
     const seenAtAccept = d["refused at accept"] + m["refused at accept"];
     assert.ok(shownAtAccept + countedAtAccept >= seenAtAccept && shownAtAccept + countedAtAccept <= seenAtAccept + d["no reply"] + m["no reply"]);
-    const windows = Math.ceil(attackSeconds / 10) + 1;
-    assert.ok(shownAtAccept <= windows, `${shownAtAccept} lines for refusals at accept in ${attackSeconds.toFixed(0)} s`);
+    const windows = Math.ceil(attack.seconds / 10) + 1;
+    assert.ok(shownAtAccept <= windows, `${shownAtAccept} lines for refusals at accept in ${attack.seconds.toFixed(0)} s`);
     t.diagnostic(`${report}; completed chunks ${progress.join(" -> ")}; declarers ${JSON.stringify(d)}; malformed ${JSON.stringify(m)}`);
 
     assert.deepEqual(

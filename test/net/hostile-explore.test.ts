@@ -7,10 +7,9 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { CLI, waitFor } from "../helpers/campaign.ts";
 import { ExploreDir } from "../helpers/explore.ts";
-import { answerKind, declareFrame, flood, malformedFrames, memoryOf, sendOnce, type Answer } from "./attack.ts";
+import { answerKind, besiege, flood, malformedFrames, memoryOf, sendOnce, unanswered } from "./attack.ts";
 
 const TOKEN = "hostile-explore-token-0123456789";
 const DECLARERS = 400;
@@ -36,32 +35,16 @@ test("400 connections declaring 4 MiB and 3,000 malformed frames keep an explore
     await waitFor("the honest worker's first commit", () => (committed() > 0 ? true : undefined), 60_000);
     const atRest = memoryOf(pid);
 
-    let attacking = true;
-    let peakRss = atRest.rssMB;
-    const sampler = (async () => {
-      while (attacking) {
-        peakRss = Math.max(peakRss, memoryOf(pid).rssMB);
-        await sleep(100);
-      }
-    })();
-    const declarers = Array.from({ length: DECLARERS }, async () => {
-      const answers: Answer[] = [];
-      do {
-        answers.push(await declareFrame(port, 4 << 20));
-        if (attacking) await sleep(RECONNECT_MS);
-      } while (attacking);
-      return answers;
-    });
     const bodies = malformedFrames(TOKEN);
     const progress = [committed()];
-    const malformed = await flood(MALFORMED, 50, async (i) => {
-      if (i === MALFORMED / 2) progress.push(committed());
-      return sendOnce(port, bodies[i % bodies.length]!);
-    });
+    const attack = await besiege(port, pid, { declarers: DECLARERS, reconnectMs: RECONNECT_MS }, () =>
+      flood(MALFORMED, 50, async (i) => {
+        if (i === MALFORMED / 2) progress.push(committed());
+        return sendOnce(port, bodies[i % bodies.length]!);
+      }),
+    );
     progress.push(committed());
-    attacking = false;
-    const declared = (await Promise.all(declarers)).flat();
-    await sampler;
+    const { declared, result: malformed } = attack;
     const after = memoryOf(pid);
 
     master.child.kill("SIGINT");
@@ -69,14 +52,12 @@ test("400 connections declaring 4 MiB and 3,000 malformed frames keep an explore
     assert.equal(m.code, 0, master.output().slice(-3000));
     assert.equal(await workerDone, 0, wout.slice(-3000));
 
-    const report = `at rest ${atRest.rssMB.toFixed(0)} MB; during the attack up to ${peakRss.toFixed(0)} MB RSS, peak (VmHWM) ${after.peakMB.toFixed(0)} MB`;
+    const report = `at rest ${atRest.rssMB.toFixed(0)} MB; during the attack up to ${attack.rssMaxMB.toFixed(0)} MB RSS, peak (VmHWM) ${after.peakMB.toFixed(0)} MB`;
     assert.ok(after.peakMB <= MEMORY_LIMIT_MB, report);
     assert.ok(progress[0]! < progress[1]! && progress[1]! < progress[2]!, `committed tasks at the start, middle and end of the attack: ${progress.join(", ")}`);
 
-    // As for the coordinator: refused with a reason, or reset after the grace; never left hanging.
-    const hanging = (answers: Answer[]) => answers.filter((a) => answerKind(a) === "no reply" && a.error !== "ECONNRESET" && a.error !== "EPIPE");
-    assert.deepEqual(hanging(declared).slice(0, 3), []);
-    assert.deepEqual(hanging(malformed).slice(0, 3), []);
+    assert.deepEqual(unanswered(declared).slice(0, 3), [], "each declarer was refused with a reason or reset");
+    assert.deepEqual(unanswered(malformed).slice(0, 3), [], "each malformed frame was refused with a reason or reset");
     assert.ok(declared.some((a) => answerKind(a) === "refused at accept"), "the cap on unauthenticated connections was reached");
     for (const a of declared.filter((x) => answerKind(x) === "refused")) assert.match(a.reply, /over the 8192-byte cap of a first frame/);
 
