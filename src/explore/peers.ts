@@ -11,8 +11,10 @@ import { createHash } from "node:crypto";
 import { hostname as osHostname } from "node:os";
 import { performance } from "node:perf_hooks";
 import { z } from "zod";
+import { printable } from "../core/log-lines.ts";
 import { RefusedError, RuntimeFailure } from "../errors.ts";
 import { Connection, FrameTimeout, PeerClosed } from "../net/connection.ts";
+import { encodeFrame, FIRST_FRAME_BYTES } from "../net/frame.ts";
 import {
   FromPeer,
   FromRoot,
@@ -26,6 +28,7 @@ import {
   type FromRootT,
   type PeerHelloFrame,
 } from "../net/messages.ts";
+import { RefusalLog } from "../net/worker-server.ts";
 import { connectWithWait, proveIdentity } from "../worker/client.ts";
 
 const HANDSHAKE_MS = 30_000;
@@ -55,6 +58,7 @@ export function setupHash(s: CampaignSetup): string {
 
 /** The keys whose values differ, with both values, for a refusal that says what to fix. */
 function setupDifferences(mine: CampaignSetup, theirsText: string): string {
+  if (theirsText === "") return `this master's setup is too long to travel in its first frame: compare the two command lines`;
   let theirs: Record<string, unknown>;
   try {
     theirs = JSON.parse(theirsText) as Record<string, unknown>;
@@ -66,6 +70,16 @@ function setupDifferences(mine: CampaignSetup, theirsText: string): string {
     if (JSON.stringify(theirs[k]) !== JSON.stringify(v)) diffs.push(`${k}: root ${JSON.stringify(v)}, this master ${JSON.stringify(theirs[k])}`);
   }
   return diffs.join("; ") || "unknown difference";
+}
+
+/**
+ * A submaster's first frame. It must fit the root's cap on unauthenticated frames
+ * (FIRST_FRAME_BYTES); setup_text only names differences for a refusal, so when the whole setup
+ * does not fit it travels empty and the root says so (the hash alone decides).
+ */
+export function peerHello(token: string, host: string, setup: CampaignSetup): PeerHelloFrame {
+  const frame: PeerHelloFrame = { type: "peer_hello", token, protocol: PROTOCOL_VERSION, host, setup: setupHash(setup), setup_text: setupText(setup) };
+  return encodeFrame(frame).length <= FIRST_FRAME_BYTES ? frame : { ...frame, setup_text: "" };
 }
 
 export interface PeerLink {
@@ -94,7 +108,11 @@ export class RootHub {
   private rosterSent = false;
   private waiters: (() => void)[] = [];
 
-  constructor(private readonly o: RootHubOptions) {}
+  private readonly refusals: RefusalLog;
+
+  constructor(private readonly o: RootHubOptions) {
+    this.refusals = new RefusalLog(o.log, () => performance.now(), (n, sec) => `REFUSED ${n} more master connection(s) within ${sec}s, not logged one by one`);
+  }
 
   get ranks(): number[] {
     return Array.from({ length: this.o.masters }, (_, i) => i);
@@ -102,8 +120,9 @@ export class RootHub {
 
   /** The WorkerServer's onPeer hook. */
   async accept(conn: Connection, hello: PeerHelloFrame): Promise<void> {
-    const refuse = (reason: string) => {
-      this.o.log(`REFUSED master ${conn.remote} — ${reason}`);
+    const refuse = (why: string) => {
+      const reason = printable(why, { max: 2000 });
+      this.refusals.write(`REFUSED master ${conn.remote} — ${reason}`);
       try {
         conn.send({ type: "refuse", reason });
       } catch {
@@ -129,9 +148,10 @@ export class RootHub {
       return refuse(`the master cannot read the nonce at ${this.o.nonce.path}: every master must mount the corpus directory at the same path`);
     }
     if (this.rosterSent || this.peers.length >= this.o.masters - 1) return refuse("all masters have joined already");
-    const peer: PeerLink = { rank: this.peers.length + 1, host: hello.host, conn, lost: null };
+    const host = printable(hello.host, { max: 255 });
+    const peer: PeerLink = { rank: this.peers.length + 1, host, conn, lost: null };
     this.peers.push(peer);
-    this.o.log(`master ${hello.host} joined as rank ${peer.rank} (${this.peers.length + 1} of ${this.o.masters})`);
+    this.o.log(`master ${host} joined as rank ${peer.rank} (${this.peers.length + 1} of ${this.o.masters})`);
     for (const w of this.waiters.splice(0)) w();
   }
 
@@ -176,6 +196,7 @@ export class RootHub {
 
   close(): void {
     for (const p of this.peers) p.conn.close();
+    this.refusals.close();
   }
 
   private async read(peer: PeerLink): Promise<void> {
@@ -188,7 +209,7 @@ export class RootHub {
         return;
       }
       if (peer.lost) return;
-      this.o.onFrame(peer, frame);
+      this.o.onFrame(peer, printableReason(frame));
     }
   }
 
@@ -221,16 +242,12 @@ export async function joinRoot(o: {
   const conn = await connectWithWait(o);
   if (!conn) throw new RuntimeFailure("interrupted while waiting for the root master");
   try {
-    const first = await conn.request(
-      { type: "peer_hello", token: o.token, protocol: PROTOCOL_VERSION, host: osHostname(), setup: setupHash(o.setup), setup_text: setupText(o.setup) },
-      HandshakeReply,
-      HANDSHAKE_MS,
-    );
-    if (first.type === "refuse") throw new RefusedError(`the root master refused this master:\n  ${first.reason}`);
+    const first = await conn.request(peerHello(o.token, osHostname(), o.setup), HandshakeReply, HANDSHAKE_MS);
+    if (first.type === "refuse") throw new RefusedError(`the root master refused this master:\n  ${printable(first.reason, { max: 2000 })}`);
     if (first.type !== "challenge") throw new RuntimeFailure(`unexpected reply '${first.type}' from the root master`);
     conn.send(proveIdentity(first));
     const roster = await conn.receive(z.discriminatedUnion("type", [Roster, Refuse]), o.joinTimeoutMs);
-    if (roster.type === "refuse") throw new RefusedError(`the root master refused this master:\n  ${roster.reason}`);
+    if (roster.type === "refuse") throw new RefusedError(`the root master refused this master:\n  ${printable(roster.reason, { max: 2000 })}`);
     return { conn, epoch: roster.epoch, rank: roster.rank, ranks: roster.ranks };
   } catch (err) {
     conn.destroy();
@@ -249,8 +266,14 @@ export async function readRoot(conn: Connection, graceMs: number, onFrame: (f: F
       onLost(lostReason(err, graceMs));
       return;
     }
-    onFrame(frame);
+    onFrame(printableReason(frame));
   }
+}
+
+/** The free text a master sends (an abandon's or a refusal's reason), made printable before anyone logs it. */
+function printableReason<F extends FromPeerT | FromRootT>(frame: F): F {
+  if (frame.type !== "abandon" && frame.type !== "refuse") return frame;
+  return { ...frame, reason: printable(frame.reason, { max: 2000 }) };
 }
 
 /** Why a master's link ended, for the report that names it. */

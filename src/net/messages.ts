@@ -2,6 +2,7 @@
 // that does not match its schema exactly — unknown type, a missing or an extra field, a wrong
 // type — is refused with the reason, and the connection is closed.
 import { z } from "zod";
+import { printable } from "../core/log-lines.ts";
 
 export const PROTOCOL_VERSION = 1;
 
@@ -263,13 +264,17 @@ export function check<T>(schema: z.ZodType<T>, value: unknown): { ok: true; fram
   const r = schema.safeParse(value);
   if (r.success) return { ok: true, frame: r.data };
   const issue = r.error.issues[0]!;
-  const type = typeof (value as { type?: unknown })?.type === "string" ? (value as { type: string }).type : "?";
+  // The type, the field names and the path are the peer's text: shown escaped and cut.
+  const rawType = (value as { type?: unknown })?.type;
+  const type = typeof rawType === "string" ? printable(rawType, { max: 64 }) : "?";
   if (issue.code === "invalid_union" && issue.path.length === 1 && issue.path[0] === "type") {
     return { ok: false, reason: `unknown frame type '${type}'` };
   }
-  if (issue.code === "unrecognized_keys") return { ok: false, reason: `frame '${type}': unexpected field(s) ${issue.keys.join(", ")}` };
-  const where = issue.path.length ? issue.path.join(".") : "(frame)";
-  return { ok: false, reason: `frame '${type}': ${where}: ${issue.message}` };
+  if (issue.code === "unrecognized_keys") {
+    return { ok: false, reason: `frame '${type}': unexpected field(s) ${printable(issue.keys.join(", "), { max: 200 })}` };
+  }
+  const where = issue.path.length ? printable(issue.path.join("."), { max: 200 }) : "(frame)";
+  return { ok: false, reason: `frame '${type}': ${where}: ${printable(issue.message, { max: 300 })}` };
 }
 
 /** Every frame either side may send. */

@@ -3,15 +3,24 @@
 // request -> reply loop, and the tokenised stop of every worker. What a worker is *given* and
 // what its reports *mean* is the campaign's business (WorkProtocol); everything else is here.
 //
-// Connection: first frame (token) -> status|failures -> reply, close
-//                                  -> hello -> challenge -> prove -> welcome | refuse -> loop
+// Connection: accept (over MAX_AWAITING_AUTH unauthenticated: refuse at once, nothing read)
+//             -> first frame (at most FIRST_FRAME_BYTES, within FIRST_FRAME_MS) -> token
+//             -> status|failures -> reply, close
+//             -> hello -> challenge -> prove -> admit -> welcome | refuse -> loop
 // Stop:       stopAll() gives every attached worker a fresh random token; it is delivered as the
 //             reply to that worker's next want/heartbeat; only an exact stop_ack counts; the wait
 //             is bounded by the grace; the outcome names who did not acknowledge.
+//
+// Memory: until its token is checked a connection holds at most one first frame, and at most
+// MAX_AWAITING_AUTH such connections exist; after it, frame bodies are read under the server's
+// ReadBudget (a connection waits, it does not fail). Every outside string reaches the log through
+// printable(), and refusal lines are throttled (RefusalLog).
 import { randomBytes } from "node:crypto";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { StopLedger, type StopOutcome } from "../core/lifecycle.ts";
-import { Connection, FrameTimeout, PeerClosed } from "./connection.ts";
+import { LineThrottle, printable } from "../core/log-lines.ts";
+import { Connection, FrameTimeout, PeerClosed, ReadBudget } from "./connection.ts";
+import { encodeFrame, FIRST_FRAME_BYTES } from "./frame.ts";
 import {
   check,
   FirstFrame,
@@ -21,6 +30,7 @@ import {
   type ChallengeFrame,
   type CoordinatorReplyT,
   type ExploreSetupT,
+  type Frame,
   type FailuresRequestFrame,
   type HelloFrame,
   type PeerHelloFrame,
@@ -30,8 +40,18 @@ import {
 import { tokensEqual } from "./token.ts";
 import { setTimeout as sleep } from "node:timers/promises";
 
-const FIRST_FRAME_MS = 10_000;
+/** The whole first frame must arrive within this long after the connection is accepted. */
+export const FIRST_FRAME_MS = 5_000;
 const HANDSHAKE_MS = 30_000;
+/** Connections whose token is not checked yet (refused ones until they are closed); more are refused at accept. */
+export const MAX_AWAITING_AUTH = 64;
+/** What the frame bodies being read by one server's authenticated connections may hold in total. */
+export const READ_BUDGET_BYTES = 32 << 20;
+/** Refusal lines written one by one per window; the rest are counted in one summary line. */
+export const REFUSALS_SHOWN = 20;
+export const REFUSAL_WINDOW_MS = 10_000;
+/** How long a socket refused at accept is kept for its refusal to be read. */
+const ACCEPT_REFUSAL_LINGER_MS = 2_000;
 /** Slots one worker may hold at once (its -j is where parallelism belongs). */
 export const MAX_SLOTS = 8;
 
@@ -84,24 +104,94 @@ export interface WorkerServerOptions<W extends AttachedWorker> {
   onPeer?: (conn: Connection, hello: PeerHelloFrame) => Promise<void>;
 }
 
+/**
+ * Refusal lines, throttled: the first `perWindow` of each window are written, the rest are
+ * counted and summarised when the window closes, so a flood of refused peers costs one line per
+ * window instead of one per peer.
+ */
+export class RefusalLog {
+  private readonly throttle: LineThrottle;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly log: (line: string) => void,
+    private readonly now: () => number,
+    /** The summary line for `n` suppressed lines of one window. */
+    private readonly summary: (n: number, windowSeconds: number) => string,
+    perWindow = REFUSALS_SHOWN,
+    windowMs = REFUSAL_WINDOW_MS,
+  ) {
+    this.throttle = new LineThrottle(perWindow, windowMs);
+  }
+
+  /** `line` must already be printable. */
+  write(line: string): void {
+    const v = this.throttle.admit(this.now());
+    if (v.suppressed > 0) this.log(this.summary(v.suppressed, this.throttle.windowMs / 1000));
+    if (v.show) this.log(line);
+    else this.armSummary();
+  }
+
+  /** Writes the count of the open window now (the log is ending). */
+  close(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const n = this.throttle.drain();
+    if (n > 0) this.log(this.summary(n, this.throttle.windowMs / 1000));
+  }
+
+  private armSummary(): void {
+    const end = this.throttle.windowEndsAt();
+    if (this.timer || end === null) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      const n = this.throttle.settle(this.now());
+      if (n > 0) this.log(this.summary(n, this.throttle.windowMs / 1000));
+      // A timer may fire a little before the window's end on the caller's clock: try again.
+      else if (this.throttle.windowEndsAt() !== null) this.armSummary();
+    }, Math.max(1, end - this.now()));
+    this.timer.unref();
+  }
+}
+
+const acceptRefusal: Frame = {
+  type: "refuse",
+  reason: `${MAX_AWAITING_AUTH} connections are awaiting authentication already (the limit); try again in a few seconds`,
+};
+const ACCEPT_REFUSAL = encodeFrame(acceptRefusal);
+
 export class WorkerServer<W extends AttachedWorker> {
   readonly ledger = new StopLedger();
   readonly workers = new Map<string, W>();
   /** Every worker that was ever admitted, for the summary. */
   readonly everyone: W[] = [];
+  /** Connections refused at accept because MAX_AWAITING_AUTH others were awaiting authentication. */
+  refusedAtAccept = 0;
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
   private stopping = false;
+  private awaitingAuth = 0;
+  private readonly budget = new ReadBudget(READ_BUDGET_BYTES);
+  private readonly refusals: RefusalLog;
+  private readonly acceptRefusals: RefusalLog;
 
   private readonly idleLimitMs: number;
 
   constructor(private readonly o: WorkerServerOptions<W>) {
     this.idleLimitMs = Math.max(o.leaseSeconds * 2, 60) * 1000;
+    this.refusals = new RefusalLog(o.log, o.now, (n, s) => `REFUSED ${n} more connection(s) within ${s}s, not logged one by one (the first ${REFUSALS_SHOWN} of every ${s}s are)`);
+    this.acceptRefusals = new RefusalLog(
+      o.log,
+      o.now,
+      (n, s) => `REFUSED ${n} more connection(s) at accept within ${s}s: ${MAX_AWAITING_AUTH} connections were awaiting authentication (the limit)`,
+      1,
+    );
   }
 
   listen(bind: string, port: number): Promise<AddressInfo> {
     return new Promise((resolve, reject) => {
-      const server = createServer((socket) => this.accept(socket));
+      // Paused: a socket refused at accept is never read from; the others read once served.
+      const server = createServer({ pauseOnConnect: true }, (socket) => this.accept(socket));
       server.once("error", reject);
       server.listen({ host: bind, port, exclusive: true }, () => {
         server.off("error", reject);
@@ -129,29 +219,52 @@ export class WorkerServer<W extends AttachedWorker> {
   close(): void {
     this.server?.close();
     for (const s of this.sockets) s.destroy();
+    this.refusals.close();
+    this.acceptRefusals.close();
   }
 
   private accept(socket: Socket): void {
     this.sockets.add(socket);
     socket.once("close", () => this.sockets.delete(socket));
-    const conn = new Connection(socket);
-    this.serve(conn).catch((err) => {
-      this.o.log(`connection from ${conn.remote} ended: ${(err as Error).message}`);
+    if (this.awaitingAuth >= MAX_AWAITING_AUTH) return this.refuseAtAccept(socket);
+    this.awaitingAuth++;
+    let awaiting = true;
+    const authenticated = () => {
+      if (!awaiting) return;
+      awaiting = false;
+      this.awaitingAuth--;
+    };
+    socket.once("close", authenticated);
+    const conn = new Connection(socket, { firstFrameBytes: FIRST_FRAME_BYTES, budget: this.budget });
+    this.serve(conn, authenticated).catch((err) => {
+      this.o.log(`connection from ${conn.remote} ended: ${printable((err as Error).message)}`);
       conn.destroy();
     });
   }
 
+  /** Nothing is read from the socket: it gets the refusal and is closed. */
+  private refuseAtAccept(socket: Socket): void {
+    this.refusedAtAccept++;
+    socket.on("error", () => undefined);
+    const remote = `${socket.remoteAddress ?? "?"}:${socket.remotePort ?? "?"}`;
+    this.acceptRefusals.write(`REFUSED ${remote} at accept — ${MAX_AWAITING_AUTH} connections are awaiting authentication (the limit)`);
+    socket.end(ACCEPT_REFUSAL);
+    setTimeout(() => socket.destroy(), ACCEPT_REFUSAL_LINGER_MS).unref();
+  }
+
   private refuse(conn: Connection, reason: string): void {
-    this.o.log(`REFUSED ${conn.remote} — ${reason}`);
+    const shown = printable(reason, { max: 2000 });
+    this.refusals.write(`REFUSED ${conn.remote} — ${shown}`);
     try {
-      conn.send({ type: "refuse", reason });
+      conn.send({ type: "refuse", reason: shown });
     } catch {
       // The peer is gone already.
     }
     conn.close();
   }
 
-  private async serve(conn: Connection): Promise<void> {
+  /** `authenticated` is called once the token checked out. */
+  private async serve(conn: Connection, authenticated: () => void): Promise<void> {
     let raw: unknown;
     try {
       raw = await conn.receiveRaw(FIRST_FRAME_MS);
@@ -159,27 +272,33 @@ export class WorkerServer<W extends AttachedWorker> {
       if (err instanceof PeerClosed) return conn.close();
       return this.refuse(conn, (err as Error).message);
     }
-    const first = check(FirstFrame, raw);
     const token = (raw as { token?: unknown }).token;
     // The token is checked before anything else is looked at, whatever the frame claims to be.
     if (typeof token !== "string" || !tokensEqual(token, this.o.token)) return this.refuse(conn, "bad or missing token");
+    authenticated();
+    conn.authenticated();
+    const first = check(FirstFrame, raw);
     if (!first.ok) return this.refuse(conn, first.reason);
     const frame = first.frame;
-    if (frame.type === "status") {
-      conn.send(this.o.read.status(frame.json));
+    if (frame.type === "status" || frame.type === "failures") {
+      let reply: ReadReply;
+      try {
+        reply = frame.type === "status" ? this.o.read.status(frame.json) : this.o.read.failures(frame);
+      } catch (err) {
+        return this.refuse(conn, `cannot answer '${frame.type}': ${(err as Error).message}`);
+      }
+      conn.send(reply);
       return conn.close();
     }
-    if (frame.type === "failures") {
-      conn.send(this.o.read.failures(frame));
-      return conn.close();
-    }
+    // A host name is the peer's text: made printable once here, every later line is safe.
+    const host = printable(frame.host, { max: 255 });
     if (frame.type === "peer_hello") {
       if (!this.o.onPeer) return this.refuse(conn, "this process accepts workers, not masters: join the root master (started with --masters N)");
       // A master's connection outlives the worker service: closing the workers must not cut it.
       this.sockets.delete(conn.socket);
-      return this.o.onPeer(conn, frame);
+      return this.o.onPeer(conn, { ...frame, host });
     }
-    await this.handshake(conn, frame);
+    await this.handshake(conn, { ...frame, host });
   }
 
   private async handshake(conn: Connection, hello: HelloFrame): Promise<void> {
@@ -205,7 +324,13 @@ export class WorkerServer<W extends AttachedWorker> {
     }
     const why = p.checkProof(prove);
     if (why) return this.refuse(conn, why);
-    const w = await p.admit(conn, hello, Math.min(hello.slots, MAX_SLOTS));
+    let w: W;
+    try {
+      w = await p.admit(conn, hello, Math.min(hello.slots, MAX_SLOTS));
+    } catch (err) {
+      // The campaign could not take the worker now (its store is busy, say): the worker hears why.
+      return this.refuse(conn, (err as Error).message);
+    }
     this.workers.set(w.label, w);
     this.everyone.push(w);
     this.ledger.add(w.label);
@@ -248,7 +373,7 @@ export class WorkerServer<W extends AttachedWorker> {
         if (frame.type === "bye") {
           w.conn.send({ type: "bye", reason: "goodbye" });
           w.conn.close();
-          why = `said goodbye (${frame.reason})`;
+          why = `said goodbye (${printable(frame.reason, { max: 200 })})`;
           return;
         }
         const stopping = this.ledger.state(w.label) === "stopping";
@@ -270,7 +395,7 @@ export class WorkerServer<W extends AttachedWorker> {
     this.workers.delete(w.label);
     if (!this.ledger.leaveBeforeStop(w.label)) this.ledger.gone(w.label, why);
     await this.o.protocol.detach(w, why);
-    this.o.log(`worker ${w.label} left (${why})`);
+    this.o.log(`worker ${w.label} left (${printable(why)})`);
     w.conn.close();
   }
 }

@@ -1,9 +1,14 @@
 // `export`: a plain-text bundle of failures to hand to whoever fixes them. Each failure carries
-// its minimized input verbatim. Sections state how many lines they show ("shown=N of M"), so a
+// its minimized input as text. Sections state how many lines they show ("shown=N of M"), so a
 // reader parses by count, never by scanning for a delimiter that the input itself may contain.
+// Everything the generator wrote (bucket, message, repro, file names and contents) goes through
+// printable(): a bundle printed on a terminal cannot drive it. Contents keep their tabs and lines
+// and are not cut; only control characters change (to \xNN), and the exact bytes stay in the
+// artifact directory.
 import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
+import { printable } from "../core/log-lines.ts";
 import { isoNow, type Db } from "../store/db.ts";
 import { currentGeneration } from "../store/generations.ts";
 import { failureSeeds, listFailures, type FailureState } from "../store/failures.ts";
@@ -34,6 +39,8 @@ export interface ExportResult {
 }
 
 const RULE = "=".repeat(72);
+/** The longest message, repro or check line shown. */
+const TEXT_MAX_CHARS = 4000;
 const SEEDS_SHOWN = 8;
 
 export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
@@ -51,9 +58,11 @@ export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
   out.push(`  exported     ${isoNow()} from ${hostname()}`);
   out.push(`  generation   ${gen.id}  ${gen.gen_hash.slice(0, 12)}`);
   out.push(`  app build    ${o.appBuildNow ?? "-"}`);
-  out.push(`  failures     ${rows.length} (${o.id != null ? `id ${o.id}` : `state=${o.state}${o.bucket ? `, bucket=${o.bucket}` : ""}`})`);
+  const bucketFilter = o.bucket ? `, bucket=${printable(o.bucket, { max: 64 })}` : "";
+  out.push(`  failures     ${rows.length} (${o.id != null ? `id ${o.id}` : `state=${o.state}${bucketFilter}`})`);
   out.push("");
-  out.push("# Each failure carries its minimized input verbatim. To reproduce, run its repro or check line.");
+  out.push("# Each failure carries its minimized input as text; control characters are shown as \\xNN.");
+  out.push("# To reproduce, run its repro or check line.");
   out.push("# Parse file sections by their shown=N count (the next N lines are the file), never by scanning");
   out.push("# for a delimiter: the input itself may contain any text.");
   for (const f of rows) {
@@ -62,11 +71,11 @@ export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
     const dir = f.artifact_dir === null ? null : resolveStorePath(o.outDir, f.artifact_dir);
     out.push("");
     out.push(RULE);
-    out.push(`===== FAILURE ${f.id}  ${f.bucket}  lane=${f.lane_name}  hits=${f.hits}  state=${f.state}`);
+    out.push(`===== FAILURE ${f.id}  ${printable(f.bucket, { max: 64 })}  lane=${printable(f.lane_name, { max: 64 })}  hits=${f.hits}  state=${f.state}`);
     out.push(`      first seed  ${f.first_seed}`);
-    out.push(`      message     ${oneLine(f.message ?? "")}`);
-    if (f.repro) out.push(`      repro       ${f.repro}`);
-    if (o.check) out.push(`      check       ${checkCommand(o.check, laneArgs(f.lane_params), [f.first_seed], 1).join(" ")}`);
+    out.push(`      message     ${printable(oneLine(f.message ?? ""), { max: TEXT_MAX_CHARS })}`);
+    if (f.repro) out.push(`      repro       ${printable(f.repro, { max: TEXT_MAX_CHARS })}`);
+    if (o.check) out.push(`      check       ${printable(checkCommand(o.check, laneArgs(f.lane_params), [f.first_seed], 1).join(" "), { max: TEXT_MAX_CHARS })}`);
     out.push(`      app build   ${f.first_app_build ?? "?"}`);
     if (f.shrunk === 0) out.push("      NOT MINIMIZED (shrink cap was hit) -- the minimized input is the full test");
     const shown = seeds.slice(0, SEEDS_SHOWN);
@@ -111,18 +120,19 @@ function sectionFiles(dir: string | null, full: boolean): string[] {
 
 function fileSection(dir: string, name: string, maxLines: number): { lines: string[]; truncated: boolean } {
   const path = join(dir, name);
+  const shownName = printable(name, { max: 255 });
   let text: string;
   try {
     if (!lstatSync(path).isFile()) throw new Error("not a regular file");
     text = readFileSync(path).toString("utf8");
   } catch {
-    return { lines: [`----- ${name}  [MISSING from the artifact directory]`], truncated: false };
+    return { lines: [`----- ${shownName}  [MISSING from the artifact directory]`], truncated: false };
   }
   const all = text.length === 0 ? [] : text.replace(/\n$/, "").split("\n");
-  const shown = all.slice(0, maxLines);
+  const shown = all.slice(0, maxLines).map((line) => printable(line, { max: Infinity, tabs: true }));
   const truncated = all.length > shown.length;
   return {
-    lines: [`----- ${name}  shown=${shown.length} of ${all.length} lines${truncated ? "  TRUNCATED (raise --lines)" : ""}`, ...shown],
+    lines: [`----- ${shownName}  shown=${shown.length} of ${all.length} lines${truncated ? "  TRUNCATED (raise --lines)" : ""}`, ...shown],
     truncated,
   };
 }

@@ -1,7 +1,10 @@
 // `failures`: the distinct findings, filtered. failuresData is the JSON form, renderFailures
-// the text; the coordinator serves both remotely with the same filters.
+// the text; the coordinator serves both remotely with the same filters. Buckets, messages,
+// repro lines and report.txt were written by the generator: the text form shows them through
+// printable(), so nothing a generator wrote reaches the terminal as a control sequence.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { printable } from "../core/log-lines.ts";
 import type { Db } from "../store/db.ts";
 import { currentGeneration } from "../store/generations.ts";
 import { failureSeeds, listFailures, type FailureState } from "../store/failures.ts";
@@ -88,21 +91,21 @@ export function renderFailures(d: FailuresData, opts: RenderFailureOptions): str
   if (d.generation === null) return `${NOTHING_RECORDED}\n`;
   if (d.failures.length === 0) {
     const state = d.filters.state === "all" ? "" : `${d.filters.state} `;
-    const bucket = d.filters.bucket ? ` in bucket '${d.filters.bucket}'` : "";
+    const bucket = d.filters.bucket ? ` in bucket '${printable(d.filters.bucket, { max: 64 })}'` : "";
     const where = d.filters.allGenerations ? "in any generation" : `in generation ${d.generation}`;
     return `no ${state}failures${bucket} ${where}\n`;
   }
   const out: string[] = [];
   for (const f of d.failures) {
     out.push(
-      `#${String(f.id).padEnd(4)} ${f.bucket.padEnd(15)} ${f.lane.padEnd(16)} seed ${String(f.first_seed).padEnd(10)} hits ${String(
-        f.hits,
-      ).padEnd(5)} ${f.state}`,
+      `#${String(f.id).padEnd(4)} ${printable(f.bucket, { max: 64 }).padEnd(15)} ${printable(f.lane, { max: 64 }).padEnd(16)} seed ${String(
+        f.first_seed,
+      ).padEnd(10)} hits ${String(f.hits).padEnd(5)} ${f.state}`,
     );
-    if (f.message) out.push(`      ${oneLine(f.message).slice(0, 110)}`);
-    if (f.repro) out.push(`      repro: ${f.repro}`);
+    if (f.message) out.push(`      ${printable(oneLine(f.message), { max: 110 })}`);
+    if (f.repro) out.push(`      repro: ${printable(f.repro, { max: 2000 })}`);
     if (!f.shrunk) out.push("      NOT MINIMIZED (shrink cap) — the minimized input is the full test; it dedupes by full source");
-    if (f.artifact_dir) out.push(`      ${f.artifact_dir}`);
+    if (f.artifact_dir) out.push(`      ${printable(f.artifact_dir, { max: 4096 })}`);
     if (opts.verbose && f.artifact_dir) out.push(...reportHead(f.artifact_dir, opts.lines));
     out.push("");
   }
@@ -114,6 +117,9 @@ export function oneLine(s: string): string {
   return s.replace(/\s+/g, " ").trim();
 }
 
+/** A report.txt line longer than this is cut where `failures -v` shows it (export shows it whole). */
+const REPORT_LINE_MAX_CHARS = 1000;
+
 function reportHead(dir: string, lines: number): string[] {
   let text: string;
   try {
@@ -122,7 +128,7 @@ function reportHead(dir: string, lines: number): string[] {
     return ["      | (no report.txt in the artifact directory)"];
   }
   const all = text.replace(/\n$/, "").split("\n");
-  const shown = all.slice(0, lines).map((l) => `      | ${l}`);
+  const shown = all.slice(0, lines).map((l) => `      | ${printable(l, { max: REPORT_LINE_MAX_CHARS, tabs: true })}`);
   if (all.length > lines) shown.push(`      | … ${all.length - lines} more lines in report.txt (raise --lines)`);
   return shown;
 }

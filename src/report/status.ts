@@ -1,6 +1,9 @@
 // `status`: what the store says about the current generation. statusData gathers it (the JSON
-// form), renderStatus prints it; the coordinator serves the same two functions remotely.
+// form), renderStatus prints it; the coordinator serves the same two functions remotely. Names
+// that come from the generator or the store (buckets, lanes, args, hosts) are shown through
+// printable().
 import { join } from "node:path";
+import { printable } from "../core/log-lines.ts";
 import { formatDuration } from "../config/duration.ts";
 import { formatInt, formatRate } from "../config/format.ts";
 import { type Db, stmt } from "../store/db.ts";
@@ -135,9 +138,9 @@ export function renderStatus(d: StatusData): string {
   out.push("");
   out.push(`${"lane".padEnd(16)} ${"covered".padStart(12)} ${"next seed".padStart(12)} ${"seeds/s".padStart(10)}  args`);
   for (const l of d.lanes) {
-    let line = `${l.name.padEnd(16)} ${formatInt(l.covered).padStart(12)} ${formatInt(l.cursor).padStart(12)} ${formatRate(
+    let line = `${printable(l.name, { max: 64 }).padEnd(16)} ${formatInt(l.covered).padStart(12)} ${formatInt(l.cursor).padStart(12)} ${formatRate(
       l.seeds_per_sec,
-    ).padStart(10)}  ${l.args.join(" ") || "-"}`;
+    ).padStart(10)}  ${printable(l.args.join(" "), { max: 1000 }) || "-"}`;
     if (l.done_ahead > 0) line += `   +${formatInt(l.done_ahead)} done ahead of cursor (not coverage)`;
     out.push(line);
   }
@@ -157,7 +160,7 @@ export function renderStatus(d: StatusData): string {
   } else {
     out.push("failures (this generation):");
     for (const f of d.failures) {
-      out.push(`  ${f.state.padEnd(6)} ${f.bucket.padEnd(18)} ${formatInt(f.distinct)} distinct, ${formatInt(f.hits)} hits`);
+      out.push(`  ${f.state.padEnd(6)} ${printable(f.bucket, { max: 64 }).padEnd(18)} ${formatInt(f.distinct)} distinct, ${formatInt(f.hits)} hits`);
     }
   }
   if (d.stale_failures > 0) out.push(`  (${d.stale_failures} failure(s) from earlier generations are stale)`);
@@ -165,7 +168,7 @@ export function renderStatus(d: StatusData): string {
   out.push("recent sessions:");
   for (const s of d.sessions) {
     const requested = s.requested_seconds != null ? `  (${formatDuration(s.requested_seconds)} requested)` : "";
-    const where = s.mode === "distributed" ? `  [distributed on ${s.coordinator_host ?? "?"}]` : "";
+    const where = s.mode === "distributed" ? `  [distributed on ${printable(s.coordinator_host ?? "?", { max: 255 })}]` : "";
     const end = s.status === "crashed" ? "?  (the process died without closing the session)" : (s.ended_at ?? "…");
     out.push(`  #${s.id} ${s.status}  ${s.started_at} -> ${end}${requested}${where}`);
   }

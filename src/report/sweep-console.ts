@@ -1,10 +1,17 @@
 // What a sweep prints while it runs: one line when a chunk starts, one when it lands, and on a
 // terminal a live status line redrawn in place (lane, seeds/s, finds, time left). Without a
-// terminal only the plain lines are written, so logs stay free of cursor escape codes.
+// terminal only the plain lines are written, so logs stay free of cursor escape codes. Lines
+// carry text from workers and generators (abort reasons, malformed entries), so every line goes
+// through printable(): only the live redraw writes escape codes.
+import { printable } from "../core/log-lines.ts";
 import { formatDuration } from "../config/duration.ts";
 import { formatInt } from "../config/format.ts";
 import type { Assignment, EngineEvents, InFlight, WorkerView } from "../engine/sweep-engine.ts";
 import type { IngestResult } from "../sweep/ingest.ts";
+
+/** The longest line written; a reason from outside is cut to REASON_MAX_CHARS before that. */
+const LINE_MAX_CHARS = 2000;
+const REASON_MAX_CHARS = 300;
 
 export function clock(date: Date = new Date()): string {
   return date.toTimeString().slice(0, 8);
@@ -46,7 +53,7 @@ export class SweepConsole implements EngineEvents {
   /** Prints a line above the live status. */
   line(text: string): void {
     this.o.live?.clear();
-    this.write(text);
+    this.write(printable(text, { max: LINE_MAX_CHARS }));
     this.redraw();
   }
 
@@ -79,23 +86,23 @@ export class SweepConsole implements EngineEvents {
     if (r.malformed.length > 0) parts.push(`${r.malformed.length} MALFORMED (kept in ${r.malformed[0]!.keptAt})`);
     const from = this.o.showWorker ? ` from ${worker.label}` : "";
     this.line(`       ${parts.join(", ")} in ${formatDuration(seconds)} (${rate.toFixed(1)} seeds/s)${from}`);
-    for (const m of r.malformed) this.line(`       malformed failure entry ${m.entry}: ${m.reason}`);
+    for (const m of r.malformed) this.line(`       malformed failure entry ${printable(m.entry, { max: 255 })}: ${printable(m.reason, { max: REASON_MAX_CHARS })}`);
   }
 
   chunkAborted(f: InFlight, worker: WorkerView, why: string, seconds: number, logKept: boolean): void {
     this.current = null;
     const on = this.o.showWorker ? ` on ${worker.label}` : "";
-    this.line(`       chunk ${f.chunkId} aborted${on} (${why}) after ${formatDuration(seconds)} — range will be re-swept`);
+    this.line(`       chunk ${f.chunkId} aborted${on} (${printable(why, { max: REASON_MAX_CHARS })}) after ${formatDuration(seconds)} — range will be re-swept`);
     if (logKept) this.line(`       see ${f.logPath}`);
   }
 
   laneDisabled(lane: string, worker: WorkerView, why: string): void {
     const scope = this.o.showWorker ? `worker ${worker.label} stops taking lane '${lane}'` : `lane '${lane}' disabled`;
-    this.line(`       ${scope} for the rest of this session: ${why}`);
+    this.line(`       ${scope} for the rest of this session: ${printable(why, { max: REASON_MAX_CHARS })}`);
   }
 
   chunkReissued(f: InFlight, why: string): void {
-    this.line(`[${clock()}] chunk ${f.chunkId} (${f.lane} ${formatInt(f.seedFrom)}..${formatInt(f.seedTo)}) reissued: ${why}`);
+    this.line(`[${clock()}] chunk ${f.chunkId} (${f.lane} ${formatInt(f.seedFrom)}..${formatInt(f.seedTo)}) reissued: ${printable(why, { max: REASON_MAX_CHARS })}`);
   }
 
   private redraw(): void {

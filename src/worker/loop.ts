@@ -7,13 +7,19 @@
 //         -> stopping (stop{token}: end children, report, clean, then stop_ack{token}) -> done
 //         interrupted (Ctrl-C): interrupt the children, report them, say bye.
 // Lost coordinator (EOF, timeout, bad frame) => children are ended, exit 4.
+//
+// Every line this loop logs carries what the coordinator sent (lanes, notes, reasons): each goes
+// through printable(), so a coordinator's text cannot move the cursor or forge a line.
 import { performance } from "node:perf_hooks";
+import { printable } from "../core/log-lines.ts";
 import { RuntimeFailure } from "../errors.ts";
 import type { Connection } from "../net/connection.ts";
 import { CoordinatorReply, type CoordinatorReplyT, type Frame, type WelcomeFrame } from "../net/messages.ts";
 import { WakeablePause } from "../util/pause.ts";
 
 const REQUEST_TIMEOUT_MS = 60_000;
+/** The longest line the loop logs. */
+const LINE_MAX_CHARS = 2000;
 
 /** 1 is reserved for "newly distinct failures" (cron alerts on it): a lost coordinator is a runtime error. */
 export const EXIT_WORKER = { ok: 0, lost: 4 } as const;
@@ -58,7 +64,7 @@ export class WorkerLoop<U> {
     try {
       return await this.loop();
     } catch (err) {
-      this.o.log(`worker: lost the coordinator (${(err as Error).message})`);
+      this.say(`worker: lost the coordinator (${(err as Error).message})`);
       await this.endChildren();
       return EXIT_WORKER.lost;
     }
@@ -69,7 +75,7 @@ export class WorkerLoop<U> {
     for (;;) {
       if (this.o.signal.aborted && !this.interrupted) {
         this.interrupted = true;
-        this.o.log("  interrupted: stopping what I hold; the coordinator will hand it out again");
+        this.say("  interrupted: stopping what I hold; the coordinator will hand it out again");
         for (const r of this.running.values()) r.controller.abort();
       }
       await this.reportFinished();
@@ -106,13 +112,17 @@ export class WorkerLoop<U> {
   private startDraining(line: string): void {
     if (this.draining) return;
     this.draining = true;
-    this.o.log(`  ${line}`);
+    this.say(`  ${line}`);
+  }
+
+  private say(line: string): void {
+    this.o.log(printable(line, { max: LINE_MAX_CHARS }));
   }
 
   /** One request -> reply. A `stop` reply is remembered; protocol breaks throw (lost coordinator). */
   private async call(frame: Frame): Promise<CoordinatorReplyT> {
     const reply = await this.conn.request(frame, CoordinatorReply, REQUEST_TIMEOUT_MS);
-    if (reply.type === "refuse") throw new RuntimeFailure(`the coordinator refused a request: ${reply.reason}`);
+    if (reply.type === "refuse") throw new RuntimeFailure(`the coordinator refused a request: ${printable(reply.reason, { max: LINE_MAX_CHARS })}`);
     if (reply.type === "stop") this.stopToken = reply.token;
     return reply;
   }
@@ -120,7 +130,7 @@ export class WorkerLoop<U> {
   private start(unit: U): void {
     const run: Running<U> = { unit, controller: new AbortController(), report: null };
     this.running.set(this.runner.id(unit), run);
-    this.o.log(this.runner.started(unit));
+    this.say(this.runner.started(unit));
     void this.runner.run(unit, run.controller.signal).then((report) => {
       run.report = report;
       this.sleeper.wake();
@@ -133,21 +143,21 @@ export class WorkerLoop<U> {
       const reply = await this.call(run.report);
       this.running.delete(id);
       const note = reply.type === "ack" ? (reply.note ?? "ok") : reply.type;
-      this.o.log(this.runner.finished(run.unit, run.report, note));
+      this.say(this.runner.finished(run.unit, run.report, note));
       if (reply.type === "ack" && reply.drain) this.startDraining("the coordinator is draining — finishing what I hold");
     }
   }
 
   /** The tokenised stop: end the children, report them, clean up, then ACK with the exact token. */
   private async stop(token: string): Promise<number> {
-    this.o.log("  the coordinator asked me to stop");
+    this.say("  the coordinator asked me to stop");
     for (const r of this.running.values()) r.controller.abort();
     await this.waitChildren();
     const units = [...this.running.values()].map((r) => r.unit);
     await this.reportFinished();
     for (const unit of units) this.runner.cleanup(unit);
     const reply = await this.conn.request({ type: "stop_ack", token }, CoordinatorReply, REQUEST_TIMEOUT_MS);
-    this.o.log(reply.type === "bye" ? "  stop acknowledged" : `  the coordinator answered the stop_ack with '${reply.type}'`);
+    this.say(reply.type === "bye" ? "  stop acknowledged" : `  the coordinator answered the stop_ack with '${reply.type}'`);
     return reply.type === "bye" ? EXIT_WORKER.ok : EXIT_WORKER.lost;
   }
 
