@@ -2,6 +2,7 @@
 // fuzzfleet's command line. Each subcommand lives in its own file and only parses flags, calls
 // the services and returns an exit code; errors map to exit codes in one table (exit-codes.ts).
 import { Command, CommanderError } from "commander";
+import { printable } from "../core/log-lines.ts";
 import { FuzzfleetError, UsageError } from "../errors.ts";
 import { EXIT, exitCodeFor } from "./exit-codes.ts";
 import { actionExitCode } from "./action.ts";
@@ -108,7 +109,8 @@ export async function main(argv: string[]): Promise<number> {
       return EXIT.usage;
     }
     if (err instanceof FuzzfleetError) {
-      process.stderr.write(`fuzzfleet: ${err.message}\n`);
+      // Messages quote values from outside (files, peers, generators); each line reaches the terminal escaped.
+      process.stderr.write(`fuzzfleet: ${err.message.split("\n").map((l) => printable(l, { max: 8000, tabs: true })).join("\n")}\n`);
       return exitCodeFor(err.code);
     }
     process.stderr.write(`fuzzfleet: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

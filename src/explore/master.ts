@@ -12,6 +12,7 @@
 // campaign started with (its identity is checked on every scan) and its entries are read below
 // a pin; a stage is reached from the staging root this master created (StagingArea).
 import { readdirSync } from "node:fs";
+import { printable } from "../core/log-lines.ts";
 import { owner as rendezvousOwner } from "../core/rendezvous.ts";
 import { PinnedDir, type DirIdentity, type EntryKind } from "../files/pinned-dir.ts";
 import type { ResultFrame, TaskItemT } from "../net/messages.ts";
@@ -534,7 +535,7 @@ export class ExploreMaster {
   /** Strict checks of a result against the task it answers (concolic-spec §7.4). */
   private resultProblem(task: ActiveTask, r: ResultFrame): string | null {
     if (r.fence !== task.token) return "the fence does not match the task's";
-    if (r.protocol_error !== "") return `the worker reported ${r.protocol_error}${r.detail ? `: ${r.detail}` : ""}`;
+    if (r.protocol_error !== "") return `the worker reported ${r.protocol_error}${r.detail ? `: ${printable(r.detail, { max: 500 })}` : ""}`;
     if (r.input_hash !== task.hash) return `input hash ${r.input_hash ?? "(none)"} is not the assigned ${task.hash}`;
     if (r.new_hashes.length > this.o.budgets.maxChildren) return `${r.new_hashes.length} children exceed the budget of ${this.o.budgets.maxChildren}`;
     if (r.num_generated !== r.new_hashes.length) return `num_generated ${r.num_generated} differs from the ${r.new_hashes.length} hashes reported`;
@@ -635,7 +636,7 @@ export class ExploreMaster {
     this.problems.push(`invalid result from ${executor}: ${why}`);
     if (!this.quarantined.has(executor)) {
       this.quarantined.set(executor, why);
-      this.o.log(`executor ${executor} quarantined: ${why}`);
+      this.o.log(`executor ${executor} quarantined: ${printable(why)}`);
     }
   }
 

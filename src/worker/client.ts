@@ -8,6 +8,7 @@ import { isIP } from "node:net";
 import { hostname as osHostname } from "node:os";
 import { performance } from "node:perf_hooks";
 import { formatDuration } from "../config/duration.ts";
+import { printable } from "../core/log-lines.ts";
 import { RefusedError, RuntimeFailure } from "../errors.ts";
 import { Connection, dial } from "../net/connection.ts";
 import { HandshakeReply, PROTOCOL_VERSION, Welcome, Refuse, type ChallengeFrame, type ProveFrame, type WelcomeFrame } from "../net/messages.ts";
@@ -146,10 +147,10 @@ export async function handshake(conn: Connection, o: { token: string; jobs: numb
     HandshakeReply,
     REQUEST_TIMEOUT_MS,
   );
-  if (first.type === "refuse") throw new RefusedError(`the coordinator refused this worker:\n  ${first.reason}`);
+  if (first.type === "refuse") throw new RefusedError(`the coordinator refused this worker:\n  ${printable(first.reason, { max: 2000 })}`);
   if (first.type !== "challenge") throw new RuntimeFailure(`unexpected handshake reply '${first.type}'`);
   const reply = await conn.request(proveIdentity(first), z.discriminatedUnion("type", [Welcome, Refuse]), REQUEST_TIMEOUT_MS);
-  if (reply.type === "refuse") throw new RefusedError(`the coordinator refused this worker:\n  ${reply.reason}`);
+  if (reply.type === "refuse") throw new RefusedError(`the coordinator refused this worker:\n  ${printable(reply.reason, { max: 2000 })}`);
   return reply;
 }
 
