@@ -8,6 +8,6 @@ import { test } from "node:test";
 import { simulate } from "./sweep-world.ts";
 
 test("10,000+ simulated steps over many seeds keep every invariant of the books", { timeout: 600_000 }, async () => {
-  const r = await simulate({ runs: 60, maxCommands: 200, seed: Number(process.env.FUZZFLEET_SIM_SEED ?? 20261201) });
+  const r = await simulate({ runs: 120, maxCommands: 200, seed: Number(process.env.FUZZFLEET_SIM_SEED ?? 20261201) });
   assert.ok(r.steps >= 10_000, `ran ${r.steps} steps in ${r.runs} runs`);
 });

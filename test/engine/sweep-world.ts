@@ -138,8 +138,12 @@ base_seed = 1000000
 
   /** Lets the queue run what is due (flushes are on setImmediate, retries on a zero timer). */
   async settle(): Promise<void> {
-    for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 0));
-    while (this.books.pending > 0 && !this.books.blocked && !this.books.failed) await new Promise((r) => setImmediate(r));
+    const turn = () => new Promise((r) => setImmediate(r));
+    await turn();
+    // A blocked queue retries on a (zero) timer: give it one.
+    if (this.books.blocked) await new Promise((r) => setTimeout(r, 1));
+    while (this.books.pending > 0 && !this.books.blocked && !this.books.failed) await turn();
+    await turn();
   }
 
   private note(line: string): void {

@@ -248,11 +248,11 @@ export function start(c: Campaign, args: string[], env: NodeJS.ProcessEnv = {}):
   return { child, result, output: () => seen };
 }
 
-/** Starts `coordinate` and resolves once it listens, with its port. */
+/** Starts `coordinate` and resolves once it listens and its whole banner arrived (it ends with "watch it:"), with its port. */
 export async function startCoordinator(c: Campaign, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Running & { port: number }> {
   const r = start(c, ["coordinate", ...args], env);
   const port = await waitFor("the coordinator to listen", () => {
-    const m = /listening on 127\.0\.0\.1:(\d+)/.exec(r.output());
+    const m = /listening on 127\.0\.0\.1:(\d+)[^]*watch it: /.exec(r.output());
     if (!m && r.child.exitCode !== null) throw new Error(`coordinate exited early:\n${r.output()}`);
     return m ? Number(m[1]) : undefined;
   }, 60_000);
