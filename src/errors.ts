@@ -1,5 +1,5 @@
 // One Error subclass per failure kind. Each has a stable `code`; the CLI maps codes to exit
-// codes in one table (src/cli/exit-codes.ts). A message names the thing, the value and the fix.
+// codes in one table (src/exit-codes.ts). A message names the thing, the value and the fix.
 
 export type ErrorCode =
   | "usage" // a flag or argument is wrong

@@ -12,7 +12,7 @@ import { failuresData, renderFailures } from "../report/failures.ts";
 import { renderStatus, statusData } from "../report/status.ts";
 import { runSweep } from "../sweep/run.ts";
 import { action } from "./action.ts";
-import { EXIT } from "./exit-codes.ts";
+import { EXIT } from "../exit-codes.ts";
 import { makeConfirm } from "./prompt.ts";
 import { bundledExample } from "./package-root.ts";
 

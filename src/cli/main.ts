@@ -4,7 +4,7 @@
 import { Command, CommanderError } from "commander";
 import { printable } from "../core/log-lines.ts";
 import { FuzzfleetError, UsageError } from "../errors.ts";
-import { EXIT, exitCodeFor } from "./exit-codes.ts";
+import { EXIT, exitCodeFor } from "../exit-codes.ts";
 import { actionExitCode } from "./action.ts";
 
 type Register = (program: Command) => void;

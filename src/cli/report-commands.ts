@@ -13,12 +13,12 @@ import { exportBundle } from "../report/export.ts";
 import { effectiveFilters, failuresData, NOTHING_RECORDED, renderFailures, type FailureFilters } from "../report/failures.ts";
 import { emptyStatus, renderStatus, statusData, type StatusContext } from "../report/status.ts";
 import { RuntimeFailure } from "../errors.ts";
-import { appBuildId, tryGenerationHash } from "../sweep/identity.ts";
+import { appBuildId, tryGenerationHash } from "../generator/identity.ts";
 import { action, intAtLeast } from "./action.ts";
 import { parseHostPort } from "../net/address.ts";
 import { remoteRead } from "../net/read-client.ts";
 import { clientToken } from "../net/token.ts";
-import { EXIT } from "./exit-codes.ts";
+import { EXIT } from "../exit-codes.ts";
 
 /** The config when it loads; reports still work from the store alone when it does not. */
 function optionalConfig(paths: CampaignPaths): Config | null {

@@ -7,7 +7,7 @@ import { campaignPaths } from "../config/paths.ts";
 import { initTemplate } from "../config/template.ts";
 import { RefusedError } from "../errors.ts";
 import { action, collect, intAtLeast } from "./action.ts";
-import { EXIT } from "./exit-codes.ts";
+import { EXIT } from "../exit-codes.ts";
 import { makeConfirm } from "./prompt.ts";
 import { bundledExample } from "./package-root.ts";
 

@@ -21,8 +21,9 @@ import type { CoordinatorReplyT, HelloFrame, ProveFrame, WorkerFrameT } from "..
 import { WorkerServer, type AttachedWorker, type ReadService, type WorkProtocol } from "../net/worker-server.ts";
 import { sessionChunkIds, touchChunkHeartbeat } from "../store/chunks.ts";
 import { earlierRates, insertWorker, markWorkerGone, touchWorker } from "../store/workers.ts";
-import { generatorIdentity } from "../sweep/identity.ts";
-import type { SweepSession } from "../sweep/session.ts";
+import { generatorIdentity } from "../generator/identity.ts";
+import type { Config } from "../config/schema.ts";
+import type { Db } from "../store/db.ts";
 import type { Assignment, SweepEngine, WorkerView } from "./sweep-engine.ts";
 import { CommitQueue, StoreBlocked } from "./commit-queue.ts";
 import type { EngineMark } from "./sweep-engine.ts";
@@ -39,8 +40,19 @@ export interface RemoteWorker extends AttachedWorker, WorkerView {
   seeds: number;
 }
 
+/** What the worker side needs of the session it serves (sweep/session.ts opens one). */
+export interface ServedSession {
+  db: Db;
+  config: Config;
+  outDir: string;
+  sessionId: number;
+  generationId: number;
+  genHash: string;
+  appBuild: string | null;
+}
+
 export interface RemoteOptions {
-  session: SweepSession;
+  session: ServedSession;
   engine: SweepEngine;
   token: string;
   leaseSeconds: number;

@@ -24,8 +24,8 @@ import { getChunk, insertChunk, markChunkComplete, markChunkEnded } from "../sto
 import { saveLaneProgress, saveLaneRate } from "../store/lanes.ts";
 import { upsertWorkerRate } from "../store/workers.ts";
 import type { ChildOutcome } from "../exec/run-child.ts";
-import { chunkCommand, resultsDir } from "../sweep/command.ts";
-import { ingestChunk, type IngestResult } from "../sweep/ingest.ts";
+import { chunkCommand, resultsDir } from "../generator/command.ts";
+import { ingestChunk, type IngestResult } from "../generator/ingest.ts";
 import type { Books } from "./commit-queue.ts";
 
 /** A lane taking part in this session. */

@@ -29,7 +29,8 @@ import {
   type PeerHelloFrame,
 } from "../net/messages.ts";
 import { RefusalLog } from "../net/worker-server.ts";
-import { connectWithWait, proveIdentity } from "../worker/client.ts";
+import { proveIdentity } from "../generator/identity.ts";
+import { connectWithWait } from "../net/dial-wait.ts";
 
 const HANDSHAKE_MS = 30_000;
 

@@ -118,7 +118,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
   let found: FoundToken | null = null;
   const joinWaitStart = now();
   if (role.kind === "participant") {
-    const { checkHostName } = await import("../worker/client.ts");
+    const { checkHostName } = await import("../net/dial-wait.ts");
     await checkHostName(role.join.host, role.join.port);
     found = await awaitToken(
       { flag: o.token, outDir: state },

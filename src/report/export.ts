@@ -12,8 +12,8 @@ import { printable } from "../core/log-lines.ts";
 import { isoNow, type Db } from "../store/db.ts";
 import { currentGeneration } from "../store/generations.ts";
 import { failureSeeds, listFailures, type FailureState } from "../store/failures.ts";
-import { resolveStorePath } from "../sweep/ingest.ts";
-import { checkCommand, laneArgs } from "../sweep/resweep.ts";
+import { resolveStorePath } from "../generator/ingest.ts";
+import { checkCommand, laneArgs } from "../generator/command.ts";
 import { effectiveFilters, oneLine } from "./failures.ts";
 
 export interface ExportOptions {

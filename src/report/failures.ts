@@ -8,7 +8,7 @@ import { printable } from "../core/log-lines.ts";
 import type { Db } from "../store/db.ts";
 import { currentGeneration } from "../store/generations.ts";
 import { failureSeeds, listFailures, type FailureState } from "../store/failures.ts";
-import { resolveStorePath } from "../sweep/ingest.ts";
+import { resolveStorePath } from "../generator/ingest.ts";
 
 export interface FailureFilters {
   state: FailureState | "all";

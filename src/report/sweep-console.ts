@@ -7,7 +7,7 @@ import { printable } from "../core/log-lines.ts";
 import { formatDuration } from "../config/duration.ts";
 import { formatInt } from "../config/format.ts";
 import type { Assignment, EngineEvents, InFlight, WorkerView } from "../engine/sweep-engine.ts";
-import type { IngestResult } from "../sweep/ingest.ts";
+import type { IngestResult } from "../generator/ingest.ts";
 
 /** The longest line written; a reason from outside is cut to REASON_MAX_CHARS before that. */
 const LINE_MAX_CHARS = 2000;

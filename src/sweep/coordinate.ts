@@ -10,7 +10,7 @@ import { formatDuration } from "../config/duration.ts";
 import { formatInt } from "../config/format.ts";
 import type { CampaignPaths } from "../config/paths.ts";
 import { RuntimeFailure } from "../errors.ts";
-import { EXIT } from "../cli/exit-codes.ts";
+import { EXIT } from "../exit-codes.ts";
 import { RemoteWorkers } from "../engine/remote.ts";
 import type { ReadService } from "../net/worker-server.ts";
 import { SweepEngine } from "../engine/sweep-engine.ts";

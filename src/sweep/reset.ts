@@ -11,7 +11,7 @@ import { openStore } from "../store/db.ts";
 import { currentGeneration, startGeneration } from "../store/generations.ts";
 import { activeLane, restartLane } from "../store/lanes.ts";
 import type { Confirm } from "./campaign.ts";
-import { tryGenerationHash } from "./identity.ts";
+import { tryGenerationHash } from "../generator/identity.ts";
 
 export interface ResetOptions {
   paths: CampaignPaths;

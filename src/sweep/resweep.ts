@@ -8,32 +8,20 @@ import { join } from "node:path";
 import { z } from "zod";
 import { loadConfig } from "../config/load.ts";
 import type { CampaignPaths } from "../config/paths.ts";
-import { fillPlaceholders, placeholdersIn } from "../config/schema.ts";
-import { fillTemplate } from "./command.ts";
+import { checkCommand, laneArgs } from "../generator/command.ts";
 import { RefusedError, UsageError } from "../errors.ts";
 import { runChild } from "../exec/run-child.ts";
 import { CampaignLock } from "../lock/campaign-lock.ts";
 import { openStore, type Db } from "../store/db.ts";
 import { failureSeedLanes, listFailures, markFailureFixed, touchFailure, type FailureListRow, type SeedLane } from "../store/failures.ts";
 import { currentGeneration } from "../store/generations.ts";
-import { appBuildId, generationHash } from "./identity.ts";
+import { appBuildId, generationHash } from "../generator/identity.ts";
 
 /** Seeds re-checked per failure: they all reduce to the same minimized input, a sample suffices. */
 export const SEEDS_PER_FAILURE = 64;
 /** Keep each {seeds} argument well under the kernel's per-argument limit (128 KiB). */
 const MAX_SEEDS_ARG_CHARS = 64 * 1024;
 const CHECK_TIMEOUT_MS = 30 * 60 * 1000;
-
-export function laneArgs(paramsJson: string): string[] {
-  const parsed = JSON.parse(paramsJson) as { args?: unknown };
-  return Array.isArray(parsed.args) ? parsed.args.filter((a): a is string => typeof a === "string") : [];
-}
-
-/** The check argv: the template with {seeds}/{jobs} filled, then the lane's args ({jobs} filled, others left as written). */
-export function checkCommand(check: readonly string[], args: readonly string[], seeds: readonly number[], jobs: number): string[] {
-  const lane = args.map((a) => (placeholdersIn(a).every((n) => n === "jobs") ? fillPlaceholders(a, { jobs }) : a));
-  return [...fillTemplate(check, { seeds: seeds.join(","), jobs }), ...lane];
-}
 
 const verdictSchema = z.object({ seed: z.number().int(), bucket: z.string().min(1), msg: z.string().optional() });
 type Verdict = z.infer<typeof verdictSchema>;

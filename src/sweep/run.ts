@@ -7,7 +7,7 @@ import { runLocal } from "../engine/local.ts";
 import { CommitQueue } from "../engine/commit-queue.ts";
 import { saveSessionSummary, sessionSummary } from "../report/session-summary.ts";
 import { SweepConsole } from "../report/sweep-console.ts";
-import { EXIT } from "../cli/exit-codes.ts";
+import { EXIT } from "../exit-codes.ts";
 import type { Confirm } from "./campaign.ts";
 import { closeSweepSession, openSweepSession, sessionBudgetLines, sessionHeadLines } from "./session.ts";
 

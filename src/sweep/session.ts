@@ -19,7 +19,7 @@ import { endSession, insertSession, markCrashedSessions } from "../store/session
 import type { EngineLane } from "../engine/sweep-engine.ts";
 import { clock } from "../report/sweep-console.ts";
 import { ensureGeneration, recoverLanes, selectLanes, syncLanes, type Confirm } from "./campaign.ts";
-import { appBuildId, generationHash, staleAppSource } from "./identity.ts";
+import { appBuildId, generationHash, staleAppSource } from "../generator/identity.ts";
 import type { CampaignPaths } from "../config/paths.ts";
 
 export interface OpenSessionOptions {

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { EXIT } from "../../src/cli/exit-codes.ts";
+import { EXIT } from "../../src/exit-codes.ts";
 import { CLI } from "../helpers/campaign.ts";
 
 const fuzzfleet = (args: string[], env: NodeJS.ProcessEnv = {}) =>

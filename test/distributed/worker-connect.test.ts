@@ -6,7 +6,7 @@ import { getEventListeners } from "node:events";
 import { createServer, type AddressInfo, type Server } from "node:net";
 import { test } from "node:test";
 import { RuntimeFailure } from "../../src/errors.ts";
-import { checkHostName, connectWithWait, type HostLookup } from "../../src/worker/client.ts";
+import { checkHostName, connectWithWait, type HostLookup } from "../../src/net/dial-wait.ts";
 import { freePort } from "../helpers/campaign.ts";
 
 function listen(): Promise<Server> {

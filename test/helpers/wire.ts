@@ -5,7 +5,7 @@ import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { Connection, dial } from "../../src/net/connection.ts";
 import { HandshakeReply, PROTOCOL_VERSION, Welcome, Refuse, type Frame } from "../../src/net/messages.ts";
-import { proveIdentity } from "../../src/worker/client.ts";
+import { proveIdentity } from "../../src/generator/identity.ts";
 import { z } from "zod";
 
 export function campaignToken(outDir: string): string {

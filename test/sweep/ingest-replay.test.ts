@@ -10,7 +10,7 @@ import { dirname, join, relative } from "node:path";
 import { after, describe, test } from "node:test";
 import type { Db } from "../../src/store/db.ts";
 import { markFailureFixed } from "../../src/store/failures.ts";
-import { ingestChunk, type IngestResult, type IngestTarget } from "../../src/sweep/ingest.ts";
+import { ingestChunk, type IngestResult, type IngestTarget } from "../../src/generator/ingest.ts";
 import { books, ingestBench, snapshot, writeFailure, type IngestBench } from "./ingest-fixture.ts";
 
 const root = mkdtempSync(join(tmpdir(), "fuzzfleet-ingest-replay-"));

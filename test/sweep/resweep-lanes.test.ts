@@ -16,7 +16,7 @@ import { insertLane } from "../../src/store/lanes.ts";
 import { insertSession } from "../../src/store/sessions.ts";
 import { insertChunk } from "../../src/store/chunks.ts";
 import { resweepCommand } from "../../src/sweep/resweep.ts";
-import { generationHash } from "../../src/sweep/identity.ts";
+import { generationHash } from "../../src/generator/identity.ts";
 
 // A check command that fails every seed checked with the args of a lane named in FAILING_LANES,
 // and logs each invocation as "<lane> <seeds>" to CHECK_LOG.

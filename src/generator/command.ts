@@ -1,6 +1,6 @@
 // Building a generator invocation from the [generator] command template.
 import { resolve } from "node:path";
-import { fillPlaceholders, type Config } from "../config/schema.ts";
+import { fillPlaceholders, placeholdersIn, type Config } from "../config/schema.ts";
 
 export interface ChunkVars {
   seedFrom: number;
@@ -35,4 +35,16 @@ export function chunkCommand(command: readonly string[], laneArgs: readonly stri
 /** Where failures/ and quarantine/ appear for a chunk whose scratch directory is `out`. */
 export function resultsDir(config: Config, out: string): string {
   return resolve(config.dir, fillTemplate([config.generator.results], { out })[0]!);
+}
+
+/** A lane's args from its stored identity (`params_json`). */
+export function laneArgs(paramsJson: string): string[] {
+  const parsed = JSON.parse(paramsJson) as { args?: unknown };
+  return Array.isArray(parsed.args) ? parsed.args.filter((a): a is string => typeof a === "string") : [];
+}
+
+/** The check argv: the template with {seeds}/{jobs} filled, then the lane's args ({jobs} filled, others left as written). */
+export function checkCommand(check: readonly string[], args: readonly string[], seeds: readonly number[], jobs: number): string[] {
+  const lane = args.map((a) => (placeholdersIn(a).every((n) => n === "jobs") ? fillPlaceholders(a, { jobs }) : a));
+  return [...fillTemplate(check, { seeds: seeds.join(","), jobs }), ...lane];
 }

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { isAbsolute, join, relative, sep } from "node:path";
 import { ConfigError, RefusedError } from "../errors.ts";
 import type { Config } from "../config/schema.ts";
+import type { ChallengeFrame, ProveFrame } from "../net/messages.ts";
 
 /** Thrown-free variant for reports: null when an identity file cannot be read. */
 export function tryGenerationHash(config: Config): string | null {
@@ -193,4 +194,32 @@ export function globToRegExp(pattern: string): RegExp {
     else re += c.replace(/[.+^${}()|[\]\\]/g, "\\$&");
   }
   return new RegExp(`^${re}$`);
+}
+
+/** Answers the coordinator's challenge with what this host sees in the shared directory. */
+export function proveIdentity(c: ChallengeFrame): ProveFrame {
+  const problems: string[] = [];
+  let nonce: string | null = null;
+  try {
+    nonce = readFileSync(c.nonce_path, "utf8").trim().slice(0, 256);
+  } catch (err) {
+    problems.push(`nonce: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  let genHash: string | null = null;
+  if (c.identity) {
+    try {
+      genHash = hashIdentity({ command: c.identity.command, files: c.identity.files, baseDir: c.identity.base_dir });
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
+  let appBuild: string | null = null;
+  if (c.app_path) {
+    try {
+      appBuild = appBuildOf(c.app_path);
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
+  return { type: "prove", nonce, gen_hash: genHash, app_build: appBuild, problem: problems.length ? problems.join("; ").slice(0, 2000) : null };
 }

@@ -1,5 +1,5 @@
 // The one table from error codes to process exit codes (docs/exit-codes.md documents it).
-import type { ErrorCode } from "../errors.ts";
+import type { ErrorCode } from "./errors.ts";
 
 export const EXIT = {
   ok: 0,

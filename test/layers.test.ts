@@ -1,0 +1,95 @@
+// The layer rules of docs/architecture.md, read from the imports themselves: a folder of src/
+// imports only folders of lower layers (never one of its own layer, never one above), so no two
+// folders import each other; core/ is pure and imports nothing but itself, the errors and
+// node:assert / node:crypto (hashing). A new import that breaks a rule fails here, naming the
+// file, the line and the rule.
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const SRC = fileURLToPath(new URL("../src/", import.meta.url));
+
+/** Layers, lowest first. Files directly in src/ (errors.ts, exit-codes.ts) are "root", the lowest. */
+export const LAYERS: readonly (readonly string[])[] = [
+  ["root", "core", "util"],
+  ["config"],
+  ["store", "exec", "files", "lock", "net"],
+  ["generator"],
+  ["explore"],
+  ["engine", "worker"],
+  ["report"],
+  ["sweep"],
+  ["cli"],
+];
+
+const PURE_CORE_NODE_MODULES = new Set(["node:assert", "node:assert/strict", "node:crypto"]);
+
+function layerOf(folder: string): number {
+  const i = LAYERS.findIndex((l) => l.includes(folder));
+  assert.ok(i >= 0, `src/${folder}/ is in no layer: add it to LAYERS here and to docs/architecture.md`);
+  return i;
+}
+
+function folderOf(file: string): string {
+  const rel = relative(SRC, file).split("/");
+  return rel.length === 1 ? "root" : rel[0]!;
+}
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
+    d.isDirectory() ? sources(join(dir, d.name)) : d.name.endsWith(".ts") ? [join(dir, d.name)] : [],
+  );
+}
+
+interface Import {
+  file: string;
+  line: number;
+  spec: string;
+}
+
+/** Static imports and re-exports (`from "…"`) and dynamic `import("…")` with a literal. */
+function importsOf(file: string): Import[] {
+  const out: Import[] = [];
+  readFileSync(file, "utf8")
+    .split("\n")
+    .forEach((text, i) => {
+      for (const m of text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^\s*import\s+)"([^"]+)"/g)) out.push({ file, line: i + 1, spec: m[1]! });
+    });
+  return out;
+}
+
+function violations(): string[] {
+  const problems: string[] = [];
+  for (const file of sources(SRC)) {
+    const from = folderOf(file);
+    const where = (imp: Import) => `src/${relative(SRC, imp.file)}:${imp.line}`;
+    for (const imp of importsOf(file)) {
+      if (!imp.spec.startsWith(".")) {
+        if (from === "core" && !PURE_CORE_NODE_MODULES.has(imp.spec)) problems.push(`${where(imp)}: core/ is pure but imports '${imp.spec}'`);
+        continue;
+      }
+      const target = resolve(dirname(file), imp.spec);
+      const to = folderOf(target);
+      if (to === from) continue;
+      if (from === "core" && to !== "root") problems.push(`${where(imp)}: core/ is pure but imports ${to}/ ('${imp.spec}')`);
+      const [a, b] = [layerOf(from), layerOf(to)];
+      if (b >= a) {
+        problems.push(
+          `${where(imp)}: ${from}/ (layer ${a}) imports ${to}/ (layer ${b}) — '${imp.spec}'; ` +
+            (b === a ? "folders of one layer never import each other" : "imports point down only"),
+        );
+      }
+    }
+  }
+  return problems;
+}
+
+test("every import of src/ points to a lower layer, and core/ stays pure", () => {
+  assert.deepEqual(violations(), []);
+});
+
+test("every folder of src/ has a layer", () => {
+  for (const d of readdirSync(SRC, { withFileTypes: true })) if (d.isDirectory()) layerOf(d.name);
+});
