@@ -24,6 +24,7 @@
 //   (hardTimeoutMs = Infinity) and no abort arrives; after SIGKILL the leader gets KILL_SETTLE_MS
 //   to disappear before runChild gives up on it and says so in the log.
 
+import assert from "node:assert/strict";
 import { closeSync, constants as fsConstants, existsSync, fstatSync, openSync } from "node:fs";
 import { access, mkdir, open, readdir, readFile, stat, type FileHandle } from "node:fs/promises";
 import { setPriority } from "node:os";
@@ -401,16 +402,10 @@ function notStarted(outcome: "interrupted" | "error", error?: string): ChildResu
 
 function checkOptions(options: RunChildOptions): void {
   const { argv, hardTimeoutMs, killGraceMs, nice } = options;
-  if (argv.length === 0 || typeof argv[0] !== "string" || argv[0] === "") {
-    throw new TypeError("runChild: argv must start with a program name");
-  }
-  if (!(hardTimeoutMs > 0)) throw new RangeError(`runChild: hardTimeoutMs must be > 0 (got ${hardTimeoutMs})`);
-  if (killGraceMs !== undefined && !(killGraceMs >= 0 && Number.isFinite(killGraceMs))) {
-    throw new RangeError(`runChild: killGraceMs must be a finite number >= 0 (got ${killGraceMs})`);
-  }
-  if (nice !== undefined && !(Number.isInteger(nice) && nice >= -20 && nice <= 19)) {
-    throw new RangeError(`runChild: nice must be an integer from -20 to 19 (got ${nice})`);
-  }
+  assert.ok(argv.length > 0 && typeof argv[0] === "string" && argv[0] !== "", "runChild: argv must start with a program name");
+  assert.ok(hardTimeoutMs > 0, `runChild: hardTimeoutMs must be > 0 (got ${hardTimeoutMs})`);
+  assert.ok(killGraceMs === undefined || (killGraceMs >= 0 && Number.isFinite(killGraceMs)), `runChild: killGraceMs must be a finite number >= 0 (got ${killGraceMs})`);
+  assert.ok(nice === undefined || (Number.isInteger(nice) && nice >= -20 && nice <= 19), `runChild: nice must be an integer from -20 to 19 (got ${nice})`);
 }
 
 /** Fires `fire` once performance.now() reaches `deadline`, however far away it is. */

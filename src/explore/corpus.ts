@@ -27,8 +27,8 @@ import { RuntimeFailure } from "../errors.ts";
 import { FileProblem } from "../files/file-problem.ts";
 import { displayPath, type EntryKind, PinnedDir } from "../files/pinned-dir.ts";
 import { fsyncDir, lstatOrNull, writeFully } from "./durable.ts";
+import { HEX64 } from "../core/message-checks.ts";
 
-export const HASH_RE = /^[0-9a-f]{64}$/;
 export const STAGE_ID_RE = /^[0-9a-f]{32}$/;
 export const CHUNK_BYTES = 1024 * 1024;
 
@@ -258,7 +258,7 @@ export function publishFile(
 
 /** Re-hashes a public object: IntegrityError when its bytes are not its name, FileProblem when unreadable. */
 export function verifyPublic(corpusDir: string, hash: string, maxBytes: number): void {
-  if (!HASH_RE.test(hash)) {
+  if (!HEX64.test(hash)) {
     throw new RuntimeFailure(`'${hash}' is not a corpus object name (64 lowercase hex digits)`);
   }
   const path = join(corpusDir, hash);
@@ -272,7 +272,7 @@ export function verifyPublic(corpusDir: string, hash: string, maxBytes: number):
 export function listCorpus(corpusDir: string): string[] {
   const found: string[] = [];
   for (const name of readdirSync(corpusDir)) {
-    if (!HASH_RE.test(name)) continue;
+    if (!HEX64.test(name)) continue;
     const st = lstatOrNull(join(corpusDir, name));
     if (st?.isFile()) found.push(name);
   }

@@ -25,6 +25,7 @@ import { isCount } from "../core/message-checks.ts";
 import { randomHex } from "../util/random-hex.ts";
 import { fsyncDir, mkdirDurable, replaceFile, replaceFileSynced, unlinkDurable } from "./durable.ts";
 import { withFileLock } from "./file-lock.ts";
+import { HEX64 } from "../core/message-checks.ts";
 
 export type LeaseStatus = "leased" | "committing" | "done";
 export type Origin = "initial" | "generated";
@@ -92,7 +93,6 @@ export class CorruptRecordError extends RuntimeFailure {
   }
 }
 
-const HASH = /^[0-9a-f]{64}$/;
 const STAGING_ID = /^[0-9a-f]{32}$/;
 const RECORD_FILE = /^([0-9a-f]{64})\.json$/;
 const SHARD_DIR = /^[0-9]{3}$/;
@@ -120,7 +120,7 @@ function manifestProblem(m: unknown): string | null {
   if (keys.join(",") !== MANIFEST_KEYS.join(",")) return `keys must be exactly ${MANIFEST_KEYS.join(", ")} (got ${keys.join(", ")})`;
   if (typeof m.worker !== "string" || m.worker === "") return "worker must be a non-empty string";
   if (!Array.isArray(m.hashes)) return "hashes must be an array";
-  for (const h of m.hashes) if (typeof h !== "string" || !HASH.test(h)) return `hash ${JSON.stringify(h)} is not 64 lowercase hex`;
+  for (const h of m.hashes) if (typeof h !== "string" || !HEX64.test(h)) return `hash ${JSON.stringify(h)} is not 64 lowercase hex`;
   const unique = new Set(m.hashes as string[]).size;
   if (typeof m.staging_id !== "string") return "staging_id must be a string";
   if (unique === 0 ? m.staging_id !== "" : !STAGING_ID.test(m.staging_id)) {
@@ -531,7 +531,7 @@ function isTime(v: unknown): v is number {
 }
 
 function isId(id: unknown): id is string {
-  return typeof id === "string" && HASH.test(id);
+  return typeof id === "string" && HEX64.test(id);
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {

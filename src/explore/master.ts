@@ -16,9 +16,10 @@ import { printable } from "../core/log-lines.ts";
 import { owner as rendezvousOwner } from "../core/rendezvous.ts";
 import { PinnedDir, type DirIdentity, type EntryKind } from "../files/pinned-dir.ts";
 import type { ResultFrame, TaskItemT } from "../net/messages.ts";
-import { FileProblem, hashFile, HASH_RE, IntegrityError, listRegularFiles, publishFile, STAGE_ID_RE, verifyPublic, type Budgets, type FileIdentity } from "./corpus.ts";
+import { FileProblem, hashFile, IntegrityError, listRegularFiles, publishFile, STAGE_ID_RE, verifyPublic, type Budgets, type FileIdentity } from "./corpus.ts";
 import { canonicalManifest, LeaseTable, type Origin } from "./lease-table.ts";
 import { type OpenStage, promoteChildren, StagingArea, verifyStage } from "./staging.ts";
+import { HEX64 } from "../core/message-checks.ts";
 
 export type Ownership = "rendezvous" | "broadcast";
 
@@ -297,7 +298,7 @@ export class ExploreMaster {
       return 0;
     }
     for (const hash of names) {
-      if (!HASH_RE.test(hash) || this.observed.has(hash)) continue;
+      if (!HEX64.test(hash) || this.observed.has(hash)) continue;
       // Ownership never changes during a campaign: another master's object is looked at once.
       this.observed.add(hash);
       if (!this.owns(hash)) continue;
@@ -542,7 +543,7 @@ export class ExploreMaster {
     if (r.new_hashes.length === 0 && (r.staging_id !== "" || r.staged_bytes !== 0)) return "a stage without children";
     if (r.new_hashes.length > 0 && !STAGE_ID_RE.test(r.staging_id)) return "children without a stage id";
     if (r.staged_bytes > this.o.budgets.maxResultBytes) return `${r.staged_bytes} staged bytes exceed the budget of ${this.o.budgets.maxResultBytes}`;
-    if (!r.new_hashes.every((h) => HASH_RE.test(h))) return "a child hash is not 64 lowercase hex";
+    if (!r.new_hashes.every((h) => HEX64.test(h))) return "a child hash is not 64 lowercase hex";
     return null;
   }
 

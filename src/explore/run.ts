@@ -2,13 +2,13 @@
 // alone, the root of several (--masters N, rank 0), or a submaster (--join ROOT:PORT). The loop
 // itself (rescans, heartbeats, local slots, dispatch) is the same for all three; what differs is
 // how it ends (endings.ts) and how the statistics come together (stats-round.ts).
-import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, rmdirSync, statSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { formatDuration } from "../config/duration.ts";
 import { RuntimeFailure, UsageError } from "../errors.ts";
+import { EXIT } from "../exit-codes.ts";
 import { CampaignLock } from "../lock/campaign-lock.ts";
 import type { Connection } from "../net/connection.ts";
 import type { ReadService } from "../net/worker-server.ts";
@@ -26,10 +26,11 @@ import { computeStats, renderStats, type ExploreStats } from "./stats.ts";
 import type { Inbox } from "./stats-round.ts";
 import { WakeablePause } from "../util/pause.ts";
 import { awaitToken, serverToken, type FoundToken } from "../net/token.ts";
+import { HEX64 } from "../core/message-checks.ts";
+import { randomHex } from "../util/random-hex.ts";
 // The wire, the masters' channel and their statistics round are loaded only by a master that
 // serves workers or has peers: a lone master starts faster without them.
 
-export const EXIT_EXPLORE = { ok: 0, lifecycle: 70, rendezvous: 71 } as const;
 const INPUT_SCAN_MS = 1000;
 /**
  * Input files admitted per turn of the loop (publish + claim, about 2 ms each on a small VM): a
@@ -41,7 +42,6 @@ const INPUT_SCAN_MS = 1000;
 const ADMIT_BATCH = 256;
 const CORPUS_SCAN_MS = 250;
 const SHARD_COUNT = 64;
-const EPOCH_RE = /^[0-9a-f]{64}$/;
 /** How long a submaster waits for the root's token file and then the root, together. */
 const JOIN_WAIT_SECONDS = 60;
 
@@ -206,7 +206,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
 
     const campaign = new Campaign(o, master, join(workDir, "scratch", `r${rank}`), budgets, leaseTtlSeconds * 1000, now, log, ranks.length > 1);
     let ending: Ending;
-    const nonce = { path: join(workDir, `nonce-r${rank}`), value: randomBytes(16).toString("hex") };
+    const nonce = { path: join(workDir, `nonce-r${rank}`), value: randomHex(16) };
     writeFileSync(nonce.path, nonce.value + "\n", { mode: 0o600 });
     if (role.kind === "root") {
       let rootEnding: RootEnding | null = null;
@@ -272,8 +272,8 @@ export async function explore(o: ExploreOptions): Promise<number> {
           `${stale ? `, ${stale} stale result(s) discarded (their tasks were taken over)` : ""}` +
           `${late ? `, ${late} late input file(s) left for the next campaign` : ""}`,
       );
-      if (r.timedOut) return EXIT_EXPLORE.rendezvous;
-      return problems.length > 0 ? report(write, problems, workDir, epoch, EXIT_EXPLORE.lifecycle) : EXIT_EXPLORE.ok;
+      if (r.timedOut) return EXIT.rendezvousTimeout;
+      return problems.length > 0 ? report(write, problems, workDir, epoch, EXIT.lifecycle) : EXIT.ok;
     }
 
     let stats: ExploreStats;
@@ -302,9 +302,9 @@ export async function explore(o: ExploreOptions): Promise<number> {
       if (holdMs > 0) await new Promise((r) => setTimeout(r, holdMs));
     }
     hub?.broadcast({ type: "release", token: epoch });
-    if (problems.length > 0) return report(write, problems, workDir, epoch, EXIT_EXPLORE.lifecycle);
+    if (problems.length > 0) return report(write, problems, workDir, epoch, EXIT.lifecycle);
     if (!clean) write(`the frontier is not exhausted (${end}); continue with: --resume ${epoch}`);
-    return EXIT_EXPLORE.ok;
+    return EXIT.ok;
   } finally {
     hub?.close();
     remote?.server.close();
@@ -551,13 +551,13 @@ function checkDirectory(path: string, flag: string): void {
 /** A new random epoch, or the one to resume (its state must exist and match). */
 function openEpoch(state: string, resume: string | null): string {
   if (resume === null) {
-    const epoch = randomBytes(32).toString("hex");
+    const epoch = randomHex(32);
     const work = join(state, `work-${epoch}`);
     mkdirSync(work, { recursive: true });
     writeFileAtomic(join(work, "state.json"), JSON.stringify({ schema: "fuzzfleet-explore-state-v1", epoch, shard_count: SHARD_COUNT }) + "\n");
     return epoch;
   }
-  if (!EPOCH_RE.test(resume)) throw new UsageError(`--resume wants the 64 lowercase hex characters of an epoch (got '${resume}')`);
+  if (!HEX64.test(resume)) throw new UsageError(`--resume wants the 64 lowercase hex characters of an epoch (got '${resume}')`);
   const file = join(state, `work-${resume}`, "state.json");
   let parsed: { schema?: unknown; epoch?: unknown; shard_count?: unknown };
   try {

@@ -13,8 +13,9 @@ import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, rename
 import { join } from "node:path";
 import { RuntimeFailure } from "../errors.ts";
 import { PinnedDir, type DirIdentity } from "../files/pinned-dir.ts";
-import { FileProblem, HASH_RE, STAGE_ID_RE, copyHashing, hashFile, verifyPublic, type Budgets } from "./corpus.ts";
+import { FileProblem, STAGE_ID_RE, copyHashing, hashFile, verifyPublic, type Budgets } from "./corpus.ts";
 import { fsyncDir, lstatOrNull } from "./durable.ts";
+import { HEX64 } from "../core/message-checks.ts";
 
 export interface CollectedOutputs {
   files: { path: string; size: number }[];
@@ -160,7 +161,7 @@ export type StageVerdict = { ok: true } | { ok: false; reason: string };
  */
 export function verifyStage(stage: string | PinnedDir, declared: readonly string[], stagedBytes: number, maxBytes: number): StageVerdict {
   for (const hash of declared) {
-    if (!HASH_RE.test(hash)) return { ok: false, reason: `declared child '${hash}' is not a 64-hex SHA-256` };
+    if (!HEX64.test(hash)) return { ok: false, reason: `declared child '${hash}' is not a 64-hex SHA-256` };
   }
   if (!Number.isSafeInteger(stagedBytes) || stagedBytes < 0) {
     return { ok: false, reason: `declared staged bytes ${stagedBytes} is not a non-negative integer` };
@@ -190,7 +191,7 @@ function verifyPinned(stage: PinnedDir, declared: readonly string[], stagedBytes
     throw err;
   }
   for (const entry of entries) {
-    if (!HASH_RE.test(entry.name)) return { ok: false, reason: `stage holds an entry with an invalid name '${entry.name}'` };
+    if (!HEX64.test(entry.name)) return { ok: false, reason: `stage holds an entry with an invalid name '${entry.name}'` };
     if (!expected.has(entry.name)) return { ok: false, reason: `stage holds undeclared child ${entry.name}` };
     seen.add(entry.name);
   }
@@ -234,7 +235,7 @@ export function promoteChildren(
   trusted: (hash: string) => boolean = () => false,
 ): void {
   for (const hash of hashes) {
-    if (!HASH_RE.test(hash)) throw new RuntimeFailure(`cannot promote '${hash}': not a 64-hex SHA-256`);
+    if (!HEX64.test(hash)) throw new RuntimeFailure(`cannot promote '${hash}': not a 64-hex SHA-256`);
   }
   let pin: PinnedDir | null = null;
   if (typeof stage === "string") {

@@ -1,6 +1,6 @@
 // Random tokens of the master-to-master protocol (PREPARE, statistics): 256 bits as 64 hex.
-import { randomBytes } from "node:crypto";
+import { randomHex } from "../util/random-hex.ts";
 
 export function randomToken(): string {
-  return randomBytes(32).toString("hex");
+  return randomHex(32);
 }

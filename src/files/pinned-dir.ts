@@ -12,6 +12,7 @@
 // is an I/O error of the caller's own directories. Messages name the path the user knows
 // (`shown`), never the /proc one; displayPath() maps a descriptor path back for code that was
 // handed one as a plain string.
+import assert from "node:assert/strict";
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, rmdirSync, statSync, unlinkSync, mkdirSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import { FileProblem } from "./file-problem.ts";
@@ -106,9 +107,7 @@ function kindPhrase(st: Stats): string {
 }
 
 function checkName(name: string): void {
-  if (name === "" || name === "." || name === ".." || name.includes("/") || name.includes("\0")) {
-    throw new RangeError(`'${name}' is not a single directory entry name`);
-  }
+  assert.ok(name !== "" && name !== "." && name !== ".." && !name.includes("/") && !name.includes("\0"), `'${name}' is not a single directory entry name`);
 }
 
 export class PinnedDir {
@@ -379,7 +378,7 @@ export class PinnedDir {
 export function removeBelow(root: string, rel: string): boolean {
   const names = rel.split("/").filter((n) => n !== "" && n !== ".");
   const last = names.pop();
-  if (last === undefined || names.includes("..") || last === "..") throw new RangeError(`'${rel}' is not a path below ${root}`);
+  assert.ok(last !== undefined && !names.includes("..") && last !== "..", `'${rel}' is not a path below ${root}`);
   let top: PinnedDir;
   try {
     top = PinnedDir.open(root);

@@ -8,6 +8,7 @@
 // Placing is replayable: a destination that already holds exactly this tree (the same inodes, or
 // the same bytes) is the leftover of an earlier attempt and is used as it is; any other existing
 // destination is left alone and the next candidate name is tried.
+import assert from "node:assert/strict";
 import { closeSync, constants, linkSync, openSync, readSync, type Stats } from "node:fs";
 import { FileProblem } from "./file-problem.ts";
 import { MAX_DEPTH, type PinnedDir } from "./pinned-dir.ts";
@@ -105,7 +106,7 @@ export function placeTree(src: PinnedDir, nodes: readonly TreeNode[], parent: Pi
     fresh.close();
     return name;
   }
-  throw new RangeError("placeTree: no candidate name was free");
+  assert.fail("placeTree: no candidate name was free");
 }
 
 /** Writes `text` as a new file under the first of `candidates` that is free or already holds exactly `text`. */
@@ -131,7 +132,7 @@ export function placeNote(parent: PinnedDir, candidates: Iterable<string>, text:
     }
     return name;
   }
-  throw new RangeError("placeNote: no candidate name was free");
+  assert.fail("placeNote: no candidate name was free");
 }
 
 function fill(src: PinnedDir, nodes: readonly TreeNode[], dest: PinnedDir): void {

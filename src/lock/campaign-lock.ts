@@ -17,12 +17,13 @@
 //                         so two processes replacing the same content serialise on one claim.
 // A claim lives for milliseconds. One left by a dead process of this host, or older than
 // CLAIM_ABANDONED_MS, is itself replaced through a claim on its own content.
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { hostname as osHostname } from "node:os";
 import { join } from "node:path";
 import { RefusedError, RuntimeFailure } from "../errors.ts";
 import { formatDuration } from "../config/duration.ts";
+import { randomHex } from "../util/random-hex.ts";
 
 export type LockMode = "run" | "coordinate" | "resweep" | "reset" | "explore";
 
@@ -185,7 +186,7 @@ function sleepSync(ms: number): void {
 }
 
 function tempPathFor(file: string): string {
-  return `${file}.tmp-${process.pid}-${randomBytes(6).toString("hex")}`;
+  return `${file}.tmp-${process.pid}-${randomHex(6)}`;
 }
 
 /** Creates `file` holding `content`, atomically and only if it does not exist. */

@@ -10,6 +10,7 @@
 //           reservation | unread replies over WRITE_BACKLOG_BYTES--> paused
 //           paused --frame taken | reservation granted | replies drained--> flowing
 //           any --framing error--> paused for good (the owner sends its refusal, then closes)
+import assert from "node:assert/strict";
 import { connect as netConnect, type Socket } from "node:net";
 import type { z } from "zod";
 import { ProtocolError } from "../errors.ts";
@@ -40,7 +41,7 @@ export class ReadBudget {
   private readonly queue: { bytes: number; grant: () => void }[] = [];
 
   constructor(readonly limitBytes: number) {
-    if (limitBytes < MAX_FRAME_BYTES) throw new RangeError(`a read budget of ${limitBytes} bytes cannot hold one ${MAX_FRAME_BYTES}-byte frame`);
+    assert.ok(limitBytes >= MAX_FRAME_BYTES, `a read budget of ${limitBytes} bytes cannot hold one ${MAX_FRAME_BYTES}-byte frame`);
   }
 
   get reservedBytes(): number {

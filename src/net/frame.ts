@@ -2,6 +2,7 @@
 // with a string `type`). The length is checked against the decoder's cap before a single body
 // byte is buffered, so a peer cannot make us allocate more than the cap: MAX_FRAME_BYTES once a
 // connection is authenticated, FIRST_FRAME_BYTES before its token was checked.
+import assert from "node:assert/strict";
 import { printable } from "../core/log-lines.ts";
 import { ProtocolError } from "../errors.ts";
 
@@ -38,7 +39,7 @@ export class FrameDecoder {
 
   /** `cap`: the largest body accepted (at most MAX_FRAME_BYTES); `limit` changes it later. */
   constructor(private cap: number = MAX_FRAME_BYTES) {
-    if (cap > MAX_FRAME_BYTES) throw new RangeError(`frame cap ${cap} is over MAX_FRAME_BYTES`);
+    assert.ok(cap <= MAX_FRAME_BYTES, `frame cap ${cap} is over MAX_FRAME_BYTES`);
   }
 
   get limit(): number {
@@ -47,7 +48,7 @@ export class FrameDecoder {
 
   /** Applies to frames whose header is not read yet. */
   set limit(bytes: number) {
-    if (bytes > MAX_FRAME_BYTES) throw new RangeError(`frame cap ${bytes} is over MAX_FRAME_BYTES`);
+    assert.ok(bytes <= MAX_FRAME_BYTES, `frame cap ${bytes} is over MAX_FRAME_BYTES`);
     this.cap = bytes;
   }
 

@@ -3,6 +3,7 @@
 // type — is refused with the reason, and the connection is closed.
 import { z } from "zod";
 import { printable } from "../core/log-lines.ts";
+import { HEX64 } from "../core/message-checks.ts";
 
 export const PROTOCOL_VERSION = 1;
 
@@ -139,7 +140,7 @@ export const Ack = z.strictObject({
 
 // ---- explore work ----------------------------------------------------------------------------
 
-const hash = z.string().regex(/^[0-9a-f]{64}$/, "a 64-character lowercase hex SHA-256");
+const hash = z.string().regex(HEX64, "a 64-character lowercase hex SHA-256");
 
 export const TaskItem = z.strictObject({
   task_id: id,
@@ -182,7 +183,7 @@ export const Bye = z.strictObject({ type: z.literal("bye"), reason: text(500) })
 
 // ---- master <-> master (explore with several masters) -------------------------------------------
 
-const token64 = z.string().regex(/^[0-9a-f]{64}$/, "64 lowercase hex characters");
+const token64 = z.string().regex(HEX64, "64 lowercase hex characters");
 const rank = z.number().int().min(0).max(4095);
 
 /** First frame of a submaster's connection to the root. `setup` must equal the root's. */

@@ -11,13 +11,14 @@
 // - only servers (a coordinator, an explore master that serves) create the file: mode 0600 under
 //   a temporary name (O_EXCL | O_NOFOLLOW), then hard-linked into place, so no reader ever sees it
 //   half written and an existing file or link at the name is never replaced or followed.
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
 import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readSync, unlinkSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { formatDuration } from "../config/duration.ts";
 import { RefusedError, RuntimeFailure, UsageError } from "../errors.ts";
 import { WakeablePause } from "../util/pause.ts";
+import { randomHex } from "../util/random-hex.ts";
 
 export const TOKEN_FILE_NAME = "fuzzfleet.token";
 const MIN_CHARS = 8;
@@ -194,8 +195,8 @@ function readTokenFile(path: string, uid = process.geteuid?.()): string | null {
 /** Writes a fresh token to `path` unless something already has that name. Null if it did. */
 function createTokenFile(path: string): string | null {
   mkdirSync(dirname(path), { recursive: true });
-  const token = randomBytes(16).toString("hex");
-  const temp = `${path}.${randomBytes(6).toString("hex")}.tmp`;
+  const token = randomHex(16);
+  const temp = `${path}.${randomHex(6)}.tmp`;
   const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {
     try {

@@ -15,7 +15,6 @@
 // MAX_AWAITING_AUTH such connections exist; after it, frame bodies are read under the server's
 // ReadBudget (a connection waits, it does not fail). Every outside string reaches the log through
 // printable(), and refusal lines are throttled (RefusalLog).
-import { randomBytes } from "node:crypto";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { StopLedger, type StopOutcome } from "../core/lifecycle.ts";
 import { LineThrottle, printable } from "../core/log-lines.ts";
@@ -39,6 +38,7 @@ import {
 } from "./messages.ts";
 import { tokensEqual } from "./token.ts";
 import { setTimeout as sleep } from "node:timers/promises";
+import { randomHex } from "../util/random-hex.ts";
 
 /** The whole first frame must arrive within this long after the connection is accepted. */
 export const FIRST_FRAME_MS = 5_000;
@@ -206,7 +206,7 @@ export class WorkerServer<W extends AttachedWorker> {
   async stopAll(graceMs: number): Promise<StopOutcome> {
     this.stopping = true;
     for (const [label] of this.workers) {
-      if (this.ledger.mayAssign(label)) this.ledger.begin(label, randomBytes(16).toString("hex"));
+      if (this.ledger.mayAssign(label)) this.ledger.begin(label, randomHex(16));
     }
     this.ledger.setDeadline(this.o.now() + graceMs);
     for (;;) {

@@ -1,6 +1,5 @@
 // `coordinate`: one distributed sweep session. The same SweepEngine as `run`, driven by remote
 // workers instead of the local executor; this process sweeps nothing itself.
-import { randomBytes } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { hostname } from "node:os";
@@ -23,6 +22,7 @@ import { clock, SweepConsole } from "../report/sweep-console.ts";
 import { setSessionPort } from "../store/sessions.ts";
 import type { Confirm } from "./campaign.ts";
 import { closeSweepSession, openSweepSession, sessionBudgetLines, sessionHeadLines, type SweepSession } from "./session.ts";
+import { randomHex } from "../util/random-hex.ts";
 
 export interface CoordinateOptions {
   paths: CampaignPaths;
@@ -59,7 +59,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
   const deadlineMs = startMs + o.seconds * 1000;
   const controller = new AbortController();
   let status: "done" | "interrupted" = "interrupted";
-  const nonce = { path: join(s.outDir, "tmp", `nonce-${s.sessionId}`), value: randomBytes(16).toString("hex") };
+  const nonce = { path: join(s.outDir, "tmp", `nonce-${s.sessionId}`), value: randomHex(16) };
   const onSignal = () => {
     if (!controller.signal.aborted) controller.abort();
     else write(`[${clock()}] already stopping; waiting for workers (bounded by the drain and stop graces)`);

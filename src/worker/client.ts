@@ -6,11 +6,12 @@ import { hostname as osHostname } from "node:os";
 import { performance } from "node:perf_hooks";
 import { printable } from "../core/log-lines.ts";
 import { RefusedError, RuntimeFailure } from "../errors.ts";
+import { EXIT } from "../exit-codes.ts";
 import type { Connection } from "../net/connection.ts";
 import { checkHostName, connectWithWait, type HostLookup } from "../net/dial-wait.ts";
 import { HandshakeReply, PROTOCOL_VERSION, Welcome, Refuse, type WelcomeFrame } from "../net/messages.ts";
 import { awaitToken, type TokenSource } from "../net/token.ts";
-import { EXIT_WORKER, WorkerLoop, type UnitRunner } from "./loop.ts";
+import { WorkerLoop, type UnitRunner } from "./loop.ts";
 import { SweepRunner } from "./sweep-runner.ts";
 import { ExploreRunner } from "./explore-runner.ts";
 import { proveIdentity } from "../generator/identity.ts";
@@ -66,12 +67,12 @@ export async function runWorker(o: WorkerOptions): Promise<number> {
   });
   if (!found) {
     o.log(`worker ${host}: interrupted while waiting for the campaign token; nothing was started`);
-    return EXIT_WORKER.ok;
+    return EXIT.ok;
   }
   // Whole seconds, so the line that may follow names the budget as given when no time was spent.
   const left = Math.max(0, Math.round(o.waitSeconds - (performance.now() - startMs) / 1000));
   const conn = await connectWithWait({ ...o, waitSeconds: left });
-  if (!conn) return EXIT_WORKER.ok;
+  if (!conn) return EXIT.ok;
   let welcome: WelcomeFrame;
   try {
     welcome = await handshake(conn, { token: found.token, jobs: o.jobs, slots: o.slots, hostname: host });

@@ -13,6 +13,8 @@
 import { performance } from "node:perf_hooks";
 import { printable } from "../core/log-lines.ts";
 import { RuntimeFailure } from "../errors.ts";
+// A lost coordinator is a runtime error (4); 1 is reserved for newly distinct failures.
+import { EXIT } from "../exit-codes.ts";
 import type { Connection } from "../net/connection.ts";
 import { CoordinatorReply, type CoordinatorReplyT, type Frame, type WelcomeFrame } from "../net/messages.ts";
 import { WakeablePause } from "../util/pause.ts";
@@ -21,8 +23,6 @@ const REQUEST_TIMEOUT_MS = 60_000;
 /** The longest line the loop logs. */
 const LINE_MAX_CHARS = 2000;
 
-/** 1 is reserved for "newly distinct failures" (cron alerts on it): a lost coordinator is a runtime error. */
-export const EXIT_WORKER = { ok: 0, lost: 4 } as const;
 
 /** How one campaign kind turns replies into units, runs them, and reports them. */
 export interface UnitRunner<U> {
@@ -66,7 +66,7 @@ export class WorkerLoop<U> {
     } catch (err) {
       this.say(`worker: lost the coordinator (${(err as Error).message})`);
       await this.endChildren();
-      return EXIT_WORKER.lost;
+      return EXIT.runtime;
     }
   }
 
@@ -82,7 +82,7 @@ export class WorkerLoop<U> {
       if (this.stopToken !== null) return this.stop(this.stopToken);
       if (this.interrupted && this.running.size === 0) {
         await this.call({ type: "bye", reason: "interrupted" });
-        return EXIT_WORKER.ok;
+        return EXIT.ok;
       }
       let pauseMs = beatMs;
       if (!this.draining && !this.interrupted && this.running.size < this.o.slots) {
@@ -158,7 +158,7 @@ export class WorkerLoop<U> {
     for (const unit of units) this.runner.cleanup(unit);
     const reply = await this.conn.request({ type: "stop_ack", token }, CoordinatorReply, REQUEST_TIMEOUT_MS);
     this.say(reply.type === "bye" ? "  stop acknowledged" : `  the coordinator answered the stop_ack with '${reply.type}'`);
-    return reply.type === "bye" ? EXIT_WORKER.ok : EXIT_WORKER.lost;
+    return reply.type === "bye" ? EXIT.ok : EXIT.runtime;
   }
 
   private async endChildren(): Promise<void> {

@@ -6,7 +6,7 @@ import {
   CHUNK_BYTES,
   DEFAULT_BUDGETS,
   FileProblem,
-  HASH_RE,
+  
   IntegrityError,
   copyHashing,
   hashFile,
@@ -16,6 +16,7 @@ import {
   verifyPublic,
 } from "../../src/explore/corpus.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
+import { HEX64 } from "../../src/core/message-checks.ts";
 
 const { freshDir } = scratchDirs("corpus");
 
@@ -292,7 +293,7 @@ describe("listCorpus and listRegularFiles", () => {
     mkdirSync(join(corpus, sha256("dir")));
     mkdirSync(join(corpus, ".fuzzfleet"));
     assert.deepEqual(listCorpus(corpus), [good]);
-    assert.ok(HASH_RE.test(good));
+    assert.ok(HEX64.test(good));
   });
 
   it("lists regular files with their identity and skips symlinks and directories", () => {

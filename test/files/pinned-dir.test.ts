@@ -151,7 +151,7 @@ describe("removeBelow", () => {
     symlinkSync(v, join(out, "tmp"));
     assert.equal(removeBelow(out, "tmp/chunk-7"), false, "a symlink on the way: nothing is removed");
     assert.deepEqual(snapshot(v), before);
-    assert.throws(() => removeBelow(out, "../x"), RangeError);
+    assert.throws(() => removeBelow(out, "../x"), assert.AssertionError);
   });
 });
 
@@ -253,7 +253,7 @@ describe("scanTree and placeTree", () => {
       assert.equal(placeNote(pin, names(), "why\n"), "n.txt");
       assert.equal(placeNote(pin, names(), "another reason\n"), "n-2.txt");
       symlinkSync(join(root, "n.txt"), join(root, "n-3.txt"));
-      assert.throws(() => placeNote(pin, ["n-3.txt"], "x"), RangeError, "a symlink is never written through");
+      assert.throws(() => placeNote(pin, ["n-3.txt"], "x"), assert.AssertionError, "a symlink is never written through");
       assert.equal(readFileSync(join(root, "n.txt"), "utf8"), "why\n");
     } finally {
       pin.close();
