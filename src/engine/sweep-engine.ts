@@ -16,138 +16,32 @@
 import assert from "node:assert/strict";
 import { join, relative } from "node:path";
 import { removeBelow } from "../files/pinned-dir.ts";
-import type { Config, LaneConfig } from "../config/schema.ts";
-import { LaneState, type LaneSnapshot } from "../core/lane-state.ts";
+import type { LaneConfig } from "../config/schema.ts";
+import type { LaneSnapshot } from "../core/lane-state.ts";
 import { chunkTarget, deadlineFloor, halveRate, hardTimeout, pickLane, sizeChunk, updateRate } from "../core/schedule.ts";
-import { atomically, type Db } from "../store/db.ts";
+import { atomically } from "../store/db.ts";
 import { getChunk, insertChunk, markChunkComplete, markChunkEnded } from "../store/chunks.ts";
 import { saveLaneProgress, saveLaneRate } from "../store/lanes.ts";
 import { upsertWorkerRate } from "../store/workers.ts";
-import type { ChildOutcome } from "../exec/run-child.ts";
 import { chunkCommand, resultsDir } from "../generator/command.ts";
 import { ingestChunk, type IngestResult } from "../generator/ingest.ts";
 import type { Books } from "./commit-queue.ts";
+import {
+  abortWording,
+  type Assignment,
+  type AssignResult,
+  type ChunkReport,
+  type DrainReason,
+  type EngineLane,
+  type EngineOptions,
+  type FinishResult,
+  type InFlight,
+  type SessionCounts,
+  type WorkerView,
+} from "./sweep-types.ts";
 
-/** A lane taking part in this session. */
-export interface EngineLane {
-  readonly config: LaneConfig;
-  readonly laneId: number;
-  readonly state: LaneState;
-  /** Lane-level (fleet) seeds/s estimate, persisted in lane.seeds_per_sec. */
-  rate: number | null;
-}
-
-/** What the engine knows about one executor: the local slot, or one remote worker. */
-export interface WorkerView {
-  readonly label: string;
-  readonly jobs: number;
-  /** worker row id; null for the local executor. */
-  readonly workerId: number | null;
-  /** Per-lane seeds/s measured on this worker. */
-  readonly rates: Map<string, number | null>;
-  /** Per-lane size of this worker's previous complete chunk (the 3x cap). */
-  readonly lastCount: Map<string, number>;
-  /** Consecutive timeouts per lane. */
-  readonly strikes: Map<string, number>;
-  /** Lanes this worker stopped taking for the rest of the session. */
-  readonly disabled: Set<string>;
-}
-
-export interface Assignment {
-  readonly chunkId: number;
-  readonly lane: string;
-  readonly laneId: number;
-  readonly seedFrom: number;
-  readonly seedTo: number;
-  readonly argv: string[];
-  readonly cwd: string;
-  readonly scratchDir: string;
-  readonly logPath: string;
-  readonly targetSeconds: number;
-  readonly hardTimeoutSeconds: number;
-  readonly nice: number;
-  readonly idleIo: boolean;
-}
-
-export type AssignResult =
-  | { kind: "chunk"; assignment: Assignment }
-  | { kind: "drain"; reason: DrainReason }
-  | { kind: "idle"; why: string };
-
-export type DrainReason = "deadline" | "interrupted" | "all lanes disabled";
-
-/** How a chunk's generator run ended: the local executor's child outcome, or a worker's report of it. */
-export type ChunkOutcome = ChildOutcome;
-
-export interface ChunkReport {
-  outcome: ChunkOutcome;
-  /** null when the child was killed by a signal, or when a remote worker did not say. */
-  exitCode: number | null;
-  /** The signal that killed the child, when known (the local executor knows; the wire does not carry it). */
-  signal?: NodeJS.Signals | null;
-  seconds: number;
-  /** Set for outcome "error": why the child could not run. */
-  error?: string;
-}
-
-export type FinishNote = "recorded" | "aborted" | "already recorded" | "unknown chunk" | "lane no longer active";
-
-/** What finish made of a report: the note, and the seeds it added to coverage (0 unless "recorded"). */
-export interface FinishResult {
-  note: FinishNote;
-  seeds: number;
-}
-
-/** Console-facing events; the CLI prints them, tests may collect them. */
-export interface EngineEvents {
-  chunkStarted(a: Assignment, worker: WorkerView, remainingSeconds: number): void;
-  chunkRecorded(a: InFlight, worker: WorkerView, r: IngestResult, seconds: number, rate: number, clean: number): void;
-  chunkAborted(a: InFlight, worker: WorkerView, why: string, seconds: number, logKept: boolean): void;
-  laneDisabled(lane: string, worker: WorkerView, why: string): void;
-  chunkReissued(a: InFlight, why: string): void;
-}
-
-export interface InFlight {
-  readonly chunkId: number;
-  readonly lane: string;
-  readonly laneId: number;
-  readonly seedFrom: number;
-  readonly seedTo: number;
-  readonly worker: WorkerView;
-  readonly logPath: string;
-  readonly scratchDir: string;
-  readonly startedMs: number;
-  lastBeatMs: number;
-}
-
-export interface EngineOptions {
-  db: Db;
-  config: Config;
-  outDir: string;
-  generationId: number;
-  genHash: string;
-  sessionId: number;
-  appBuild: string | null;
-  lanes: EngineLane[];
-  mode: "local" | "distributed";
-  /** Monotonic milliseconds. */
-  now: () => number;
-  deadlineMs: number;
-  events: EngineEvents;
-}
-
-export interface SessionCounts {
-  chunks: number;
-  /** Seeds this session swept that no complete chunk had swept before (each counted once). */
-  seedsSwept: number;
-  finds: number;
-  newFailures: number;
-  /** Fixed failures hit again (regressions); they alert like new ones. */
-  reopened: number;
-  unshrunk: number;
-  quarantine: number;
-  malformed: number;
-}
+// The engine's vocabulary lives in sweep-types.ts; its users import it from here, with the engine.
+export * from "./sweep-types.ts";
 
 /** The engine's memory at a checkpoint: everything a refused transaction may have changed. */
 export interface EngineMark {
@@ -514,38 +408,6 @@ export class SweepEngine implements Books<EngineMark> {
     const limit = this.o.now() - leaseSeconds * 1000;
     return [...this.inFlight.values()].filter((f) => f.lastBeatMs < limit);
   }
-}
-
-/**
- * How an aborted chunk is described: `why` on the console line, `status` in the chunk table,
- * `generatorDid` completing "the generator …". A complete outcome with neither an exit code nor a
- * signal comes from a remote worker, whose report carries no signal: "exit ?".
- */
-export function abortWording(r: ChunkReport): { why: string; status: string; generatorDid: string } {
-  switch (r.outcome) {
-    case "complete":
-      if (r.signal) return { why: `killed by ${r.signal}`, status: `aborted:signal ${r.signal}`, generatorDid: `was killed by ${r.signal}` };
-      if (r.exitCode === null) return { why: "exit ?", status: "aborted:exit ?", generatorDid: "ended with no exit code (killed by a signal on the worker?)" };
-      return { why: `exit ${r.exitCode}`, status: `aborted:exit ${r.exitCode}`, generatorDid: `exited with ${r.exitCode}` };
-    case "error": {
-      const error = r.error ?? "the generator could not run";
-      return { why: `error: ${error}`, status: "aborted:error", generatorDid: `could not run: ${error}` };
-    }
-    default:
-      return { why: r.outcome, status: `aborted:${r.outcome}`, generatorDid: r.outcome === "timeout" ? "timed out" : "was interrupted" };
-  }
-}
-
-/** A WorkerView for the single-host executor, seeded from the lanes' persisted estimates. */
-export function localWorker(lanes: readonly EngineLane[], lastCounts: ReadonlyMap<string, number | null>): WorkerView {
-  const rates = new Map<string, number | null>();
-  const lastCount = new Map<string, number>();
-  for (const lane of lanes) {
-    rates.set(lane.config.name, lane.rate);
-    const n = lastCounts.get(lane.config.name);
-    if (n != null) lastCount.set(lane.config.name, n);
-  }
-  return { label: "local", jobs: 0, workerId: null, rates, lastCount, strikes: new Map(), disabled: new Set() };
 }
 
 function restoreWorker(worker: WorkerView, m: WorkerMemory): void {
