@@ -75,7 +75,7 @@ async function killAndCheckOrphans(r: Running, what: string): Promise<void> {
   await waitFor(
     `the children of the killed ${what} (${family.join(", ") || "none"}) to die`,
     () => (family.every((p) => !alive(p)) ? true : undefined),
-    5_000,
+    8_000,
   );
 }
 
