@@ -51,6 +51,7 @@ export async function buildProgram(args: readonly string[] = []): Promise<Comman
     .option("--db <path>", "SQLite store (default: fuzzfleet.db beside the config)")
     .option("--out <dir>", "artifacts, logs and the lock (default: fuzzfleet-out/ beside the config)")
     .showHelpAfterError("(run with --help for usage)")
+    .configureOutput({ writeErr: writeUsageError })
     .exitOverride();
   program.addHelpText(
     "after",
@@ -79,9 +80,16 @@ Exit codes: 0 ok, 1 'run'/'coordinate' recorded a newly distinct (or reopened) f
   );
   const wanted = requestedCommand(args);
   const group = GROUPS.find((g) => wanted !== null && g.commands.includes(wanted));
-  for (const g of group ? [group] : GROUPS) (await g.load())(program);
-  for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError("(run with --help for usage)");
+  // --version needs no command at all; help and an unknown command need every one listed.
+  const versionOnly = wanted === null && args.some((a) => a === "--version" || a === "-V");
+  for (const g of group ? [group] : versionOnly ? [] : GROUPS) (await g.load())(program);
+  for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError("(run with --help for usage)").configureOutput({ writeErr: writeUsageError });
   return program;
+}
+
+/** commander's own errors ("error: unknown command 'x'") in fuzzfleet's form: "fuzzfleet: unknown command 'x'". */
+function writeUsageError(text: string): void {
+  process.stderr.write(text.replace(/^error: /, "fuzzfleet: "));
 }
 
 const VERSION = "0.1.0";
