@@ -1,5 +1,6 @@
 // Distributed campaigns: `coordinate` (a sweep's master; sweeps nothing itself) and `worker`
 // (for a coordinator or an explore master).
+import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { parseDuration } from "../config/duration.ts";
@@ -59,7 +60,7 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
     .command("worker")
     .description("pull chunks from a coordinator (or tasks from an explore master) and run them here")
     .requiredOption("--master <host:port>", "the coordinator's address (its banner prints it)")
-    .option("-j, --jobs <n>", "parallel jobs per chunk, passed to the generator as {jobs}", intAtLeast(1), 6)
+    .option("-j, --jobs <n>", "parallel jobs per chunk, passed to the generator as {jobs} (default: this host's cores)", intAtLeast(1), availableParallelism())
     .option("--slots <n>", "chunks held at once (the coordinator allows up to 8)", intAtLeast(1), 1)
     .option("--token-file <path>", "read the shared secret from this file (an explore master's banner names it)")
     .option("--token <t>", "the shared secret itself (other local users can read it in the process list: prefer the file)")

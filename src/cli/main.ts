@@ -63,7 +63,7 @@ Getting started:
   fuzzfleet status                    coverage per lane, failures, recent sessions
   fuzzfleet failures -v               the distinct failures, with their reports
   fuzzfleet coordinate --for 12h      serve a sweep to workers on other hosts
-  fuzzfleet worker --master H:P -j 12 pull and run chunks (or explore tasks) from a master
+  fuzzfleet worker --master H:P       pull and run chunks (or explore tasks) from a master
   fuzzfleet explore -i seeds -o corpus -j 2 -- ./target @@
                                       run a target over a corpus until nothing new is left
   fuzzfleet demo explore              the bundled maze target explored to quiescence

@@ -1,5 +1,6 @@
 // Commands that write the sweep store: init, run, resweep, reset.
 import { existsSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { dirname, relative } from "node:path";
 import type { Command } from "commander";
 import { parseDuration } from "../config/duration.ts";
@@ -73,7 +74,7 @@ config or flag, 3 refused (lock held, stale app, generator or lane changed witho
     .command("resweep")
     .description("re-check the seeds of open failures with [generator] check; close the ones that now pass")
     .option("--id <n>", "only this failure", intAtLeast(1))
-    .option("-j, --jobs <n>", "passed to the check command as {jobs}", intAtLeast(1), 6)
+    .option("-j, --jobs <n>", "passed to the check command as {jobs} (default: this machine's cores)", intAtLeast(1), availableParallelism())
     .option("--force-unlock", "take over the campaign lock (only when you know its holder is dead)")
     .action(
       action<{ id?: number; jobs: number; forceUnlock?: boolean }>(async (o) => {

@@ -1,6 +1,7 @@
 // The shape of fuzzfleet.toml (zod), the placeholder language of its argv templates, and the
 // resolved Config that the rest of the program reads. File I/O and error rendering live in load.ts.
 
+import { availableParallelism } from "node:os";
 import { z } from "zod";
 
 // ---------------------------------------------------------------------------------------------
@@ -98,7 +99,8 @@ export const LANE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 const DefaultsSchema = z.strictObject(
   {
-    jobs: int(1, 1024).default(6),
+    // One job per core of this machine unless the config says otherwise.
+    jobs: int(1, 1024).default(() => availableParallelism()),
     nice: int(0, 19).default(19),
     idle_io: bool().default(true),
     chunk_minutes: positiveNumber().default(10),

@@ -1,13 +1,15 @@
 // The starter fuzzfleet.toml written by `fuzzfleet init`. It is a literal string because TOML
 // stringifiers drop comments, and the comments are the point of a starter file.
+import { availableParallelism } from "node:os";
 
-const TEMPLATE = `# fuzzfleet.toml — one sweep campaign.
+const template = (cores: number) => `# fuzzfleet.toml — one sweep campaign.
 # Relative paths in this file are relative to this file's directory, and the generator runs
 # with that directory as its working directory.
 # Durations on the command line look like 2h, 90m, 1h30m or 45s:  fuzzfleet run --for 2h
 
 [defaults]
-jobs = 6                  # parallel jobs per chunk on a single host ({jobs}); lanes may override
+jobs = ${cores}${" ".repeat(Math.max(1, 18 - String(cores).length))}# parallel jobs per chunk on a single host ({jobs}); lanes may override.
+                          # ${cores} = this machine's cores (os.availableParallelism()), also the default
 nice = 19                 # niceness of the generator, 0..19; 0 leaves the priority alone
 idle_io = true            # run the generator with idle I/O priority (ionice -c3)
 chunk_minutes = 10        # target wall-clock length of one chunk (fractions allowed)
@@ -44,7 +46,7 @@ base_seed = 1             # first seed of the lane
 weight = 2                # share of chunks relative to the other lanes. 0 still runs one chunk per
                           # session (more while every other lane is disabled): park with enabled = false
 enabled = true            # false parks the lane
-# jobs = 6                # single-host jobs for this lane (default: defaults.jobs)
+# jobs = 2                # single-host jobs for this lane (default: defaults.jobs)
 args = ["--size", "small"]  # appended to the command; may use the placeholders too
 
 [lanes.large]
@@ -66,7 +68,7 @@ journal = "auto"          # "auto": WAL on a local disk, TRUNCATE on a network f
 give_up_minutes = 10      # how long writes the store refuses (locked, disk full) are retried before the session ends
 `;
 
-/** The commented starter config, set up for the bundled example generator. */
-export function initTemplate(): string {
-  return TEMPLATE;
+/** The commented starter config, set up for the bundled example generator and this machine's cores. */
+export function initTemplate(cores: number = availableParallelism()): string {
+  return template(cores);
 }

@@ -212,6 +212,6 @@ function banner(write: (l: string) => void, s: SweepSession, seconds: number, ip
   }
   write(`         token from ${tokenSource}`);
   for (const line of sessionBudgetLines(s, seconds)) write(line);
-  write(`         start workers:  fuzzfleet worker --master ${shown}:${port} -j 12`);
+  write(`         start workers:  fuzzfleet worker --master ${shown}:${port}   (-j: that host's cores by default)`);
   write(`         watch it:       fuzzfleet status --master ${shown}:${port}`);
 }

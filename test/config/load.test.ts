@@ -1,5 +1,6 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
+import { availableParallelism } from "node:os";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
@@ -50,7 +51,7 @@ test("a minimal config gets every default, resolved paths and plain objects", ()
   const expected: Config = {
     path: file,
     dir,
-    defaults: { jobs: 6, nice: 19, idleIo: true, chunkSeconds: 600, bootstrapSeeds: 40, maxShrinks: 20, hardTimeoutFloor: 180 },
+    defaults: { jobs: availableParallelism(), nice: 19, idleIo: true, chunkSeconds: 600, bootstrapSeeds: 40, maxShrinks: 20, hardTimeoutFloor: 180 },
     generator: {
       command: ["node", "gen.mjs", "--from", "{seed_from}", "-n", "{count}", "--out", "{out}"],
       identity: [join(dir, "gen.mjs")],
@@ -58,7 +59,7 @@ test("a minimal config gets every default, resolved paths and plain objects", ()
       check: null,
     },
     app: null,
-    lanes: [{ name: "only", baseSeed: 1, weight: 1, enabled: true, jobs: 6, args: [] }],
+    lanes: [{ name: "only", baseSeed: 1, weight: 1, enabled: true, jobs: availableParallelism(), args: [] }],
     distributed: { port: 9999, bind: "", leaseSeconds: 120, drainGraceMinutes: 35, stopGraceSeconds: 15 },
     store: { journal: "auto", giveUpSeconds: 600 },
   };

@@ -22,7 +22,7 @@ function writeTemplateBesideExamples(): string {
   const dir = scratchDir();
   mkdirSync(join(dir, "examples", "planted"), { recursive: true });
   const file = join(dir, DEFAULT_CONFIG_NAME);
-  writeFileSync(file, initTemplate());
+  writeFileSync(file, initTemplate(3));
   return file;
 }
 
@@ -38,12 +38,12 @@ test("the init template loads and is set up for the bundled example generator", 
     check: ["node", "examples/planted/planted.mjs", "--check", "--seeds", "{seeds}", "--json"],
   });
   assert.deepStrictEqual(config.lanes, [
-    { name: "small", baseSeed: 1, weight: 2, enabled: true, jobs: 6, args: ["--size", "small"] },
-    { name: "large", baseSeed: 1000000, weight: 1, enabled: true, jobs: 6, args: ["--size", "large"] },
+    { name: "small", baseSeed: 1, weight: 2, enabled: true, jobs: 3, args: ["--size", "small"] },
+    { name: "large", baseSeed: 1000000, weight: 1, enabled: true, jobs: 3, args: ["--size", "large"] },
   ]);
   assert.equal(config.app, null, "the [app] example is commented out");
   assert.deepStrictEqual(config.defaults, {
-    jobs: 6, nice: 19, idleIo: true, chunkSeconds: 600, bootstrapSeeds: 40, maxShrinks: 20, hardTimeoutFloor: 180,
+    jobs: 3, nice: 19, idleIo: true, chunkSeconds: 600, bootstrapSeeds: 40, maxShrinks: 20, hardTimeoutFloor: 180,
   });
   assert.deepStrictEqual(config.distributed, { port: 9999, bind: "", leaseSeconds: 120, drainGraceMinutes: 35, stopGraceSeconds: 15 });
 });
