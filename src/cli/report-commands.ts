@@ -12,7 +12,7 @@ import { FAILURE_STATES } from "../store/failures.ts";
 import { exportBundle } from "../report/export.ts";
 import { effectiveFilters, failuresData, NOTHING_RECORDED, renderFailures, type FailureFilters } from "../report/failures.ts";
 import { emptyStatus, renderStatus, statusData, type StatusContext } from "../report/status.ts";
-import { RuntimeFailure } from "../errors.ts";
+import { ConfigError, RuntimeFailure } from "../errors.ts";
 import { appBuildId, tryGenerationHash } from "../generator/identity.ts";
 import { action, intAtLeast } from "./action.ts";
 import { parseHostPort } from "../net/address.ts";
@@ -22,10 +22,32 @@ import { EXIT } from "../exit-codes.ts";
 
 /** The config when it loads; reports still work from the store alone when it does not. */
 function optionalConfig(paths: CampaignPaths): Config | null {
+  return readConfig(paths).config;
+}
+
+/** The config, or why there is none: missing, or an error that names the file, line and key. */
+function readConfig(paths: CampaignPaths): { config: Config | null; problem: ConfigError | null; missing: boolean } {
+  if (!existsSync(paths.configPath)) return { config: null, problem: null, missing: true };
   try {
-    return loadConfig(paths.configPath);
-  } catch {
-    return null;
+    return { config: loadConfig(paths.configPath), problem: null, missing: false };
+  } catch (err) {
+    if (err instanceof ConfigError) return { config: null, problem: err, missing: false };
+    throw err;
+  }
+}
+
+/**
+ * What `status` says when there is no store: the real state. No config and no store is no
+ * campaign at all; a broken config is reported as every command reports it; a config with no
+ * store yet is a campaign that has not swept.
+ */
+function refuseWithoutCampaign(paths: CampaignPaths, found: ReturnType<typeof readConfig>): void {
+  if (found.problem) throw found.problem;
+  if (found.missing) {
+    throw new ConfigError(
+      `no campaign here: neither ${paths.configPath} nor ${paths.dbPath} exists. ` +
+        "'fuzzfleet init' writes a config to start from (then 'fuzzfleet run --for 30m'), or point --config at an existing campaign",
+    );
   }
 }
 
@@ -66,12 +88,16 @@ export function registerReportCommands(program: Command): void {
           return EXIT.ok;
         }
         refuseIfRemoteCampaign(paths.outDir, "status");
-        const config = optionalConfig(paths);
+        const found = readConfig(paths);
+        if (!existsSync(paths.dbPath)) refuseWithoutCampaign(paths, found);
+        else if (found.problem) process.stderr.write(`fuzzfleet: warning: ${found.problem.message}\n  (the report below comes from the store alone)\n`);
+        const config = found.config;
         const ctx: StatusContext = {
           genHashNow: null,
           appBuildNow: optionalAppBuild(config),
           outDir: paths.outDir,
           laneOrder: config?.lanes.map((l) => l.name) ?? null,
+          configured: config?.lanes ?? null,
         };
         const data = withReadStore(
           paths.dbPath,

@@ -23,6 +23,8 @@ export interface LaneStatus {
   /** Seeds in complete chunks above the cursor: NOT coverage. */
   done_ahead: number;
   args: string[];
+  /** False for a configured lane with no row in this generation yet (after a reset, or a lane just added): it starts at base_seed. */
+  started: boolean;
 }
 
 export interface StatusData {
@@ -54,6 +56,8 @@ export interface StatusContext {
   outDir: string;
   /** Lane names in config order, when the config loads; lanes are listed in this order, others after in row order. */
   laneOrder?: readonly string[] | null;
+  /** The configured lanes, when the config loads: those with no row in the generation yet are shown as not started. */
+  configured?: readonly { name: string; baseSeed: number; args: readonly string[] }[] | null;
 }
 
 /** What status reports for a campaign that has recorded nothing (no store, or no generation yet). */
@@ -74,17 +78,39 @@ export function emptyStatus(ctx: StatusContext): StatusData {
 export function statusData(db: Db, ctx: StatusContext): StatusData {
   const gen = currentGeneration(db);
   if (!gen) return emptyStatus(ctx);
-  const lanes = inConfigOrder(activeLanes(db, gen.id), ctx.laneOrder ?? null).map(
-    (l): LaneStatus => ({
-      name: l.name,
-      base_seed: l.base_seed,
-      covered: l.cursor - l.base_seed,
-      cursor: l.cursor,
-      seeds_per_sec: l.seeds_per_sec,
-      done_ahead: doneAheadOfCursor(db, l.id, l.cursor),
-      args: (JSON.parse(l.params_json) as { args?: string[] }).args ?? [],
-    }),
-  );
+  const rows = activeLanes(db, gen.id);
+  const started = new Set(rows.map((l) => l.name));
+  const lanes = inConfigOrder(
+    [
+      ...rows.map(
+        (l): LaneStatus & { id: number } => ({
+          id: l.id,
+          name: l.name,
+          base_seed: l.base_seed,
+          covered: l.cursor - l.base_seed,
+          cursor: l.cursor,
+          seeds_per_sec: l.seeds_per_sec,
+          done_ahead: doneAheadOfCursor(db, l.id, l.cursor),
+          args: (JSON.parse(l.params_json) as { args?: string[] }).args ?? [],
+          started: true,
+        }),
+      ),
+      ...(ctx.configured ?? [])
+        .filter((c) => !started.has(c.name))
+        .map((c): LaneStatus & { id: number } => ({
+          id: Number.MAX_SAFE_INTEGER,
+          name: c.name,
+          base_seed: c.baseSeed,
+          covered: 0,
+          cursor: c.baseSeed,
+          seeds_per_sec: null,
+          done_ahead: 0,
+          args: [...c.args],
+          started: false,
+        })),
+    ],
+    ctx.laneOrder ?? null,
+  ).map(({ id: _id, ...lane }) => lane);
   const totals = stmt(
     db,
     `SELECT COALESCE(SUM(CASE WHEN c.status = 'complete' THEN c.seed_to - c.seed_from + 1 END), 0) AS seeds,
@@ -142,6 +168,7 @@ export function renderStatus(d: StatusData): string {
       l.seeds_per_sec,
     ).padStart(10)}  ${printable(l.args.join(" "), { max: 1000 }) || "-"}`;
     if (l.done_ahead > 0) line += `   +${formatInt(l.done_ahead)} done ahead of cursor (not coverage)`;
+    if (!l.started) line += "   (not started in this generation yet)";
     out.push(line);
   }
   out.push("");

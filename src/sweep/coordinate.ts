@@ -122,6 +122,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
           appBuildNow: s.appBuild,
           outDir: s.outDir,
           laneOrder: s.config.lanes.map((l) => l.name),
+          configured: s.config.lanes,
         });
         return json ? { type: "json", data: { ...data, live: live() } } : { type: "text", text: renderStatus(data) + "\n" + renderLive(live()) };
       },

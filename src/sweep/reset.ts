@@ -5,7 +5,7 @@ import { formatInt } from "../config/format.ts";
 import { loadConfig } from "../config/load.ts";
 import type { CampaignPaths } from "../config/paths.ts";
 import { laneIdentity } from "../config/schema.ts";
-import { RefusedError } from "../errors.ts";
+import { RefusedError, UsageError } from "../errors.ts";
 import { CampaignLock } from "../lock/campaign-lock.ts";
 import { openStore } from "../store/db.ts";
 import { currentGeneration, startGeneration } from "../store/generations.ts";
@@ -34,8 +34,14 @@ export async function resetCommand(o: ResetOptions): Promise<number> {
     }
     if (o.lane !== null) {
       const row = activeLane(db, gen.id, o.lane);
-      if (!row) throw new RefusedError(`no active lane '${o.lane}' in generation ${gen.id}`);
       const configured = config.lanes.find((l) => l.name === o.lane);
+      if (!row && configured) {
+        write(`lane '${o.lane}' has not started in generation ${gen.id} yet: the next run starts it at ${formatInt(configured.baseSeed)}; nothing to reset`);
+        return 0;
+      }
+      if (!row) {
+        throw new UsageError(`no such lane '${o.lane}' (configured: ${config.lanes.map((l) => l.name).join(", ") || "none"}); check its name in ${config.path}`);
+      }
       const identity = configured ? laneIdentity(configured) : row.params_json;
       const base = configured ? configured.baseSeed : row.base_seed;
       const covered = row.cursor - row.base_seed;
