@@ -12,7 +12,7 @@ import { FAILURE_STATES } from "../store/failures.ts";
 import { exportBundle } from "../report/export.ts";
 import { effectiveFilters, failuresData, NOTHING_RECORDED, renderFailures, type FailureFilters } from "../report/failures.ts";
 import { emptyStatus, renderStatus, statusData, type StatusContext } from "../report/status.ts";
-import { ConfigError, RuntimeFailure } from "../errors.ts";
+import { ConfigError, RuntimeFailure, UsageError } from "../errors.ts";
 import { appBuildId, tryGenerationHash } from "../generator/identity.ts";
 import { action, intAtLeast } from "./action.ts";
 import { parseHostPort } from "../net/address.ts";
@@ -208,11 +208,15 @@ export function registerReportCommands(program: Command): void {
               outDir: paths.outDir,
               appBuildNow: optionalAppBuild(config),
               check: config?.generator.check ?? null,
-          }),
+              checkDir: config?.dir ?? null,
+            }),
         );
         if (!bundle) {
           process.stderr.write(`${NOTHING_RECORDED}\n`);
           return EXIT.ok;
+        }
+        if (bundle.failures === 0 && o.id !== undefined) {
+          throw new UsageError(`--id ${o.id}: no failure has that id in this store; 'fuzzfleet failures --state all --all-generations' lists them`);
         }
         if (bundle.failures === 0) {
           process.stderr.write("no matching failures\n");

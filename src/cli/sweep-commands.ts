@@ -75,11 +75,12 @@ config or flag, 3 refused (lock held, stale app, generator or lane changed witho
     .description("re-check the seeds of open failures with [generator] check; close the ones that now pass")
     .option("--id <n>", "only this failure", intAtLeast(1))
     .option("-j, --jobs <n>", "passed to the check command as {jobs} (default: this machine's cores)", intAtLeast(1), availableParallelism())
+    .option("-v, --verbose", "after the summary, one line per failure (fixed, or still failing with its seeds)")
     .option("--force-unlock", "take over the campaign lock (only when you know its holder is dead)")
     .action(
-      action<{ id?: number; jobs: number; forceUnlock?: boolean }>(async (o) => {
+      action<{ id?: number; jobs: number; verbose?: boolean; forceUnlock?: boolean }>(async (o) => {
         const { resweepCommand } = await import("../sweep/resweep.ts");
-        return resweepCommand({ paths: campaignPaths(o), id: o.id ?? null, jobs: o.jobs, forceUnlock: o.forceUnlock ?? false });
+        return resweepCommand({ paths: campaignPaths(o), id: o.id ?? null, jobs: o.jobs, verbose: o.verbose ?? false, forceUnlock: o.forceUnlock ?? false });
       }),
     );
 

@@ -14,3 +14,8 @@ export function formatRate(rate: number | null): string {
   if (rate === null || !Number.isFinite(rate)) return "-";
   return rate.toFixed(1);
 }
+
+/** `n` grouped by thousands with its noun: "1 hit", "1,490 finds" (`plural` when adding "s" is wrong). */
+export function counted(n: number, singular: string, plural = `${singular}s`): string {
+  return `${formatInt(n)} ${n === 1 ? singular : plural}`;
+}

@@ -28,8 +28,9 @@ export interface ExportOptions {
   lines: number;
   outDir: string;
   appBuildNow: string | null;
-  /** The [generator] check template, to print a ready-to-run check line. */
+  /** The [generator] check template, to print a ready-to-run check line, and the directory it runs in (the config's). */
   check: string[] | null;
+  checkDir: string | null;
 }
 
 export interface ExportResult {
@@ -57,7 +58,7 @@ export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
   out.push("fuzzfleet failure export");
   out.push(`  exported     ${isoNow()} from ${hostname()}`);
   out.push(`  generation   ${gen.id}  ${gen.gen_hash.slice(0, 12)}`);
-  out.push(`  app build    ${o.appBuildNow ?? "-"}`);
+  out.push(`  app build    ${o.appBuildNow ?? "none ([app] not configured)"}`);
   const bucketFilter = o.bucket ? `, bucket=${printable(o.bucket, { max: 64 })}` : "";
   out.push(`  failures     ${rows.length} (${o.id != null ? `id ${o.id}` : `state=${o.state}${bucketFilter}`})`);
   out.push("");
@@ -75,8 +76,12 @@ export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
     out.push(`      first seed  ${f.first_seed}`);
     out.push(`      message     ${printable(oneLine(f.message ?? ""), { max: TEXT_MAX_CHARS })}`);
     if (f.repro) out.push(`      repro       ${printable(f.repro, { max: TEXT_MAX_CHARS })}`);
-    if (o.check) out.push(`      check       ${printable(checkCommand(o.check, laneArgs(f.lane_params), [f.first_seed], 1).join(" "), { max: TEXT_MAX_CHARS })}`);
-    out.push(`      app build   ${f.first_app_build ?? "?"}`);
+    if (o.check) {
+      // The check command runs in the config's directory: the line says so, so it can be pasted anywhere.
+      const check = checkCommand(o.check, laneArgs(f.lane_params), [f.first_seed], 1).map(shellWord).join(" ");
+      out.push(`      check       ${printable(o.checkDir ? `cd ${shellWord(o.checkDir)} && ${check}` : check, { max: TEXT_MAX_CHARS })}`);
+    }
+    out.push(`      app build   ${f.first_app_build ?? "none"}`);
     if (f.shrunk === 0) out.push("      NOT MINIMIZED (shrink cap was hit) -- the minimized input is the full test");
     const shown = seeds.slice(0, SEEDS_SHOWN);
     out.push(`      seeds       ${shown.join(", ")}${seeds.length > shown.length ? " …" : ""}`);
@@ -135,4 +140,9 @@ function fileSection(dir: string, name: string, maxLines: number): { lines: stri
     lines: [`----- ${shownName}  shown=${shown.length} of ${all.length} lines${truncated ? "  TRUNCATED (raise --lines)" : ""}`, ...shown],
     truncated,
   };
+}
+
+/** A word a POSIX shell reads back as itself: quoted only when it must be. */
+function shellWord(word: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
 }

@@ -43,7 +43,7 @@ export function sessionSummary(db: Db, s: SummaryInput): string {
   out.push(...s.extra);
   const open = failureGroups(db, s.generationId).filter((g) => g.state === "open");
   if (open.length > 0) {
-    out.push(`  open failures: ${open.map((g) => `${g.bucket} ${g.distinct}`).join(", ")}`);
+    out.push(`  open failures: ${open.map((g) => `${g.bucket} ${formatInt(g.distinct)}`).join(", ")}`);
     out.push("                 fuzzfleet failures -v");
   }
   out.push("");

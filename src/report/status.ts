@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import { printable } from "../core/log-lines.ts";
 import { formatDuration } from "../config/duration.ts";
-import { formatInt, formatRate } from "../config/format.ts";
+import { counted, formatInt, formatRate } from "../config/format.ts";
 import { type Db, stmt } from "../store/db.ts";
 import { failureGroups, staleFailureCount, type FailureGroup } from "../store/failures.ts";
 import { currentGeneration } from "../store/generations.ts";
@@ -187,7 +187,7 @@ export function renderStatus(d: StatusData): string {
   } else {
     out.push("failures (this generation):");
     for (const f of d.failures) {
-      out.push(`  ${f.state.padEnd(6)} ${printable(f.bucket, { max: 64 }).padEnd(18)} ${formatInt(f.distinct)} distinct, ${formatInt(f.hits)} hits`);
+      out.push(`  ${f.state.padEnd(6)} ${printable(f.bucket, { max: 64 }).padEnd(18)} ${formatInt(f.distinct)} distinct, ${counted(f.hits, "hit")}`);
     }
   }
   if (d.stale_failures > 0) out.push(`  (${d.stale_failures} failure(s) from earlier generations are stale)`);

@@ -5,7 +5,7 @@
 // through printable(): only the live redraw writes escape codes.
 import { printable } from "../core/log-lines.ts";
 import { formatDuration } from "../config/duration.ts";
-import { formatInt } from "../config/format.ts";
+import { counted, formatInt } from "../config/format.ts";
 import type { Assignment, EngineEvents, InFlight, WorkerView } from "../engine/sweep-engine.ts";
 import type { IngestResult } from "../generator/ingest.ts";
 
@@ -79,11 +79,11 @@ export class SweepConsole implements EngineEvents {
     this.seeds += f.seedTo - f.seedFrom + 1;
     this.current = null;
     const parts = [`${formatInt(clean)} clean`];
-    if (r.finds > 0) parts.push(`${r.finds} find(s), ${r.newFailures} new`);
-    if (r.reopened > 0) parts.push(`${r.reopened} reopened`);
-    if (r.unshrunk > 0) parts.push(`${r.unshrunk} unshrunk`);
-    if (r.quarantine > 0) parts.push(`${r.quarantine} QUARANTINE`);
-    if (r.malformed.length > 0) parts.push(`${r.malformed.length} MALFORMED (kept in ${r.malformed[0]!.keptAt})`);
+    if (r.finds > 0) parts.push(`${counted(r.finds, "find")}, ${formatInt(r.newFailures)} new`);
+    if (r.reopened > 0) parts.push(`${formatInt(r.reopened)} reopened`);
+    if (r.unshrunk > 0) parts.push(`${formatInt(r.unshrunk)} unshrunk`);
+    if (r.quarantine > 0) parts.push(`${formatInt(r.quarantine)} QUARANTINE`);
+    if (r.malformed.length > 0) parts.push(`${formatInt(r.malformed.length)} MALFORMED (kept in ${r.malformed[0]!.keptAt})`);
     const from = this.o.showWorker ? ` from ${worker.label}` : "";
     this.line(`       ${parts.join(", ")} in ${formatDuration(seconds)} (${rate.toFixed(1)} seeds/s)${from}`);
     for (const m of r.malformed) this.line(`       malformed failure entry ${printable(m.entry, { max: 255 })}: ${printable(m.reason, { max: REASON_MAX_CHARS })}`);

@@ -6,6 +6,8 @@
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
+import { counted, formatInt } from "../config/format.ts";
+import { printable } from "../core/log-lines.ts";
 import { loadConfig } from "../config/load.ts";
 import type { CampaignPaths } from "../config/paths.ts";
 import { checkCommand, laneArgs } from "../generator/command.ts";
@@ -49,6 +51,8 @@ export interface ResweepOptions {
   id: number | null;
   jobs: number;
   forceUnlock: boolean;
+  /** One line per failure after the summary. */
+  verbose?: boolean;
   write?: (line: string) => void;
 }
 
@@ -87,36 +91,33 @@ export async function resweepCommand(o: ResweepOptions): Promise<number> {
     }
     const plan = planChecks(db, open);
     const verdicts = new Map<string, Map<number, Verdict>>();
-    const decided = new Set<number>();
-    let fixed = 0;
-    let still = 0;
+    const outcomes = new Map<number, Outcome>();
     let n = 0;
     // Decides (in one transaction) every failure whose lane groups have all been checked.
     const decideReady = () =>
       db.transaction(() => {
         for (const f of open) {
-          if (decided.has(f.id)) continue;
+          if (outcomes.has(f.id)) continue;
           const seeds = plan.seedsOf.get(f.id)!;
           if (!seeds.every((s) => verdicts.has(s.lane_params))) continue;
-          decided.add(f.id);
           const bad = seeds.filter((s) => verdicts.get(s.lane_params)!.get(s.seed)?.bucket !== "ok");
           if (bad.length > 0) {
-            still++;
             touchFailure(db, f.id);
-            const now = [...new Set(bad.map((s) => verdicts.get(s.lane_params)!.get(s.seed)?.bucket ?? "no verdict"))];
-            const differs = now.length !== 1 || now[0] !== f.bucket ? `  (now: ${now.join(", ")})` : "";
-            const shown = bad.map((s) => s.seed);
-            write(`  still failing  #${f.id} ${f.bucket} seeds ${shown.slice(0, 6).join(", ")}${shown.length > 6 ? " …" : ""}${differs}`);
+            const now = [...new Set(bad.map((s) => verdicts.get(s.lane_params)!.get(s.seed)?.bucket ?? "no verdict"))].sort();
+            outcomes.set(f.id, { failure: f, fixed: false, seeds: bad.map((s) => s.seed), now: now.length === 1 && now[0] === f.bucket ? null : now });
           } else {
-            fixed++;
             markFailureFixed(db, f.id, appBuild);
-            write(`  FIXED          #${f.id} ${f.bucket} (${seeds.length} seed(s) now clean)`);
+            outcomes.set(f.id, { failure: f, fixed: true, seeds: seeds.map((s) => s.seed), now: null });
           }
         }
       })();
+    write(`re-checking ${counted(open.length, "open failure")} of generation ${gen.id}: ${counted(plan.groups.size, "lane group")} to check`);
+    let interrupted = false;
     for (const [params, seeds] of plan.groups) {
       const got = new Map<number, Verdict>();
       let lastOutput = "";
+      const args = laneArgs(params).join(" ") || "(no lane args)";
+      write(`  checking ${counted(seeds.length, "seed")} with ${args} …`);
       for (const batch of batches(seeds)) {
         const logPath = join(o.paths.outDir, "tmp", `resweep-${process.pid}-${n++}.log`);
         const r = await runChild({
@@ -129,20 +130,21 @@ export async function resweepCommand(o: ResweepOptions): Promise<number> {
         lastOutput = readLog(logPath);
         rmSync(logPath, { force: true });
         if (r.outcome === "interrupted") {
-          write("interrupted — failures with seeds not yet checked were left unchanged");
-          write(`\n${fixed} fixed, ${open.length - fixed} still open`);
-          return 0;
+          interrupted = true;
+          break;
         }
         for (const [seed, v] of parseVerdicts(lastOutput)) got.set(seed, v);
       }
+      if (interrupted) break;
       if (got.size === 0) {
-        write(`  the check command produced no verdicts for lane args ${laneArgs(params).join(" ") || "(none)"}:`);
+        write(`  the check command produced no verdicts for ${args}:`);
         write(lastOutput.slice(-800));
       }
       verdicts.set(params, got);
       decideReady();
     }
-    write(`\n${fixed} fixed, ${still} still open`);
+    for (const line of resweepReport([...outcomes.values()], open.length, o.verbose ?? false)) write(line);
+    if (interrupted) write("interrupted — failures with seeds not yet checked were left unchanged");
     return 0;
   } finally {
     process.off("SIGINT", onSignal);
@@ -150,6 +152,47 @@ export async function resweepCommand(o: ResweepOptions): Promise<number> {
     db.close();
     lock.release();
   }
+}
+
+interface Outcome {
+  failure: FailureListRow;
+  fixed: boolean;
+  /** The seeds re-checked (fixed) or still failing. */
+  seeds: number[];
+  /** The buckets its seeds fail with now, when they differ from the failure's own. */
+  now: string[] | null;
+}
+
+/**
+ * The summary first — how many fixed and still failing, overall and per bucket — then, with
+ * verbose, one line per failure, in bucket then id order; a failure whose seeds now fail
+ * differently stays filed under its own bucket, with the new one named.
+ */
+export function resweepReport(outcomes: readonly Outcome[], checked: number, verbose: boolean): string[] {
+  const fixed = outcomes.filter((x) => x.fixed).length;
+  const still = outcomes.length - fixed;
+  const out = [`${formatInt(fixed)} fixed, ${formatInt(still)} still open${outcomes.length < checked ? `, ${formatInt(checked - outcomes.length)} not checked` : ""}`];
+  const buckets = [...new Set(outcomes.map((x) => x.failure.bucket))].sort();
+  for (const bucket of buckets) {
+    const mine = outcomes.filter((x) => x.failure.bucket === bucket);
+    const f = mine.filter((x) => x.fixed).length;
+    const changed = mine.filter((x) => x.now !== null).length;
+    out.push(`  ${printable(bucket, { max: 64 }).padEnd(18)} ${formatInt(f)} fixed, ${formatInt(mine.length - f)} still open${changed ? ` (${formatInt(changed)} now failing differently)` : ""}`);
+  }
+  if (!verbose) {
+    if (outcomes.length > 0) out.push("  (one line per failure: resweep -v)");
+    return out;
+  }
+  const ordered = [...outcomes].sort((a, b) => (a.failure.bucket < b.failure.bucket ? -1 : a.failure.bucket > b.failure.bucket ? 1 : a.failure.id - b.failure.id));
+  for (const x of ordered) {
+    const label = `#${x.failure.id} ${printable(x.failure.bucket, { max: 64 })}`;
+    if (x.fixed) out.push(`  FIXED          ${label} (${counted(x.seeds.length, "seed")} now clean)`);
+    else {
+      const shown = x.seeds.slice(0, 6).join(", ") + (x.seeds.length > 6 ? " …" : "");
+      out.push(`  still failing  ${label} seeds ${shown}${x.now ? `  (now: ${x.now.map((b) => printable(b, { max: 64 })).join(", ")})` : ""}`);
+    }
+  }
+  return out;
 }
 
 function batches(seeds: number[]): number[][] {
