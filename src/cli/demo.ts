@@ -46,6 +46,17 @@ args = ["--size", "large"]
 `;
 }
 
+/**
+ * The planted generator emits one invalid test in a thousand on purpose, to show the quarantine:
+ * the demo says so instead of the warning a real generator deserves.
+ */
+const PLANTED_QUARANTINE =
+  "invalid tests the planted generator emits on purpose (1 in 1,000, to show the quarantine; examples/planted/README.md). With your own generator, a quarantine count means a bug in the generator";
+
+function keptAt(dir: string): string {
+  return `\nThe demo's files stay in ${dir} (remove them with: rm -rf ${dir})`;
+}
+
 /** The maze explored to quiescence with two local slots. */
 async function exploreDemo(dir: string): Promise<number> {
   const say = (line: string) => process.stdout.write(line + "\n");
@@ -80,6 +91,7 @@ async function exploreDemo(dir: string): Promise<number> {
     });
     say(`\nThe corpus holds every unique input the maze can reach, each executed once: ls ${corpus}`);
     say("Two of them crash the maze (exit 134 and 139); the README of examples/maze explains them.");
+    say(keptAt(dir));
     return code;
   } finally {
     process.off("SIGINT", onSignal);
@@ -120,11 +132,12 @@ export function registerDemo(program: Command): void {
           forceUnlock: false,
           confirm: makeConfirm(true, process.stdin, process.stderr),
           live: process.stdout.isTTY === true,
+          quarantineNote: PLANTED_QUARANTINE,
         });
         const db = openStore(paths.dbPath, { readonly: true });
         try {
           say(`\n$ fuzzfleet --config ${configPath} status`);
-          process.stdout.write(renderStatus(statusData(db, { genHashNow: null, appBuildNow: null, outDir: paths.outDir })));
+          process.stdout.write(renderStatus(statusData(db, { genHashNow: null, appBuildNow: null, outDir: paths.outDir }), { quarantineNote: PLANTED_QUARANTINE }));
           say(`\n$ fuzzfleet --config ${configPath} failures`);
           process.stdout.write(renderFailures(failuresData(db, paths.outDir, { state: "open", bucket: null, allGenerations: false }), { verbose: false, lines: 30 }));
         } finally {
@@ -132,6 +145,7 @@ export function registerDemo(program: Command): void {
         }
         say(`\nNext: run it again to resume at the cursors, or try  fuzzfleet --config ${configPath} failures -v`);
         say(`      PLANTED_FIX=crash fuzzfleet --config ${configPath} resweep   closes the 'crash' failures`);
+        say(keptAt(dir));
         return EXIT.ok;
       }),
     );

@@ -7,12 +7,15 @@ import { formatInt } from "../config/format.ts";
 import type { Db } from "../store/db.ts";
 import { failureGroups } from "../store/failures.ts";
 import { activeLanes, doneAheadOfCursor } from "../store/lanes.ts";
+import type { SessionEnd } from "../store/sessions.ts";
 import type { SessionCounts } from "../engine/sweep-engine.ts";
 
 export interface SummaryInput {
   sessionId: number;
   generationId: number;
-  status: "done" | "interrupted";
+  status: SessionEnd;
+  /** What a quarantine count means here, when not the usual warning (the demo's deliberate invalid tests). */
+  quarantineNote?: string;
   elapsedSeconds: number;
   counts: SessionCounts;
   maxShrinks: number;
@@ -25,7 +28,8 @@ export function sessionSummary(db: Db, s: SummaryInput): string {
   const c = s.counts;
   const out: string[] = [];
   out.push("");
-  out.push(`session ${s.sessionId} ${s.status} — ${formatDuration(s.elapsedSeconds)} of sweeping, ${c.chunks} chunk(s)`);
+  const ended = s.status === "disabled" ? "stopped early (every lane disabled)" : s.status;
+  out.push(`session ${s.sessionId} ${ended} — ${formatDuration(s.elapsedSeconds)} of sweeping, ${c.chunks} chunk(s)`);
   out.push(`  seeds swept:   ${formatInt(c.seedsSwept)}`);
   out.push(`  failures:      ${formatInt(c.finds)} (${formatInt(c.newFailures)} newly distinct)`);
   if (c.reopened > 0) {
@@ -35,7 +39,11 @@ export function sessionSummary(db: Db, s: SummaryInput): string {
     out.push(`  unshrunk:      ${formatInt(c.unshrunk)} — hit the ${s.maxShrinks}-per-chunk shrink cap; these dedupe by full input`);
   }
   if (c.quarantine > 0) {
-    out.push(`  QUARANTINE:    ${formatInt(c.quarantine)} — the generator emitted invalid tests; fix it before trusting its verdicts`);
+    out.push(
+      s.quarantineNote
+        ? `  quarantine:    ${formatInt(c.quarantine)} — ${s.quarantineNote}`
+        : `  QUARANTINE:    ${formatInt(c.quarantine)} — the generator emitted invalid tests; fix it before trusting its verdicts`,
+    );
   }
   if (c.malformed > 0) {
     out.push(`  MALFORMED:     ${formatInt(c.malformed)} failure entr(ies) did not follow the generator contract; kept in ${join(s.outDir, "malformed")}`);

@@ -152,7 +152,8 @@ function inConfigOrder<T extends { name: string; id: number }>(rows: T[], order:
   return [...rows].sort((a, b) => rank(a.name) - rank(b.name) || a.id - b.id);
 }
 
-export function renderStatus(d: StatusData): string {
+/** `quarantineNote` replaces the quarantine warning where quarantine is expected (the demo's generator). */
+export function renderStatus(d: StatusData, o: { quarantineNote?: string } = {}): string {
   if (!d.generation) return `${NOTHING_RECORDED}\n`;
   const g = d.generation;
   const out: string[] = [];
@@ -177,7 +178,9 @@ export function renderStatus(d: StatusData): string {
   );
   if (d.totals.aborted > 0) out.push(`${d.totals.aborted} aborted chunk(s) — their ranges were not counted as covered`);
   if (d.totals.reissued > 0) out.push(`${d.totals.reissued} reissued chunk(s) — a worker's lease ended and the range went back on the queue`);
-  if (d.totals.quarantine > 0) {
+  if (d.totals.quarantine > 0 && o.quarantineNote) {
+    out.push(`quarantine: ${formatInt(d.totals.quarantine)} — ${o.quarantineNote}. Samples: ${d.quarantine_samples}`);
+  } else if (d.totals.quarantine > 0) {
     out.push(`QUARANTINE: ${formatInt(d.totals.quarantine)} test(s) the generator emitted were invalid — its`);
     out.push(`  verdicts are only trustworthy while this is 0. Samples: ${d.quarantine_samples}`);
   }

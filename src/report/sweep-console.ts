@@ -31,6 +31,8 @@ export interface ConsoleOptions {
   remaining: () => number;
   /** Whether to name the worker on each line (distributed). */
   showWorker?: boolean;
+  /** The generator quarantines on purpose (the demo): the count is shown without the alarm's capitals. */
+  quarantineExpected?: boolean;
 }
 
 export class SweepConsole implements EngineEvents {
@@ -82,7 +84,7 @@ export class SweepConsole implements EngineEvents {
     if (r.finds > 0) parts.push(`${counted(r.finds, "find")}, ${formatInt(r.newFailures)} new`);
     if (r.reopened > 0) parts.push(`${formatInt(r.reopened)} reopened`);
     if (r.unshrunk > 0) parts.push(`${formatInt(r.unshrunk)} unshrunk`);
-    if (r.quarantine > 0) parts.push(`${formatInt(r.quarantine)} QUARANTINE`);
+    if (r.quarantine > 0) parts.push(`${formatInt(r.quarantine)} ${this.o.quarantineExpected ? "quarantined" : "QUARANTINE"}`);
     if (r.malformed.length > 0) parts.push(`${formatInt(r.malformed.length)} MALFORMED (kept in ${r.malformed[0]!.keptAt})`);
     const from = this.o.showWorker ? ` from ${worker.label}` : "";
     this.line(`       ${parts.join(", ")} in ${formatDuration(seconds)} (${rate.toFixed(1)} seeds/s)${from}`);

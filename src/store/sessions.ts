@@ -1,10 +1,14 @@
 // session rows: one per `run` or `coordinate`.
-// Status: running -> done | interrupted when the process ends the session itself. A process that
+// Status: running -> done | interrupted | disabled (every lane got disabled, so it stopped early)
+// when the process ends the session itself. A process that
 // dies leaves its row 'running'; the next `run` or `coordinate` (holding the lock, so no live
 // process can own the row) marks it 'crashed', with ended_at left NULL because nobody saw it end.
 import { type Db, isoNow, stmt } from "./db.ts";
 
-export type SessionStatus = "running" | "done" | "interrupted" | "crashed";
+export type SessionStatus = "running" | "done" | "interrupted" | "disabled" | "crashed";
+
+/** How a session that ended itself ended. */
+export type SessionEnd = "done" | "interrupted" | "disabled";
 
 export interface SessionRow {
   id: number;
@@ -37,7 +41,7 @@ export function insertSession(db: Db, s: NewSession): number {
   return Number(info.lastInsertRowid);
 }
 
-export function endSession(db: Db, sessionId: number, status: "done" | "interrupted"): void {
+export function endSession(db: Db, sessionId: number, status: SessionEnd): void {
   stmt(db, "UPDATE session SET ended_at = ?, status = ? WHERE id = ?").run(isoNow(), status, sessionId);
 }
 

@@ -10,6 +10,7 @@ import { SweepConsole } from "../report/sweep-console.ts";
 import { EXIT } from "../exit-codes.ts";
 import type { Confirm } from "./campaign.ts";
 import { closeSweepSession, openSweepSession, sessionBudgetLines, sessionHeadLines } from "./session.ts";
+import type { SessionEnd } from "../store/sessions.ts";
 
 export interface RunSweepOptions {
   paths: CampaignPaths;
@@ -20,6 +21,8 @@ export interface RunSweepOptions {
   confirm: Confirm;
   /** Draw the live status line (stdout is a terminal). */
   live: boolean;
+  /** What a quarantine count means in this campaign, when not the usual warning. */
+  quarantineNote?: string;
   /** Where plain lines go (default stdout). */
   write?: (line: string) => void;
 }
@@ -61,11 +64,11 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
   };
   // log-update is only loaded when there is a terminal to redraw on.
   const live = o.live ? (await import("log-update")).default : null;
-  const out = new SweepConsole({ live, write, remaining: () => (deadlineMs - performance.now()) / 1000 });
+  const out = new SweepConsole({ live, write, remaining: () => (deadlineMs - performance.now()) / 1000, quarantineExpected: o.quarantineNote !== undefined });
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   // Stays "interrupted" unless the loop ends normally, so an exception never records "done".
-  let status: "done" | "interrupted" = "interrupted";
+  let status: SessionEnd = "interrupted";
   try {
     const engine = new SweepEngine({
       db: s.db,
@@ -91,7 +94,7 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
     await runLocal(engine, books, localWorker(s.lanes, s.lastCounts), controller.signal);
     const allDisabled = engine.draining === "all lanes disabled" && !controller.signal.aborted;
     if (allDisabled) out.line("all lanes disabled — stopping early");
-    status = controller.signal.aborted ? "interrupted" : "done";
+    status = controller.signal.aborted ? "interrupted" : allDisabled ? "disabled" : "done";
     out.close();
     const summary = sessionSummary(s.db, {
       sessionId: s.sessionId,
@@ -100,6 +103,7 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
       elapsedSeconds: (performance.now() - startMs) / 1000,
       counts: engine.counts,
       maxShrinks: s.config.defaults.maxShrinks,
+      quarantineNote: o.quarantineNote,
       extra: allDisabled ? ["  LANES DISABLED: every lane was disabled for this session; see the lines above"] : [],
       outDir: s.outDir,
     });

@@ -15,7 +15,7 @@ import { RefusedError, UsageError } from "../errors.ts";
 import { CampaignLock, type LockMode } from "../lock/campaign-lock.ts";
 import { OPEN_BUSY_MS, openStore, setBusyTimeout, type Db } from "../store/db.ts";
 import { abortLostChunks } from "../store/chunks.ts";
-import { endSession, insertSession, markCrashedSessions } from "../store/sessions.ts";
+import { endSession, insertSession, markCrashedSessions, type SessionEnd } from "../store/sessions.ts";
 import type { EngineLane } from "../engine/sweep-engine.ts";
 import { clock } from "../report/sweep-console.ts";
 import { ensureGeneration, recoverLanes, selectLanes, syncLanes, type Confirm } from "./campaign.ts";
@@ -170,7 +170,7 @@ function removeLeftovers(outDir: string, log: (line: string) => void): void {
  * write costs nothing but the end time: the row stays 'running' and the next start marks it
  * crashed.
  */
-export function closeSweepSession(s: SweepSession, status: "done" | "interrupted"): void {
+export function closeSweepSession(s: SweepSession, status: SessionEnd): void {
   try {
     setBusyTimeout(s.db, OPEN_BUSY_MS);
     endSession(s.db, s.sessionId, status);

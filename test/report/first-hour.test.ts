@@ -1,6 +1,7 @@
 // What a newcomer meets around `status` and `reset`: the real state of the campaign directory,
 // never a hint that leads nowhere, and a lane that has not started told apart from a misspelt one.
 import assert from "node:assert/strict";
+import Database from "better-sqlite3";
 import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -55,4 +56,23 @@ test("a broken config does not hide the store's report: status warns with the co
   assert.match(r.stderr, /^fuzzfleet: warning: .*fuzzfleet\.toml:\d+:\d+: invalid TOML/);
   assert.match(r.stderr, /the report below comes from the store alone/);
   assert.match(r.stdout, /^generation 2 /);
+});
+
+test("the demo explains its deliberate quarantine in its own words and says where its files stay", () => {
+  const dir = mkdtempSync(join(tmpdir(), "fuzzfleet-demo-test-"));
+  try {
+    const r = spawnSync(process.execPath, [CLI, "demo", "--for", "11s", "--dir", join(dir, "d")], { encoding: "utf8", env: { ...process.env, PLANTED_COST_MS: "0" } });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.doesNotMatch(r.stdout, /fix it before trusting its verdicts/);
+    assert.doesNotMatch(r.stdout, /QUARANTINE/);
+    // Which seeds a short demo reaches depends on its chunk sizes; the quarantine lines follow the store.
+    const db = new Database(join(dir, "d", "fuzzfleet.db"), { readonly: true });
+    const quarantined = (db.prepare("SELECT COALESCE(SUM(quarantine), 0) AS n FROM chunk").get() as { n: number }).n;
+    db.close();
+    if (quarantined > 0) assert.match(r.stdout, new RegExp(`quarantine: +${quarantined} — invalid tests the planted generator emits on purpose`));
+    else assert.doesNotMatch(r.stdout, /quarantine:/);
+    assert.match(r.stdout, new RegExp(`The demo's files stay in ${join(dir, "d").replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \\(remove them with: rm -rf `));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
