@@ -45,6 +45,7 @@ identity = [${JSON.stringify(PLANTED)}]
     assert.ok(readdirSync(join(c.outDir, "malformed")).includes(`chunk-${chunk}.txt`), "a note says why the chunk was refused");
     assert.deepEqual(c.query("SELECT status FROM chunk"), [{ status: "aborted:results refused" }]);
     assert.equal(c.one<{ cursor: number }>("SELECT cursor FROM lane").cursor, 1, "no seed of the refused chunk is covered");
+    assert.equal(c.one<{ status: string }>("SELECT status FROM session").status, "disabled", "the session stopped because every lane got disabled");
   } finally {
     c.cleanup();
     v.cleanup();
