@@ -60,7 +60,8 @@ test("the cursor never passes a chunk still held by a slow worker; SIGKILLing it
 });
 
 test("after SIGKILL of the coordinator, a new one reclaims the lock and re-sweeps the in-flight range first", async () => {
-  const c = new Campaign({ extra: distributedTable({ lease: 20 }), defaults: { chunk_minutes: 0.05, bootstrap_seeds: 40 } });
+  // At 300 ms a seed the first chunk (10 seeds, the least a chunk holds) takes 3 s, and so does the next.
+  const c = new Campaign({ extra: distributedTable({ lease: 20 }), defaults: { chunk_minutes: 0.05, bootstrap_seeds: 10 } });
   try {
     const coord = await startCoordinator(c, ["--for", "5m"]);
     const worker = start(c, ["worker", "--master", `127.0.0.1:${coord.port}`, "-j", "1"], { PLANTED_COST_MS: "300" });
@@ -79,7 +80,8 @@ test("after SIGKILL of the coordinator, a new one reclaims the lock and re-sweep
     await waitFor("the worker's generator to be gone", () => (processesMentioning(`chunk-${held.id}`).length === 0 ? true : undefined), 30_000);
     assert.equal(c.one<{ cursor: number }>("SELECT cursor FROM lane").cursor, cursor);
 
-    const again = await startCoordinator(c, ["--for", "25s"]);
+    // 18 s: chunks are handed out for 8 s, before the deadline floor (10 s).
+    const again = await startCoordinator(c, ["--for", "18s"]);
     assert.match(again.output(), /small: [\d,]+ seed\(s\) left uncovered by an earlier session — re-sweeping them first/);
     assert.match(again.output(), /session\(s\) #1 ended without closing \(the process died\): marked crashed/);
     assert.deepEqual(c.one("SELECT status, ended_at FROM session WHERE id = 1"), { status: "crashed", ended_at: null });

@@ -35,8 +35,9 @@ describe("run on the bundled generator", () => {
   });
   after(() => c.cleanup());
 
-  test("a 20 s run completes chunks, keeps every cursor a true prefix and dedups failures", () => {
-    const r = c.cli(["run", "--for", "20s"]);
+  test("a 15 s run completes chunks, keeps every cursor a true prefix and dedups failures", () => {
+    // Chunks start for 5 s, until the deadline floor (10 s): two bootstrap chunks and rate-sized ones.
+    const r = c.cli(["run", "--for", "15s"]);
     assert.equal(r.code, 1, `exit 1 = newly distinct failures were recorded\n${r.stdout}\n${r.stderr}`);
     const chunks = c.query<ChunkRow>("SELECT * FROM chunk");
     const complete = chunks.filter((ch) => ch.status === "complete");
@@ -67,7 +68,7 @@ describe("run on the bundled generator", () => {
   test("a second run resumes at the cursor and does not count a seed twice", () => {
     const before = c.query<{ name: string; cursor: number }>("SELECT name, cursor FROM lane WHERE retired = 0");
     const firstNewChunk = c.one<{ n: number }>("SELECT MAX(id) AS n FROM chunk").n + 1;
-    const r = c.cli(["run", "--for", "12s"]);
+    const r = c.cli(["run", "--for", "11s"]);
     assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
     let resumed = 0;
     for (const lane of before) {
