@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { appendFileSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
+import { exitOwed } from "../helpers/books.ts";
 import { Campaign, coverageViolations, distributedTable, PLANTED, start, startCoordinator, waitFor } from "../helpers/campaign.ts";
 import { campaignToken, fakeWorker, frameBytes, rawExchange, send } from "../helpers/wire.ts";
 
@@ -41,7 +42,7 @@ test("a worker that sees a different generator is refused naming it and both has
     const admitted = start(c, ["worker", "--master", master, "-j", "1"]);
     await waitFor("the restored worker to be admitted", () => (c.query("SELECT * FROM worker").length === 1 ? true : undefined));
     const [rc, ra] = await Promise.all([coord.result, admitted.result]);
-    assert.ok(rc.code === 0 || rc.code === 1, rc.stdout);
+    assert.equal(rc.code, exitOwed(c, rc.stdout), rc.stdout + rc.stderr);
     assert.equal(ra.code, 0);
   } finally {
     c.cleanup();
@@ -84,7 +85,7 @@ test("hostile bytes and frames are refused and logged while a live worker's camp
     const lastBeforeAttackEnded = c.one<{ n: number }>("SELECT MAX(id) AS n FROM chunk").n;
 
     const [rc, rl] = await Promise.all([coord.result, live.result]);
-    assert.ok(rc.code === 0 || rc.code === 1, rc.stdout + rc.stderr);
+    assert.equal(rc.code, exitOwed(c, rc.stdout), rc.stdout + rc.stderr);
     assert.equal(rl.code, 0, rl.stdout);
     for (const reason of ["bad frame header", "over the 4194304-byte cap", "not JSON", "bad or missing token", "unknown frame type 'gimme'", "unexpected field(s) evil"]) {
       assert.match(rc.stdout, new RegExp(`REFUSED 127\\.0\\.0\\.1:\\d+ — .*${reason.replace(/[()]/g, "\\$&")}`));

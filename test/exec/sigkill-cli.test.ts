@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 
+import { exitOwed } from "../helpers/books.ts";
 import { Campaign, distributedTable, PLANTED, start, startCoordinator, waitFor, type Running } from "../helpers/campaign.ts";
 import { ExploreDir } from "../helpers/explore.ts";
 import { watchdogsOf } from "./fixtures/processes.ts";
@@ -131,7 +132,7 @@ for (const starter of ["native", "node"] as const) {
         await killAndCheck(worker, worker.result, mark, running);
         coordinator.child.kill("SIGINT");
         const end = await coordinator.result;
-        assert.ok(end.code === 0 || end.code === 1, end.stdout + end.stderr);
+        assert.equal(end.code, exitOwed(c, end.stdout), end.stdout + end.stderr);
       } finally {
         coordinator?.child.kill("SIGKILL");
         killMarked(mark);

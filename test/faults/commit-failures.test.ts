@@ -9,9 +9,11 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { assertBooksTrue, completeChunks, firstSessionExit } from "../helpers/books.ts";
-import { Campaign, distributedTable, start, startCoordinator, waitFor, type Running } from "../helpers/campaign.ts";
+import { Campaign, distributedTable, finished, start, startCoordinator, waitFor, type Running } from "../helpers/campaign.ts";
 
 const PRELOAD = fileURLToPath(new URL("../fixtures/faults/store-faults.mjs", import.meta.url));
+/** Longer than any session here may take (budget, drain grace and stop grace): a session still running then has hung. */
+const BOUND_MS = 150_000;
 
 function faultEnv(trigger: string): NodeJS.ProcessEnv {
   return { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import ${PRELOAD}`.trim(), FUZZFLEET_TEST_STORE_FAULT: trigger };
@@ -36,12 +38,12 @@ test("coordinate: a full disk at commit (SQLITE_FULL) is retried without losing 
     const workers = [1, 2].map(() => start(c, ["worker", "--master", `127.0.0.1:${coord.port}`, "-j", "1"]));
     await waitFor("two complete chunks", () => (completeChunks(c) >= 2 ? true : undefined), 60_000);
     await injectUntilSeen(trigger, "full", coord, /the disk holding the store .* is full \(SQLITE_FULL\)/);
-    const rc = await coord.result;
+    const rc = await finished(coord, BOUND_MS, "the coordinator");
     const out = rc.stdout + rc.stderr;
     assert.equal(rc.code, firstSessionExit(c), out);
     assert.match(out, /takes writes again after/);
     assert.match(out, /all 2 worker\(s\) acknowledged the stop/);
-    for (const w of workers) assert.equal((await w.result).code, 0);
+    for (const w of workers) assert.equal((await finished(w, BOUND_MS, "a worker")).code, 0);
     const audit = assertBooksTrue(c);
     assert.ok(audit.sweptSeeds > 0);
   } finally {
@@ -56,7 +58,7 @@ test("run: an fsync that fails at commit (SQLITE_IOERR_FSYNC) after the chunk's 
     const run = start(c, ["run", "--for", "22s", "--yes"], faultEnv(trigger));
     await waitFor("a complete chunk", () => (completeChunks(c) >= 1 ? true : undefined), 60_000);
     await injectUntilSeen(trigger, "ioerr", run, /the store .* cannot be written \(SQLITE_IOERR_FSYNC\)/);
-    const rc = await run.result;
+    const rc = await finished(run, BOUND_MS, "run");
     const out = rc.stdout + rc.stderr;
     assert.equal(rc.code, firstSessionExit(c), out);
     assert.match(out, /takes writes again after/);

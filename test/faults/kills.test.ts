@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { test } from "node:test";
 import { assertBooksTrue, completeChunks, exitForSummary } from "../helpers/books.ts";
-import { Campaign, distributedTable, freePort, start, waitFor, type Running } from "../helpers/campaign.ts";
+import { Campaign, distributedTable, finished, freePort, start, waitFor, type Running } from "../helpers/campaign.ts";
 
 const require = createRequire(import.meta.url);
 const SEED = Number(process.env.FUZZFLEET_KILL_SEED ?? 1201);
@@ -104,7 +104,8 @@ test("run, SIGKILLed at random moments and restarted: true books, no orphaned ge
       const inFlight = c.one<{ id: number }>("SELECT id FROM chunk WHERE status = 'running'").id;
       mkdirSync(join(c.outDir, "tmp", `chunk-${inFlight}`, "failures", "1"), { recursive: true });
     }
-    const last = c.cli(["run", "--for", "20s", "--yes"]);
+    // The shortest budget that still starts a chunk (the deadline floor is 10 s): the restart is what is checked.
+    const last = c.cli(["run", "--for", "11s", "--yes"]);
     assert.equal(last.code, exitForSummary(last.stdout), last.stdout + last.stderr);
     if (/removed 1 scratch entry an earlier session left/.test(last.stderr)) removedLines++;
     assert.equal(removedLines, 5, "every restart removed what the killed session left");
@@ -123,13 +124,15 @@ test("coordinate and workers, SIGKILLed at random moments and restarted: true bo
   const random = moments(SEED + 1);
   const c = new Campaign({ defaults: { chunk_minutes: 0.25, bootstrap_seeds: 40 }, extra: distributedTable({ lease: 6, drainGraceMinutes: 0.2 }), costMs: 20 });
   const port = await freePort();
-  const coordinate = () => start(c, ["coordinate", "--for", "45s", "--port", String(port)]);
+  // A coordinator that is killed lives until then; the last one only has to finish the campaign.
+  const coordinate = (seconds = 45) => start(c, ["coordinate", "--for", `${seconds}s`, "--port", String(port)]);
   const worker = (i: number) => start(c, ["worker", "--master", `127.0.0.1:${port}`, "-j", "1", "--wait", "30"], { FUZZFLEET_TEST_NAME: `w${i}` });
   try {
     let coord = coordinate();
     const workers = [worker(0), worker(1)];
     await waitFor("a complete chunk", () => (completeChunks(c) > 0 ? true : undefined), 60_000);
     const plan = ["worker", "worker", "coordinator", "worker", "coordinator", "worker"];
+    const lastCoordinator = plan.lastIndexOf("coordinator");
     for (const [step, target] of plan.entries()) {
       await sleep(500 + random() * 2_500);
       if (target === "worker") {
@@ -138,15 +141,15 @@ test("coordinate and workers, SIGKILLed at random moments and restarted: true bo
         workers[i] = worker(i);
       } else {
         await killAndCheckOrphans(coord, `coordinator (step ${step}, seed ${SEED + 1})`);
-        coord = coordinate();
+        coord = step === lastCoordinator ? coordinate(20) : coordinate();
         // Workers that lost the coordinator exit; start them again (they wait for it).
         for (const [i, w] of workers.entries()) if (w.child.exitCode !== null) workers[i] = worker(i);
       }
       for (const [i, w] of workers.entries()) if (w.child.exitCode !== null) workers[i] = worker(i);
     }
-    const rc = await coord.result;
+    const rc = await finished(coord, 150_000, "the last coordinator");
     assert.equal(rc.code, exitForSummary(rc.stdout), rc.stdout + rc.stderr);
-    for (const w of workers) await w.result;
+    for (const w of workers) await finished(w, 60_000, "a worker");
     assertBooksTrue(c, `kill seed ${SEED + 1}`);
     assert.equal(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM session WHERE status = 'crashed'").n, 2);
   } finally {
@@ -157,7 +160,7 @@ test("coordinate and workers, SIGKILLed at random moments and restarted: true bo
 test("a writer killed mid-commit leaves a hot journal: status and failures still read the last committed state; the next run goes on", async () => {
   const c = new Campaign({ extra: '[store]\njournal = "truncate"\n' });
   try {
-    const first = c.cli(["run", "--for", "12s", "--yes"]);
+    const first = c.cli(["run", "--for", "11s", "--yes"]);
     assert.equal(first.code, exitForSummary(first.stdout), first.stdout + first.stderr);
     const before = c.one<{ n: number; s: number }>("SELECT COUNT(*) AS n, SUM(seconds) AS s FROM chunk");
     const script = `
@@ -178,7 +181,7 @@ test("a writer killed mid-commit leaves a hot journal: status and failures still
     }
     assert.deepEqual(c.one("SELECT COUNT(*) AS n, SUM(seconds) AS s FROM chunk"), before, "the interrupted transaction left nothing behind");
     assert.equal(c.query("SELECT name FROM sqlite_master WHERE name = 'ballast'").length, 0);
-    const next = c.cli(["run", "--for", "12s", "--yes"]);
+    const next = c.cli(["run", "--for", "11s", "--yes"]);
     assert.equal(next.code, exitForSummary(next.stdout), next.stdout + next.stderr);
     assertBooksTrue(c);
   } finally {

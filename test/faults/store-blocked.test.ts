@@ -7,9 +7,11 @@ import assert from "node:assert/strict";
 import Database from "better-sqlite3";
 import { test } from "node:test";
 import { assertBooksTrue, completeChunks, firstSessionExit } from "../helpers/books.ts";
-import { Campaign, distributedTable, start, startCoordinator, waitFor, type Running } from "../helpers/campaign.ts";
+import { Campaign, distributedTable, finished, start, startCoordinator, waitFor, type Running } from "../helpers/campaign.ts";
 
 const TRUNCATE = '[store]\njournal = "truncate"\n';
+/** Longer than any session here may take (budget, drain grace and stop grace): a session still running then has hung. */
+const BOUND_MS = 150_000;
 
 
 /** Holds a read transaction on the store for `ms`, as `sqlite3 -readonly` with BEGIN; SELECT … would. */
@@ -44,7 +46,7 @@ test("coordinate (TRUNCATE): a reader holding a transaction through many commit 
   try {
     const { coord, workers } = await sweepWithWorkers(c, 26);
     await holdReader(c, 6_000, () => waitFor("the coordinator to say the store is locked", () => (/is locked by another process/.test(coord.output()) ? true : undefined), 10_000));
-    const rc = await coord.result;
+    const rc = await finished(coord, BOUND_MS, "the coordinator");
     const out = rc.stdout + rc.stderr;
     assert.equal(rc.code, firstSessionExit(c), out);
     assert.equal(count(out, /is locked by another process \(a reader holding a transaction\?/), 1, out);
@@ -53,7 +55,7 @@ test("coordinate (TRUNCATE): a reader holding a transaction through many commit 
     assert.match(out, /all 2 worker\(s\) acknowledged the stop/);
     assert.doesNotMatch(out, /worker \S+ left \((connection closed|silent)/, "no worker was dropped");
     for (const w of workers) {
-      const r = await w.result;
+      const r = await finished(w, BOUND_MS, "a worker");
       assert.equal(r.code, 0, r.stdout + r.stderr);
       assert.doesNotMatch(r.stdout + r.stderr, /lost the coordinator/);
     }
@@ -69,7 +71,7 @@ test("run (TRUNCATE): a reader holding a transaction costs time, not books, and 
     const run = start(c, ["run", "--for", "22s", "--yes"]);
     await waitFor("a complete chunk", () => (completeChunks(c) >= 1 ? true : undefined), 60_000);
     await holdReader(c, 6_000, () => waitFor("run to say the store is locked", () => (/is locked by another process/.test(run.output()) ? true : undefined), 10_000));
-    const rc = await run.result;
+    const rc = await finished(run, BOUND_MS, "run");
     const out = rc.stdout + rc.stderr;
     assert.equal(rc.code, firstSessionExit(c), out);
     assert.equal(count(out, /is locked by another process/), 1, out);
@@ -93,10 +95,10 @@ test("coordinate (WAL, the default here): the same reader blocks nothing — chu
       during = completeChunks(c);
     });
     assert.ok(during > before, `chunks completed while the reader held its transaction (${before} -> ${during})`);
-    const rc = await coord.result;
+    const rc = await finished(coord, BOUND_MS, "the coordinator");
     const out = rc.stdout + rc.stderr;
     assert.doesNotMatch(out, /is locked by another process/);
-    for (const w of workers) assert.equal((await w.result).code, 0);
+    for (const w of workers) assert.equal((await finished(w, BOUND_MS, "a worker")).code, 0);
     assertBooksTrue(c);
   } finally {
     c.cleanup();
@@ -116,7 +118,7 @@ for (const command of ["coordinate", "run"] as const) {
       const startedAt = Date.now();
       let rc!: Awaited<Running["result"]>;
       await holdReader(c, 15_000, async () => {
-        rc = await session.result;
+        rc = await finished(session, BOUND_MS, command);
       });
       const waited = (Date.now() - startedAt) / 1000;
       const out = rc.stdout + rc.stderr;

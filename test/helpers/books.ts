@@ -103,7 +103,39 @@ export function firstSessionExit(c: Campaign): number {
 
 /** The exit code `run` or `coordinate` owes for the session summary in `out`: 1 when it found a newly distinct or reopened failure. */
 export function exitForSummary(out: string): number {
+  return newlyDistinct(out) > 0 || /REOPENED:/.test(out) ? 1 : 0;
+}
+
+function newlyDistinct(out: string): number {
   const m = /failures: +[\d,]+ \(([\d,]+) newly distinct\)/.exec(out);
   assert.ok(m, `no session summary in:\n${out}`);
-  return Number(m[1]!.replace(/,/g, "")) > 0 || /REOPENED:/.test(out) ? 1 : 0;
+  return Number(m[1]!.replace(/,/g, ""));
+}
+
+/**
+ * The exit code a `run` or `coordinate` session owes, from what the store recorded: 1 when one of
+ * its chunks recorded a failure first (the chunk that holds the failure's first seed belongs to the
+ * session) or it reopened one, else 0. The session is the one whose summary is in `out`, and the
+ * summary's "newly distinct" count must be the store's. Exit codes the summary does not decide
+ * (4 every lane disabled, 70 lifecycle incomplete) are not owed here: a session that should end
+ * so must be asserted so.
+ */
+export function exitOwed(store: { dbPath: string }, out: string): number {
+  const m = /^session (\d+) (?:done|interrupted) — /m.exec(out);
+  assert.ok(m, `no session summary in:\n${out}`);
+  const db = new Database(store.dbPath, { readonly: true, fileMustExist: true });
+  let recorded: number;
+  try {
+    recorded = (
+      db
+        .prepare(
+          "SELECT COUNT(*) AS n FROM failure f JOIN failure_seed fs ON fs.failure_id = f.id AND fs.seed = f.first_seed JOIN chunk ch ON ch.id = fs.chunk_id WHERE ch.session_id = ?",
+        )
+        .get(Number(m[1])) as { n: number }
+    ).n;
+  } finally {
+    db.close();
+  }
+  assert.equal(newlyDistinct(out), recorded, `session ${m[1]}: the summary's newly distinct failures are the ones its chunks recorded first`);
+  return exitForSummary(out);
 }

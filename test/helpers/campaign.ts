@@ -248,6 +248,26 @@ export function start(c: Campaign, args: string[], env: NodeJS.ProcessEnv = {}):
   return { child, result, output: () => seen };
 }
 
+/**
+ * The end of a session started with start(), or — after `ms` — a SIGKILL and an error carrying all
+ * it printed: a session that hangs fails its test instead of holding the whole suite (the test's
+ * own clean-up still runs).
+ */
+export async function finished(r: Running, ms: number, what = "the session"): Promise<Awaited<Running["result"]>> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      r.child.kill("SIGKILL");
+      reject(new Error(`${what} did not end within ${ms / 1000} s; killed. It printed:\n${r.output()}`));
+    }, ms);
+  });
+  try {
+    return await Promise.race([r.result, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Starts `coordinate` and resolves once it listens and its whole banner arrived (it ends with "watch it:"), with its port. */
 export async function startCoordinator(c: Campaign, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Running & { port: number }> {
   const r = start(c, ["coordinate", ...args], env);

@@ -4,6 +4,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { exitOwed } from "../helpers/books.ts";
 import { Campaign, PLANTED } from "../helpers/campaign.ts";
 
 const digest = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
@@ -53,7 +54,15 @@ describe("reports on a swept campaign", () => {
     const first = all.failures[0]!;
     assert.match(text.stdout, new RegExp(`#${first.id}\\s+${first.bucket}`));
     assert.ok(text.stdout.includes(`repro: node ${PLANTED} --seed `), "the repro names the generator by its absolute path");
-    assert.match(text.stdout, /\| /, "-v shows report.txt lines");
+    // -v shows the head of the failure's own report.txt, then how much more there is.
+    const report = readFileSync(join(first.artifact_dir, "report.txt"), "utf8").replace(/\n$/, "").split("\n");
+    assert.ok(report.length > 3, "the planted generator's report.txt is longer than --lines 3");
+    const entry = text.stdout.split("\n\n").find((block) => block.startsWith(`#${first.id} `));
+    assert.ok(entry, `failure #${first.id} is listed:\n${text.stdout}`);
+    assert.deepEqual(
+      entry.split("\n").filter((l) => l.startsWith("      | ")),
+      [...report.slice(0, 3).map((l) => `      | ${l}`), `      | … ${report.length - 3} more lines in report.txt (raise --lines)`],
+    );
     assert.ok(existsSync(join(first.artifact_dir, "meta.json")));
     const none = c.cli(["failures", "--state", "fixed"]);
     assert.match(none.stdout, /no fixed failures in generation 1/);
@@ -198,7 +207,7 @@ describe("init", () => {
     assert.equal(c.cli(["--config", path, "init", "--force"]).code, 0);
     // Its 10-minute chunks put the deadline floor at 60 s.
     const run = c.cli(["--config", path, "run", "--for", "61s"], { env: { PLANTED_COST_MS: "0" } });
-    assert.ok([0, 1].includes(run.code!), run.stderr);
     assert.ok(existsSync(join(dir, "fuzzfleet.db")));
+    assert.equal(run.code, exitOwed({ dbPath: join(dir, "fuzzfleet.db") }, run.stdout), run.stdout + run.stderr);
   });
 });

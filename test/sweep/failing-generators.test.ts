@@ -45,11 +45,16 @@ test("a hanging generator: aborted:timeout, rate halved, and a second consecutiv
 });
 
 test("an unexpected exit code aborts the chunk, keeps its log and disables the lane", () => {
+  // A generator that says what went wrong on both streams, then exits 3.
   const c = new Campaign({
+    generator: `[generator]
+command = ["sh", "-c", "echo \\"generating seeds $1 to $(($1 + $2 - 1))\\"; echo \\"internal error at seed $1\\" >&2; exit 3", "generator", "{seed_from}", "{count}", "{out}"]
+identity = [${JSON.stringify(PLANTED)}]
+`,
     lanes: { a: 'base_seed = 1\nargs = ["--size", "small"]', b: 'base_seed = 100\nargs = ["--size", "large"]' },
   });
   try {
-    const r = c.cli(["run", "--for", "30s"], { env: { PLANTED_EXIT: "3" } });
+    const r = c.cli(["run", "--for", "30s"]);
     assert.equal(r.code, 4, "every lane disabled and nothing new found: exit 4");
     assert.match(r.stderr, /fuzzfleet: every lane was disabled \(timeouts or unexpected generator exits, see above\), so the session stopped early; exiting 4/);
     assert.match(r.stdout, /LANES DISABLED: every lane was disabled for this session/);
@@ -59,12 +64,19 @@ test("an unexpected exit code aborts the chunk, keeps its log and disables the l
       ["aborted:exit 3", "aborted:exit 3"],
       "one chunk per lane, then both lanes are disabled",
     );
-    const log = join(c.outDir, "tmp", `chunk-${chunks[0]!.id}.log`);
-    assert.ok(existsSync(log), "the log is kept for the post-mortem");
-    assert.match(r.stdout, new RegExp(`see ${log.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
+    for (const chunk of chunks) {
+      const log = join(c.outDir, "tmp", `chunk-${chunk.id}.log`);
+      assert.ok(existsSync(log), "the log is kept for the post-mortem");
+      assert.equal(
+        readFileSync(log, "utf8"),
+        `generating seeds ${chunk.seed_from} to ${chunk.seed_to}\ninternal error at seed ${chunk.seed_from}\n`,
+        "the log holds what the generator wrote, stdout and stderr in order",
+      );
+      assert.match(r.stdout, new RegExp(`see ${log.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
+    }
     assert.match(r.stdout, /chunk \d+ aborted \(exit 3\) after/);
     assert.match(r.stdout, /lane 'a' disabled for the rest of this session: the generator exited with 3; see /);
-    assert.ok(readFileSync(log, "utf8").length >= 0);
+    assert.match(r.stdout, /lane 'b' disabled for the rest of this session: the generator exited with 3; see /);
     for (const lane of c.query<{ cursor: number; base_seed: number }>("SELECT * FROM lane")) assert.equal(lane.cursor, lane.base_seed);
     assert.deepEqual(coverageViolations(c), []);
   } finally {

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
+import { exitOwed } from "../helpers/books.ts";
 import { Campaign, PLANTED } from "../helpers/campaign.ts";
 
 /** A campaign whose generator is a private copy, so a test may edit it. */
@@ -29,7 +30,8 @@ describe("generator and lane identity", () => {
   after(() => c.cleanup());
 
   test("a changed generator is refused without a terminal and without --yes (exit 3), and nothing changes", () => {
-    assert.ok([0, 1].includes(c.cli(["run", "--for", "11s"]).code!));
+    const first = c.cli(["run", "--for", "11s"]);
+    assert.equal(first.code, exitOwed(c, first.stdout), first.stdout + first.stderr);
     const cursor = c.one<{ cursor: number }>("SELECT cursor FROM lane").cursor;
     assert.ok(cursor > 1);
     appendFileSync(gen, "\n// a change that makes every seed mean something else\n");
@@ -46,7 +48,7 @@ describe("generator and lane identity", () => {
     const openBefore = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE state = 'open'").n;
     assert.ok(openBefore > 0, "the first run found something");
     const r = c.cli(["run", "--for", "11s", "--yes"]);
-    assert.ok([0, 1].includes(r.code!), r.stderr);
+    assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
     assert.match(r.stdout, /new generation/);
     const gens = c.query<{ id: number; note: string }>("SELECT id, note FROM generation ORDER BY id");
     assert.deepEqual(
@@ -75,7 +77,7 @@ identity = ["gen/planted.mjs"]
     assert.match(refused.stderr, /Restart lane 'small'/);
     assert.equal(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM lane WHERE retired = 0 AND id = ?", old.id).n, 1);
     const r = c.cli(["run", "--for", "11s", "--yes"]);
-    assert.ok([0, 1].includes(r.code!), r.stderr);
+    assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
     const fresh = c.one<{ id: number; params_json: string }>("SELECT id, params_json FROM lane WHERE retired = 0");
     assert.notEqual(fresh.id, old.id);
     assert.equal(fresh.params_json, '{"args":["--size","large"],"base_seed":1}');
@@ -110,7 +112,8 @@ describe("a lock held by another host", () => {
   const lock = () => join(c.outDir, "fuzzfleet.lock");
 
   test("run, resweep and reset are refused (exit 3); status and failures point at --master", () => {
-    assert.ok([0, 1].includes(c.cli(["run", "--for", "11s"]).code!));
+    const first = c.cli(["run", "--for", "11s"]);
+    assert.equal(first.code, exitOwed(c, first.stdout), first.stdout + first.stderr);
     writeFileSync(lock(), `otherhost 4242 2026-01-01T00:00:00Z coordinate 9999\n`);
     for (const args of [["run", "--for", "11s"], ["resweep"], ["reset", "--yes"]]) {
       const r = c.cli(args);
@@ -132,7 +135,7 @@ describe("a lock held by another host", () => {
 
   test("--force-unlock takes over, and the lock is released afterwards", () => {
     const r = c.cli(["run", "--for", "11s", "--force-unlock"]);
-    assert.ok([0, 1].includes(r.code!), r.stderr);
+    assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
     assert.match(r.stderr, /taking over the lock from otherhost \(pid 4242\)/);
     assert.ok(!existsSync(lock()));
     assert.equal(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM session").n, 2);

@@ -26,7 +26,7 @@ describe("regressions", () => {
     // At >= 5 ms a seed lane b sweeps far fewer than the 20,000 seeds lane a swept; its first
     // chunk, seeds 1..100, holds a find (seeds 90..99).
     c.writeConfig({ lanes, costMs: 5, defaults: { max_shrinks: 100000, bootstrap_seeds: 100 } });
-    const second = c.cli(["run", "--lane", "b", "--for", "14s"]);
+    const second = c.cli(["run", "--lane", "b", "--for", "11s"]);
     assert.equal(second.code, 1, `a regression alerts like a new failure\n${second.stdout}\n${second.stderr}`);
     assert.ok(c.one<{ cursor: number }>("SELECT cursor FROM lane WHERE name = 'b'").cursor <= 20001);
     assert.equal(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n, distinct, "nothing newly distinct");
