@@ -19,7 +19,8 @@
 //
 // While blocked, "hold" handlers stay queued and run again (from the restored memory) at every
 // retry, with exponential backoff; "drop" handlers are rejected with StoreBlocked at once — their
-// caller answers "wait" instead. When the queue fails, every handler still queued is rejected with
+// caller answers "wait" instead. A retry that finds nothing queued leaves the store to be tried by
+// the next handler that comes, whichever kind it is. When the queue fails, every handler still queued is rejected with
 // the StoreError that ended the session; the books on disk are consistent, because nothing of the
 // refused transactions reached them.
 import assert from "node:assert/strict";
@@ -119,9 +120,14 @@ export class CommitQueue<Mark> {
   run<T>(fn: () => T, whenBlocked: WhenBlocked): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (this.failure) return reject(this.failure);
-      if (this.blockedState && whenBlocked === "drop") return reject(this.blockedError());
+      const b = this.blockedState;
+      // While a retry is armed, "drop" is refused and "hold" waits for it. Once the retry came and
+      // found nothing queued (every refused handler was a "drop" one), the store is tried again with
+      // the next handler of either kind: nothing else would ever find out that it takes writes again.
+      const retryArmed = b !== null && b.timer !== null;
+      if (retryArmed && whenBlocked === "drop") return reject(this.blockedError());
       this.queue.push({ fn, whenBlocked, resolve: resolve as (v: unknown) => void, reject });
-      if (!this.blockedState) this.schedule();
+      if (!retryArmed) this.schedule();
     });
   }
 

@@ -129,31 +129,43 @@ test("a blocked store: memory goes back, 'drop' is refused at once, 'hold' waits
   }
 });
 
-test(
-  "a store blocked while only 'drop' handlers waited: a 'hold' handler queued after it took writes again still commits",
-  {
-    todo:
-      "fails today: a retry that finds the queue empty (the refused handlers were all 'drop') returns still blocked and arms no new retry, " +
-      "so later 'hold' handlers never run and give_up_minutes never fires; a coordinator whose heartbeats met a blocked store can hang (src/engine/commit-queue.ts flush)",
-  },
-  async () => {
+for (const kind of ["hold", "drop"] as const) {
+  test(`a store blocked while only 'drop' handlers waited: a '${kind}' handler that comes after it took writes again commits`, async () => {
     const s = setup();
     try {
       const reader = s.reader();
       await assert.rejects(s.queue.run(s.bump, "drop"), StoreBlocked);
       assert.equal(s.queue.blocked?.code, "SQLITE_BUSY");
-      await new Promise((r) => setTimeout(r, 60)); // past the first retries (5 to 20 ms apart)
+      await new Promise((r) => setTimeout(r, 60)); // past the armed retry (5 ms), which found nothing queued
       reader.release();
-      const held = s.queue.run(s.bump, "hold");
-      const outcome = await Promise.race([held, new Promise((r) => setTimeout(() => r("still waiting after 2 s"), 2_000))]);
+      const next = s.queue.run(s.bump, kind);
+      const outcome = await Promise.race([next, new Promise((r) => setTimeout(() => r("still waiting after 2 s"), 2_000))]);
       assert.equal(outcome, 1);
       assert.equal(s.stored(), 1);
       assert.equal(s.queue.blocked, null);
+      assert.equal(s.log.filter((l) => /takes writes again/.test(l)).length, 1, s.log.join("\n"));
     } finally {
       s.close();
     }
-  },
-);
+  });
+}
+
+test("a 'drop' handler that meets a store still blocked after the retry found nothing queued is refused, and arms the next retry", async () => {
+  const s = setup();
+  try {
+    const reader = s.reader();
+    await assert.rejects(s.queue.run(s.bump, "drop"), StoreBlocked);
+    await new Promise((r) => setTimeout(r, 60));
+    await assert.rejects(s.queue.run(s.bump, "drop"), StoreBlocked);
+    assert.equal(s.log.filter((l) => /is locked by another process/.test(l)).length, 1, "said once");
+    const held = s.queue.run(s.bump, "hold");
+    reader.release();
+    assert.equal(await held, 1, "the hold handler ran at the armed retry");
+    assert.equal(s.queue.blocked, null);
+  } finally {
+    s.close();
+  }
+});
 
 test("a store that stays blocked past the give-up time ends the queue: every waiting handler is rejected, once, with the reason", async () => {
   const s = setup({ giveUpMs: 1_000 });
