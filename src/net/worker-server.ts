@@ -50,6 +50,8 @@ export interface WorkerServerOptions<W extends AttachedWorker> {
   read: ReadService;
   /** The lease workers renew; one silent for two leases (and at least a minute) is dropped. */
   leaseSeconds: number;
+  /** Overrides that idle limit (ms); for tests, which cannot wait a minute. */
+  idleMs?: number;
   now: () => number;
   log: (line: string) => void;
   /** Handles a submaster's connection (explore roots only); without it, masters are refused. */
@@ -100,7 +102,7 @@ export class WorkerServer<W extends AttachedWorker> {
       maxSlots: MAX_SLOTS,
       firstFrameMs: FIRST_FRAME_MS,
       handshakeMs: HANDSHAKE_MS,
-      idleMs: Math.max(o.leaseSeconds * 2, 60) * 1000,
+      idleMs: o.idleMs ?? Math.max(o.leaseSeconds * 2, 60) * 1000,
       validate: {
         first: (raw) => check(FirstFrame, raw),
         prove: (raw) => check(Prove, raw),
