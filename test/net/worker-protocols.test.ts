@@ -26,6 +26,12 @@ import { fakeWorker, frameBytes, rawExchange, send } from "../helpers/wire.ts";
 const TOKEN = "conformance-test-token-0123456789";
 /** A worker silent this long is dropped (the product's limit is a minute at least). */
 const IDLE_MS = 400;
+/**
+ * The stop's grace is ten minutes and every test has half a minute: a shutdown that settled only
+ * at its deadline, or a silent worker dropped only after the product's minute, fails the test.
+ */
+const STOP_GRACE_MS = 600_000;
+const TEST = { timeout: 30_000 };
 const { freshDir } = scratchDirs("worker-protocols");
 
 /** A unit as every campaign kind has it: an id, and what identifies the work itself. */
@@ -220,7 +226,7 @@ function conformance(backend: Backend): void {
       for (const c of started) await c.close();
     });
 
-    test("a worker with the token is welcomed in the campaign's mode; a wrong token is refused before anything else", async () => {
+    test("a worker with the token is welcomed in the campaign's mode; a wrong token is refused before anything else", TEST, async () => {
       const c = await campaign();
       const w = await worker(c);
       assert.ok(c.server.workers.has(w.label));
@@ -231,7 +237,7 @@ function conformance(backend: Backend): void {
       w.conn.destroy();
     });
 
-    test("want hands out a unit the worker then holds: a heartbeat lists it as known, and a unit it never held as not", async () => {
+    test("want hands out a unit the worker then holds: a heartbeat lists it as known, and a unit it never held as not", TEST, async () => {
       const c = await campaign();
       const w = await worker(c);
       const unit = await take(c, w.conn);
@@ -239,7 +245,7 @@ function conformance(backend: Backend): void {
       w.conn.destroy();
     });
 
-    test("a report of a held unit is booked once and acknowledged; a report for a unit never given is not booked", async () => {
+    test("a report of a held unit is booked once and acknowledged; a report for a unit never given is not booked", TEST, async () => {
       const c = await campaign();
       const w = await worker(c);
       const unit = await take(c, w.conn);
@@ -252,7 +258,7 @@ function conformance(backend: Backend): void {
       w.conn.destroy();
     });
 
-    test("a report of the other campaign kind is refused, naming what this campaign runs", async () => {
+    test("a report of the other campaign kind is refused, naming what this campaign runs", TEST, async () => {
       const c = await campaign();
       const w = await worker(c);
       const reply = await request(w.conn, c.foreignReport);
@@ -261,12 +267,12 @@ function conformance(backend: Backend): void {
       w.conn.destroy();
     });
 
-    test("stop: the next request gets a fresh token; the exact stop_ack is answered with bye, and the shutdown completes", async () => {
+    test("stop: the next request gets a fresh token; the exact stop_ack is answered with bye, and the shutdown completes", TEST, async () => {
       const c = await campaign();
       const a = await worker(c, "a");
       const b = await worker(c, "b");
       c.beginEnding();
-      const stopping = c.server.stopAll(10_000);
+      const stopping = c.server.stopAll(STOP_GRACE_MS);
       const stopA = await request(a.conn, { type: "heartbeat", ids: [] });
       const stopB = await request(b.conn, { type: "want", slots: 1 });
       assert.equal(stopA.type, "stop");
@@ -279,11 +285,11 @@ function conformance(backend: Backend): void {
       assert.deepEqual(await stopping, { complete: true, settled: true, acked: [a.label, b.label], pending: [], gone: [], available: [] });
     });
 
-    test("a stop_ack with another token is refused and not counted: the shutdown is incomplete, naming the worker", async () => {
+    test("a stop_ack with another token is refused and not counted: the shutdown is incomplete, naming the worker", TEST, async () => {
       const c = await campaign();
       const w = await worker(c);
       c.beginEnding();
-      const stopping = c.server.stopAll(10_000);
+      const stopping = c.server.stopAll(STOP_GRACE_MS);
       const stop = (await request(w.conn, { type: "heartbeat", ids: [] })) as { type: string; token: string };
       assert.equal(stop.type, "stop");
       const reply = await request(w.conn, { type: "stop_ack", token: "0".repeat(32) });
@@ -292,12 +298,12 @@ function conformance(backend: Backend): void {
       assert.deepEqual([outcome.complete, outcome.acked, outcome.gone], [false, [], [{ name: w.label, why: "sent a wrong stop_ack" }]]);
     });
 
-    test("a report that arrives while stopping is booked, not dropped, and the ack says drain; more work is not handed out", async () => {
+    test("a report that arrives while stopping is booked, not dropped, and the ack says drain; more work is not handed out", TEST, async () => {
       const c = await campaign();
       const w = await worker(c);
       const unit = await take(c, w.conn);
       c.beginEnding();
-      const stopping = c.server.stopAll(10_000);
+      const stopping = c.server.stopAll(STOP_GRACE_MS);
       assert.deepEqual(await request(w.conn, c.report(unit)), { type: "ack", drain: true, known: null, note: c.bookedNote });
       assert.equal(c.booked(), 1);
       const stop = (await request(w.conn, { type: "want", slots: 1 })) as { type: string; token: string };
@@ -306,7 +312,7 @@ function conformance(backend: Backend): void {
       assert.equal((await stopping).complete, true);
     });
 
-    test("a worker silent past the idle limit is dropped and its unit is handed out again, before new work", async () => {
+    test("a worker silent past the idle limit is dropped and its unit is handed out again, before new work", TEST, async () => {
       const c = await campaign();
       const silent = await worker(c, "silent");
       const unit = await take(c, silent.conn);
@@ -319,7 +325,7 @@ function conformance(backend: Backend): void {
       next.conn.destroy();
     });
 
-    test("a worker arriving while the campaign ends is refused, saying so", async () => {
+    test("a worker arriving while the campaign ends is refused, saying so", TEST, async () => {
       const c = await campaign();
       c.beginEnding();
       await assert.rejects(worker(c), /"type":"refuse","reason":"this campaign is ending/);
