@@ -188,6 +188,8 @@ export class PullLoop<U, Report extends { type: string }, Reply extends PullRepl
         this.running.set(id, { unit, report: null });
         runs.push({ kind: "run", unit });
       }
+      // Ctrl-C came while the want was out: what it brought is ended at once, like the rest.
+      if (this.current === "interrupted") runs.push(...this.abortAll());
       return [...runs, ...this.decide(now)];
     }
     const pauseMs = reply.type === "wait" ? Math.min(this.o.beatMs, reply.seconds * 1000) : this.o.beatMs;

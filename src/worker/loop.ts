@@ -7,6 +7,7 @@
 //
 // Every line this loop logs carries what the coordinator sent (lanes, notes, reasons): each goes
 // through printable(), so a coordinator's text cannot move the cursor or forge a line.
+import assert from "node:assert/strict";
 import { performance } from "node:perf_hooks";
 import { printable } from "../core/log-lines.ts";
 import { PullLoop, type PullAction, type PullOutcome } from "../core/pull-loop.ts";
@@ -76,15 +77,15 @@ export class WorkerLoop<U> {
     try {
       let actions = this.machine.start(this.now());
       for (;;) {
-        let next: Promise<Action<U>[]>;
+        let next: Promise<Action<U>[]> | number | null;
         try {
-          const end = this.performAll(actions);
-          if (typeof end === "number") return end;
-          next = end;
+          next = this.performAll(actions);
         } catch (err) {
-          // The caller's side failed (a scratch directory that cannot be removed): as a lost coordinator.
+          // This side failed (a scratch directory that cannot be removed): as a lost coordinator.
           next = Promise.resolve(this.machine.lost((err as Error).message));
         }
+        if (typeof next === "number") return next;
+        assert.ok(next !== null, "the machine's batch ends in neither a wait nor the end");
         actions = await next;
       }
     } finally {
@@ -95,10 +96,10 @@ export class WorkerLoop<U> {
   /**
    * Performs a batch in order. Its last action is a wait (request, pause) whose outcome is the
    * machine's next batch, or the end (the exit code); a batch of immediate actions only (from
-   * interrupt()) returns nothing to wait for.
+   * interrupt()) returns null.
    */
-  private performAll(actions: Action<U>[]): Promise<Action<U>[]> | number {
-    let next: Promise<Action<U>[]> | number = Promise.resolve([]);
+  private performAll(actions: Action<U>[]): Promise<Action<U>[]> | number | null {
+    let next: Promise<Action<U>[]> | number | null = null;
     for (const a of actions) {
       switch (a.kind) {
         case "request":

@@ -172,6 +172,20 @@ describe("PullLoop interrupted and lost", () => {
     ]);
   });
 
+  test("units that arrive in reply to a want sent before Ctrl-C are aborted as soon as they start", () => {
+    const { m } = loop(2);
+    m.start(0);
+    assert.deepEqual(m.interrupt(), [{ kind: "say", line: "  interrupted: stopping what I hold; the coordinator will hand it out again" }]);
+    assert.deepEqual(m.replied(assign(4), 1), [
+      { kind: "run", unit: u(4) },
+      { kind: "abort", ids: [4] },
+      { kind: "pause", until: 1 + BEAT },
+    ]);
+    m.finished(4, report(4, "interrupted"));
+    assert.deepEqual(m.woke(2), [{ kind: "request", frame: report(4, "interrupted") }]);
+    assert.deepEqual(m.replied(ack("aborted"), 3).at(-1), { kind: "request", frame: { type: "bye", reason: "interrupted" } });
+  });
+
   test("a failed request or a refusal loses the coordinator: the children are ended and waited for, nothing more is sent", () => {
     const { m } = loop(2);
     m.start(0);
