@@ -137,7 +137,7 @@ export function tokensEqual(a: string, b: string): boolean {
   return timingSafeEqual(ha, hb);
 }
 
-/** The wording of a wait that ran out, the same as the connection's own. */
+/** The wording of a wait that ran out (the machine's deadlines and the connection's timers alike). */
 export function noFrameWithin(peer: string, ms: number): string {
   return `no frame from ${peer} within ${Math.round(ms / 100) / 10}s`;
 }

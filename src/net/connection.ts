@@ -15,6 +15,7 @@ import assert from "node:assert/strict";
 import { connect as netConnect, type Socket } from "node:net";
 import type { z } from "zod";
 import { FrameTimeout, PeerClosed, ProtocolError } from "../errors.ts";
+import { noFrameWithin } from "../core/worker-session.ts";
 import { encodeFrame, FrameDecoder, MAX_FRAME_BYTES } from "./frame.ts";
 import { check, type Frame } from "./messages.ts";
 
@@ -168,7 +169,7 @@ export class Connection {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiter = null;
-        reject(new FrameTimeout(`no frame from ${this.remote} within ${Math.round(timeoutMs / 100) / 10}s`));
+        reject(new FrameTimeout(noFrameWithin(this.remote, timeoutMs)));
       }, timeoutMs);
       this.waiter = {
         resolve: (v) => {
