@@ -7,6 +7,8 @@ export type ErrorCode =
   | "refused" // the command declined to go ahead (lock held, stale app, declined prompt…)
   | "store" // the SQLite store cannot be opened or is not what we expect
   | "protocol" // a peer sent a frame we do not accept
+  | "peer-closed" // the peer closed the connection, or it failed under us
+  | "frame-timeout" // no frame arrived before its deadline
   | "runtime"; // anything else that stopped the command
 
 export class FuzzfleetError extends Error {
@@ -50,6 +52,24 @@ export class StoreError extends FuzzfleetError {
 export class ProtocolError extends FuzzfleetError {
   constructor(message: string, options?: { cause?: unknown }) {
     super("protocol", message, options);
+  }
+}
+
+/**
+ * The peer closed the connection (or the socket failed). Not a protocol violation: the peer may
+ * have been stopped, killed or cut off, and the caller decides what that means (a worker that
+ * left, a lost coordinator).
+ */
+export class PeerClosed extends FuzzfleetError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("peer-closed", message, options);
+  }
+}
+
+/** No frame arrived before the wait's deadline: the peer is silent, not wrong. */
+export class FrameTimeout extends FuzzfleetError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("frame-timeout", message, options);
   }
 }
 

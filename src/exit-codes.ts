@@ -24,6 +24,9 @@ const BY_CODE: Record<ErrorCode, number> = {
   refused: EXIT.refused,
   store: EXIT.runtime,
   protocol: EXIT.runtime,
+  // A lost or silent peer stops the command like any other runtime failure.
+  "peer-closed": EXIT.runtime,
+  "frame-timeout": EXIT.runtime,
   runtime: EXIT.runtime,
 };
 

@@ -1,5 +1,6 @@
 // A framed, validated connection over one TCP socket. Every wait has a deadline; a frame that
-// breaks the framing or its schema is a ProtocolError, after which the connection is unusable.
+// breaks the framing or its schema is a ProtocolError, after which the connection is unusable; a
+// peer that goes away is PeerClosed, a wait that runs out FrameTimeout (both in src/errors.ts).
 //
 // Memory is bounded by reading only as fast as frames are consumed: at most one decoded frame
 // waits for its receive(), and while one waits, while a large body has no reservation in the
@@ -13,14 +14,14 @@
 import assert from "node:assert/strict";
 import { connect as netConnect, type Socket } from "node:net";
 import type { z } from "zod";
-import { ProtocolError } from "../errors.ts";
+import { FrameTimeout, PeerClosed, ProtocolError } from "../errors.ts";
+import { noFrameWithin } from "../core/worker-session.ts";
 import { encodeFrame, FrameDecoder, MAX_FRAME_BYTES } from "./frame.ts";
 import { check, type Frame } from "./messages.ts";
 
-/** No frame arrived before the deadline. */
-export class FrameTimeout extends ProtocolError {}
-/** The peer closed the connection. */
-export class PeerClosed extends ProtocolError {}
+// The two ways a wait on a connection ends without a frame; they are errors of their own (not
+// protocol violations) and are exported here too, where they arise.
+export { FrameTimeout, PeerClosed };
 
 /** A body up to this size is read without a reservation (one socket read is up to 64 KiB anyway). */
 export const UNRESERVED_BODY_BYTES = 64 << 10;
@@ -168,7 +169,7 @@ export class Connection {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiter = null;
-        reject(new FrameTimeout(`no frame from ${this.remote} within ${Math.round(timeoutMs / 100) / 10}s`));
+        reject(new FrameTimeout(noFrameWithin(this.remote, timeoutMs)));
       }, timeoutMs);
       this.waiter = {
         resolve: (v) => {

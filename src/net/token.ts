@@ -11,7 +11,6 @@
 // - only servers (a coordinator, an explore master that serves) create the file: mode 0600 under
 //   a temporary name (O_EXCL | O_NOFOLLOW), then hard-linked into place, so no reader ever sees it
 //   half written and an existing file or link at the name is never replaced or followed.
-import { createHash, timingSafeEqual } from "node:crypto";
 import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readSync, unlinkSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -220,9 +219,5 @@ function createTokenFile(path: string): string | null {
   }
 }
 
-/** Constant-time comparison (hashing first makes the lengths equal). */
-export function tokensEqual(a: string, b: string): boolean {
-  const ha = createHash("sha256").update(a).digest();
-  const hb = createHash("sha256").update(b).digest();
-  return timingSafeEqual(ha, hb);
-}
+// The constant-time comparison lives with the one machine that checks tokens.
+export { tokensEqual } from "../core/worker-session.ts";

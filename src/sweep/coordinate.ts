@@ -10,7 +10,7 @@ import { formatInt } from "../config/format.ts";
 import type { CampaignPaths } from "../config/paths.ts";
 import { RuntimeFailure } from "../errors.ts";
 import { EXIT } from "../exit-codes.ts";
-import { RemoteWorkers } from "../engine/remote.ts";
+import { SweepWorkerProtocol } from "../engine/worker-protocol.ts";
 import type { ReadService } from "../net/worker-server.ts";
 import { SweepEngine } from "../engine/sweep-engine.ts";
 import { serverToken } from "../net/token.ts";
@@ -131,7 +131,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
         return req.json ? { type: "json", data } : { type: "text", text: renderFailures(data, { verbose: req.verbose, lines: req.lines }) };
       },
     };
-    const remote = new RemoteWorkers({
+    const remote = new SweepWorkerProtocol({
       session: s,
       engine,
       token,

@@ -1,9 +1,12 @@
 // The framed connection's memory bounds, over real sockets on 127.0.0.1: it reads no further
 // ahead than its receives, large bodies wait for the shared ReadBudget, a peer that leaves our
 // replies unread is not read from, and the first-frame cap is raised only by authenticated().
+// A peer that goes away and a peer that stays silent are errors of their own, not protocol errors.
 import assert from "node:assert/strict";
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { after, test } from "node:test";
+import { FrameTimeout as FrameTimeoutError, PeerClosed, ProtocolError } from "../../src/errors.ts";
+import { exitCodeFor } from "../../src/exit-codes.ts";
 import { Connection, FrameTimeout, ReadBudget, UNRESERVED_BODY_BYTES, WRITE_BACKLOG_BYTES } from "../../src/net/connection.ts";
 import { encodeFrame, FIRST_FRAME_BYTES, MAX_FRAME_BYTES } from "../../src/net/frame.ts";
 import type { Frame } from "../../src/net/messages.ts";
@@ -126,4 +129,25 @@ test("a server connection caps frames at FIRST_FRAME_BYTES until authenticated()
   await assert.rejects(refused.receiveRaw(5000), /over the 8192-byte cap of a first frame/);
   first.client.destroy();
   second.client.destroy();
+});
+
+test("a peer that closes is PeerClosed and a silent one FrameTimeout: neither is a protocol error, both exit 4", async () => {
+  const { server, client } = await socketPair();
+  const conn = new Connection(server);
+  assert.equal(FrameTimeout, FrameTimeoutError, "the connection throws the one class of src/errors.ts");
+  const silent = await conn.receiveRaw(50).then(
+    () => assert.fail("no frame was sent"),
+    (err: unknown) => err,
+  );
+  assert.ok(silent instanceof FrameTimeout && !(silent instanceof ProtocolError));
+  assert.equal(silent.code, "frame-timeout");
+  client.end();
+  const closed = await conn.receiveRaw(5000).then(
+    () => assert.fail("the peer sent nothing"),
+    (err: unknown) => err,
+  );
+  assert.ok(closed instanceof PeerClosed && !(closed instanceof ProtocolError));
+  assert.equal(closed.code, "peer-closed");
+  assert.deepEqual([exitCodeFor(silent.code), exitCodeFor(closed.code)], [4, 4]);
+  server.destroy();
 });

@@ -1,7 +1,8 @@
-// RemoteWorkers: the sweep side of the worker wire. The SweepEngine decides what each remote
-// worker runs and books what it reports; the shared WorkerServer does the connections, the
-// handshake and the tokenised stop. Every store write goes through one CommitQueue (group commit,
-// memory rolled back with a refused transaction).
+// SweepWorkerProtocol: the sweep's half of the worker wire (net/work-protocol.ts; explore's half
+// is explore/remote.ts). The SweepEngine decides what each remote worker runs and books what it
+// reports; the shared WorkerServer does the connections, the handshake and the tokenised stop.
+// Every store write goes through one CommitQueue (group commit, memory rolled back with a refused
+// transaction).
 //
 // A store that refuses writes never stalls a worker: heartbeats are answered from memory, `want`
 // gets `wait`, a `done` is acknowledged as queued (it is booked when the store takes writes
@@ -11,14 +12,18 @@
 // Session: serving -> draining (deadline floor or Ctrl-C: every ack says drain, no new chunks)
 //          -> drained (nothing in flight, or drain grace over: the rest is reissued, re-swept next
 //          session) -> stopping (WorkerServer.stopAll) -> closed
+// run() sleeps until something can start or end a drain: the floor's or the drain grace's
+// deadline, Ctrl-C, a chunk that lands or is taken back, a worker that leaves, the store failing
+// or taking writes again. Only the lease-expiry scan runs on a timer.
 import { readdirSync } from "node:fs";
 import { removeBelow } from "../files/pinned-dir.ts";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { StopOutcome } from "../core/lifecycle.ts";
 import type { Connection } from "../net/connection.ts";
-import type { CoordinatorReplyT, HelloFrame, ProveFrame, WorkerFrameT } from "../net/messages.ts";
-import { WorkerServer, type AttachedWorker, type ReadService, type WorkProtocol } from "../net/worker-server.ts";
+import type { CoordinatorReplyT, HelloFrame, ProveFrame } from "../net/messages.ts";
+import { WorkerServer } from "../net/worker-server.ts";
+import type { AttachedWorker, ReadService, WorkProtocol, WorkRequest } from "../net/work-protocol.ts";
 import { sessionChunkIds, touchChunkHeartbeat } from "../store/chunks.ts";
 import { earlierRates, insertWorker, markWorkerGone, touchWorker } from "../store/workers.ts";
 import { generatorIdentity } from "../generator/identity.ts";
@@ -27,11 +32,15 @@ import type { Db } from "../store/db.ts";
 import type { Assignment, SweepEngine, WorkerView } from "./sweep-engine.ts";
 import { CommitQueue, StoreBlocked } from "./commit-queue.ts";
 import type { EngineMark } from "./sweep-engine.ts";
-import { setTimeout as sleep } from "node:timers/promises";
+import { WakeablePause } from "../util/pause.ts";
 
 const IDLE_POLL_SECONDS = 1;
+/** How often held chunks are checked for an expired lease. */
+const LEASE_SCAN_MS = 200;
+/** The longest single sleep of run() (setTimeout's limit is about 24.8 days). */
+const MAX_SLEEP_MS = 3_600_000;
 
-export interface RemoteWorker extends AttachedWorker, WorkerView {
+export interface SweepWorker extends AttachedWorker, WorkerView {
   readonly workerId: number;
   readonly label: string;
   readonly jobs: number;
@@ -51,7 +60,7 @@ export interface ServedSession {
   appBuild: string | null;
 }
 
-export interface RemoteOptions {
+export interface SweepWorkerProtocolOptions {
   session: ServedSession;
   engine: SweepEngine;
   token: string;
@@ -74,21 +83,24 @@ export interface ShutdownReport {
   scratchRemoved: number;
 }
 
-export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
+export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
   readonly mode = "sweep" as const;
   readonly books: CommitQueue<EngineMark>;
-  readonly server: WorkerServer<RemoteWorker>;
+  readonly server: WorkerServer<SweepWorker>;
   /** Chunks whose reissue is queued, so the lease scan does not queue it twice. */
   private readonly reissuing = new Set<number>();
+  /** run()'s sleep, cut short by the events that can start or end a drain. */
+  private readonly sleeper = new WakeablePause();
 
-  constructor(private readonly o: RemoteOptions) {
+  constructor(private readonly o: SweepWorkerProtocolOptions) {
     this.books = new CommitQueue(o.session.db, o.engine, {
       giveUpMs: o.session.config.store.giveUpSeconds * 1000,
       now: o.now,
       log: o.log,
       path: o.storePath,
+      onFail: () => this.sleeper.wake(),
     });
-    this.server = new WorkerServer<RemoteWorker>({
+    this.server = new WorkerServer<SweepWorker>({
       token: o.token,
       protocol: this,
       nonce: o.nonce,
@@ -99,11 +111,11 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
     });
   }
 
-  get workers(): Map<string, RemoteWorker> {
+  get workers(): Map<string, SweepWorker> {
     return this.server.workers;
   }
 
-  get everyone(): RemoteWorker[] {
+  get everyone(): SweepWorker[] {
     return this.server.everyone;
   }
 
@@ -114,34 +126,54 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
   /** Serves until the session drains, then stops every worker. Throws the StoreError of a store that stayed unwritable. */
   async run(signal: AbortSignal): Promise<ShutdownReport> {
     const engine = this.o.engine;
+    const wake = () => this.sleeper.wake();
+    signal.addEventListener("abort", wake, { once: true });
+    let wasBlocked = false;
+    const leaseScan = setInterval(() => {
+      if (this.books.blocked) {
+        wasBlocked = true;
+        return;
+      }
+      for (const f of engine.expiredLeases(this.o.leaseSeconds)) this.reissue(f.chunkId, `no heartbeat for ${this.o.leaseSeconds}s`);
+      // A drain grace that ran out while the store refused writes acts once it takes them again.
+      if (wasBlocked) wake();
+      wasBlocked = false;
+    }, LEASE_SCAN_MS);
     let drainDeadline: number | null = null;
     let abandoned = 0;
-    for (;;) {
-      if (this.books.failed) break;
-      if (signal.aborted && !engine.draining) {
-        engine.drain("interrupted");
-        this.o.log("interrupted: draining — no new chunks; chunks in flight that do not land will be re-swept");
-      }
-      if (!engine.draining && engine.remainingSeconds() < engine.floorSeconds) {
-        engine.drain("deadline");
-        this.o.log("deadline: draining — waiting for the chunks in flight");
-      }
-      if (!this.books.blocked) {
-        for (const f of engine.expiredLeases(this.o.leaseSeconds)) this.reissue(f.chunkId, `no heartbeat for ${this.o.leaseSeconds}s`);
-      }
-      if (engine.draining) {
-        drainDeadline ??= this.o.now() + this.o.drainGraceSeconds * 1000;
-        const left = engine.inFlightChunks();
-        if (left.length === 0) break;
-        if (this.o.now() >= drainDeadline && !this.books.blocked) {
-          abandoned = left.length;
-          for (const f of left) this.reissue(f.chunkId, "drain grace expired");
-          await this.books.settled();
-          this.o.log(`${abandoned} chunk(s) were still running when the drain grace expired — not counted; the next session re-sweeps them`);
-          break;
+    try {
+      for (;;) {
+        if (this.books.failed) break;
+        if (signal.aborted && !engine.draining) {
+          engine.drain("interrupted");
+          this.o.log("interrupted: draining — no new chunks; chunks in flight that do not land will be re-swept");
         }
+        if (!engine.draining && engine.remainingSeconds() < engine.floorSeconds) {
+          engine.drain("deadline");
+          this.o.log("deadline: draining — waiting for the chunks in flight");
+        }
+        let sleepMs: number;
+        if (engine.draining) {
+          drainDeadline ??= this.o.now() + this.o.drainGraceSeconds * 1000;
+          const left = engine.inFlightChunks();
+          if (left.length === 0) break;
+          if (this.o.now() >= drainDeadline && !this.books.blocked) {
+            abandoned = left.length;
+            for (const f of left) this.reissue(f.chunkId, "drain grace expired");
+            await this.books.settled();
+            this.o.log(`${abandoned} chunk(s) were still running when the drain grace expired — not counted; the next session re-sweeps them`);
+            break;
+          }
+          sleepMs = drainDeadline - this.o.now();
+        } else {
+          sleepMs = (engine.remainingSeconds() - engine.floorSeconds) * 1000;
+        }
+        // Past a deadline (the store is blocked) only the events wake it: a long sleep, not a spin.
+        await this.sleeper.pause(sleepMs > 0 ? Math.min(sleepMs, MAX_SLEEP_MS) : MAX_SLEEP_MS);
       }
-      await sleep(200);
+    } finally {
+      clearInterval(leaseScan);
+      signal.removeEventListener("abort", wake);
     }
     const outcome = await this.server.stopAll(this.o.stopGraceSeconds * 1000);
     this.server.close();
@@ -150,13 +182,21 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
     return { outcome, abandoned, scratchRemoved: this.removeScratch() };
   }
 
+  /** Something that can end a drain happened (a chunk landed or was taken back, a worker left, a drain began). */
+  private drainMayEnd(): void {
+    if (this.o.engine.draining) this.sleeper.wake();
+  }
+
   private reissue(chunkId: number, why: string): void {
     if (this.reissuing.has(chunkId)) return;
     this.reissuing.add(chunkId);
     this.books
       .run(() => this.o.engine.reissue(chunkId, why), "hold")
       .catch(() => undefined)
-      .finally(() => this.reissuing.delete(chunkId));
+      .finally(() => {
+        this.reissuing.delete(chunkId);
+        this.drainMayEnd();
+      });
   }
 
   /**
@@ -165,8 +205,9 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
    */
   private async book<T>(fn: () => T): Promise<{ value: T } | null> {
     const committed = this.books.run(fn, "hold").then((value) => ({ value }));
-    // A failure of the whole queue is handled by run(); nobody else waits on this promise.
-    committed.catch(() => undefined);
+    // A chunk booked as finished or taken back can end a drain, also when booked late (a blocked
+    // store); a failure of the whole queue is handled by run(), nobody else waits on this promise.
+    committed.then(() => this.drainMayEnd(), () => undefined);
     return Promise.race([committed, this.books.whenBlocked().then(() => null)]);
   }
 
@@ -208,7 +249,7 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
     return null;
   }
 
-  admit(conn: Connection, hello: HelloFrame, slots: number): Promise<RemoteWorker> {
+  admit(conn: Connection, hello: HelloFrame, slots: number): Promise<SweepWorker> {
     return this.books.run(() => {
       const s = this.o.session;
       const workerId = insertWorker(s.db, { sessionId: s.sessionId, host: hello.host, addr: conn.remote, jobs: hello.jobs, genHash: s.genHash, appBuild: s.appBuild });
@@ -246,7 +287,7 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
     };
   }
 
-  async handle(w: RemoteWorker, f: Exclude<WorkerFrameT, { type: "stop_ack" } | { type: "bye" }>, stopping: boolean): Promise<CoordinatorReplyT> {
+  async handle(w: SweepWorker, f: WorkRequest, stopping: boolean): Promise<CoordinatorReplyT> {
     const engine = this.o.engine;
     switch (f.type) {
       case "want": {
@@ -270,6 +311,8 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
           if (err instanceof StoreBlocked) return { type: "wait", seconds: err.retryInMs / 1000 };
           throw err;
         }
+        // Looking for a chunk may have found the deadline floor: the drain starts now.
+        this.drainMayEnd();
         if (result.chunks.length > 0) {
           return {
             type: "assign",
@@ -324,7 +367,7 @@ export class RemoteWorkers implements WorkProtocol<RemoteWorker> {
     }
   }
 
-  async detach(w: RemoteWorker, why: string): Promise<void> {
+  async detach(w: SweepWorker, why: string): Promise<void> {
     const held = this.o.engine.heldBy(w);
     await this.book(() => {
       markWorkerGone(this.o.session.db, w.workerId);

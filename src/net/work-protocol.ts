@@ -1,0 +1,72 @@
+// The campaign's half of the worker wire, as the worker server sees it: one interface, two
+// implementations — the sweep's (engine/worker-protocol.ts, SweepWorkerProtocol) and explore's
+// (explore/remote.ts). What a worker is *given* and what its reports *mean* is theirs; the
+// connection, the handshake's order, the token, the bounds and the tokenised stop are the
+// server's (net/worker-server.ts, driving core/worker-session.ts).
+//
+// Per worker the server calls, in this order: closedToNewWorkers, challenge, checkProof, admit,
+// welcome; then handle for every request or report; then detach, exactly once, however the
+// connection ended (also after an exact stop_ack). Nothing is called concurrently for one worker.
+import type { Connection } from "./connection.ts";
+import type { ChallengeFrame, CoordinatorReplyT, ExploreSetupT, FailuresRequestFrame, HelloFrame, ProveFrame, WorkerFrameT } from "./messages.ts";
+
+export type ReadReply = { type: "text"; text: string } | { type: "json"; data: unknown };
+
+/** The read-only requests (status, failures) a server answers on its port. */
+export interface ReadService {
+  status(json: boolean): ReadReply;
+  failures(req: FailuresRequestFrame): ReadReply;
+}
+
+/** A worker admitted by the server. Campaign protocols extend it with their own bookkeeping. */
+export interface AttachedWorker {
+  /** `host#id`, unique in the campaign; the host part is already printable. */
+  readonly label: string;
+  readonly workerId: number;
+  readonly host: string;
+  readonly addr: string;
+  readonly jobs: number;
+  readonly slots: number;
+  readonly conn: Connection;
+  /** Why it left, once it did. */
+  gone: string | null;
+}
+
+/** A worker's requests and reports: everything it sends but stop_ack and bye (the server's own). */
+export type WorkRequest = Exclude<WorkerFrameT, { type: "stop_ack" } | { type: "bye" }>;
+
+/** The fields of `welcome` the campaign decides. */
+export interface WelcomeTerms {
+  session: number;
+  generation: number;
+  lease_seconds: number;
+  heartbeat_seconds: number;
+  explore: ExploreSetupT | null;
+}
+
+/** Who may join, and what they must prove. */
+export interface WorkerAdmission<W extends AttachedWorker> {
+  readonly mode: "sweep" | "explore";
+  /** Why no new worker is taken (the campaign is ending), or null. */
+  closedToNewWorkers(): string | null;
+  /** What the worker must prove it sees (besides the nonce). */
+  challenge(): Omit<ChallengeFrame, "type" | "nonce_path">;
+  /** Why the proof is not good enough (both values named), or null to admit. */
+  checkProof(prove: ProveFrame): string | null;
+  /** Books the worker; a rejection refuses it with the error's message. `hello.host` is printable. */
+  admit(conn: Connection, hello: HelloFrame, slots: number): Promise<W>;
+  welcome(w: W): WelcomeTerms;
+}
+
+/** What an admitted worker's frames mean. */
+export interface WorkerService<W extends AttachedWorker> {
+  /**
+   * want / heartbeat / done / result. `stopping`: the worker's stop was asked; only reports
+   * reach here then (want and heartbeat get the stop), and they are still booked.
+   */
+  handle(w: W, frame: WorkRequest, stopping: boolean): Promise<CoordinatorReplyT>;
+  /** The worker is gone: take its work back. */
+  detach(w: W, why: string): Promise<void>;
+}
+
+export interface WorkProtocol<W extends AttachedWorker> extends WorkerAdmission<W>, WorkerService<W> {}

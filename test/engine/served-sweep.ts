@@ -1,0 +1,80 @@
+// A sweep coordinator in-process, for tests that talk to it over 127.0.0.1: a real session (lock,
+// SQLite store, generation, lanes) of the bundled planted generator, the SweepEngine as
+// `coordinate` builds it, and the SweepWorkerProtocol serving it. No generator ever runs: the
+// workers are doubles that report what they were given.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { SweepEngine, type EngineEvents } from "../../src/engine/sweep-engine.ts";
+import { SweepWorkerProtocol } from "../../src/engine/worker-protocol.ts";
+import type { ReadService } from "../../src/net/worker-server.ts";
+import { closeSweepSession, openSweepSession, type SweepSession } from "../../src/sweep/session.ts";
+import { Campaign } from "../helpers/campaign.ts";
+
+export interface ServedSweep {
+  campaign: Campaign;
+  session: SweepSession;
+  engine: SweepEngine;
+  protocol: SweepWorkerProtocol;
+  nonce: { path: string; value: string };
+  close(): void;
+}
+
+export const READ: ReadService = { status: () => ({ type: "text", text: "status\n" }), failures: () => ({ type: "text", text: "failures\n" }) };
+
+export async function servedSweep(o: { token: string; log: (line: string) => void; drainGraceSeconds?: number; budgetSeconds?: number }): Promise<ServedSweep> {
+  const campaign = new Campaign();
+  const session = await openSweepSession({
+    paths: { configPath: campaign.configPath, dbPath: campaign.dbPath, outDir: campaign.outDir },
+    mode: "coordinate",
+    requestedSeconds: 3600,
+    laneNames: [],
+    allowStaleApp: false,
+    forceUnlock: false,
+    confirm: async () => true,
+    log: () => {},
+  });
+  const nonce = { path: join(session.outDir, "tmp", "nonce"), value: "sweep-nonce" };
+  writeFileSync(nonce.path, `${nonce.value}\n`);
+  const quiet = new Proxy({}, { get: () => () => undefined }) as EngineEvents;
+  const engine = new SweepEngine({
+    db: session.db,
+    config: session.config,
+    outDir: session.outDir,
+    generationId: session.generationId,
+    genHash: session.genHash,
+    sessionId: session.sessionId,
+    appBuild: session.appBuild,
+    lanes: session.lanes,
+    mode: "distributed",
+    now: () => performance.now(),
+    deadlineMs: performance.now() + (o.budgetSeconds ?? 3600) * 1000,
+    events: quiet,
+  });
+  const protocol = new SweepWorkerProtocol({
+    session,
+    engine,
+    token: o.token,
+    leaseSeconds: 60,
+    heartbeatSeconds: 5,
+    drainGraceSeconds: o.drainGraceSeconds ?? 3600,
+    stopGraceSeconds: 30,
+    nonce,
+    now: () => performance.now(),
+    read: READ,
+    log: o.log,
+    storePath: campaign.dbPath,
+  });
+  return {
+    campaign,
+    session,
+    engine,
+    protocol,
+    nonce,
+    close() {
+      protocol.close();
+      closeSweepSession(session, "interrupted");
+      campaign.cleanup();
+    },
+  };
+}
