@@ -14,7 +14,7 @@ import {
   listRegularFiles,
   publishFile,
   verifyPublic,
-} from "../../src/explore/corpus.ts";
+} from "../../src/explore/state/corpus.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
 import { HEX64 } from "../../src/core/message-checks.ts";
 

@@ -8,8 +8,8 @@ import { createInterface } from "node:readline";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { RuntimeFailure } from "../../src/errors.ts";
-import { mkdirDurable, writeFileAtomic } from "../../src/explore/durable.ts";
-import { LockTimeoutError, withFileLock } from "../../src/explore/file-lock.ts";
+import { mkdirDurable, writeFileAtomic } from "../../src/explore/state/durable.ts";
+import { LockTimeoutError, withFileLock } from "../../src/explore/state/file-lock.ts";
 import {
   canonicalManifest,
   CorruptRecordError,
@@ -17,7 +17,7 @@ import {
   type CommitManifest,
   type LeaseRecord,
   type WorkPayload,
-} from "../../src/explore/lease-table.ts";
+} from "../../src/explore/state/lease-table.ts";
 
 const HOLDER = fileURLToPath(new URL("../fixtures/explore/lock-holder.ts", import.meta.url));
 const RACER = fileURLToPath(new URL("../fixtures/explore/claim-racer.ts", import.meta.url));

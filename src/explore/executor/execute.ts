@@ -7,13 +7,13 @@
 // opened when it created it, so nothing is read, copied or removed through such a link.
 import { mkdirSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
-import { runChild } from "../exec/run-child.ts";
-import { PinnedDir, type DirIdentity } from "../files/pinned-dir.ts";
-import type { ResultFrame, TaskItemT } from "../net/messages.ts";
-import { copyHashing, FileProblem, type Budgets } from "./corpus.ts";
-import { lstatOrNull } from "./durable.ts";
+import { runChild } from "../../exec/run-child.ts";
+import { PinnedDir, type DirIdentity } from "../../files/pinned-dir.ts";
+import type { ResultFrame, TaskItemT } from "../../net/messages.ts";
+import { copyHashing, FileProblem, type Budgets } from "../state/corpus.ts";
+import { lstatOrNull } from "../state/durable.ts";
 import { simulateMutants, seededRandom } from "./simulate.ts";
-import { BudgetError, collectOutputs, stageOutputs } from "./staging.ts";
+import { BudgetError, collectOutputs, stageOutputs } from "../state/staging.ts";
 
 export interface ExecuteSetup {
   corpusDir: string;

@@ -8,14 +8,14 @@
 // below a pinned output directory, a stage is created and filled below a pinned stage root
 // (src/files/pinned-dir.ts), and the master reaches a stage only from the staging root it created
 // itself (StagingArea), every step opened without following a symlink.
-import { randomHex } from "../util/random-hex.ts";
+import { randomHex } from "../../util/random-hex.ts";
 import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, renameSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
-import { RuntimeFailure } from "../errors.ts";
-import { PinnedDir, type DirIdentity } from "../files/pinned-dir.ts";
+import { RuntimeFailure } from "../../errors.ts";
+import { PinnedDir, type DirIdentity } from "../../files/pinned-dir.ts";
 import { FileProblem, STAGE_ID_RE, copyHashing, hashFile, verifyPublic, type Budgets } from "./corpus.ts";
 import { fsyncDir, lstatOrNull } from "./durable.ts";
-import { HEX64 } from "../core/message-checks.ts";
+import { HEX64 } from "../../core/message-checks.ts";
 
 export interface CollectedOutputs {
   files: { path: string; size: number }[];

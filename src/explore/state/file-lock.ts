@@ -12,7 +12,7 @@
 import { closeSync, constants, fstatSync, futimesSync, openSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { constants as lockConstants, fcntlSync, flockSync } from "fs-ext";
-import { RuntimeFailure } from "../errors.ts";
+import { RuntimeFailure } from "../../errors.ts";
 
 const MAX_SLEEP_MS = 2;
 const sleeper = new Int32Array(new SharedArrayBuffer(4));

@@ -9,10 +9,10 @@
 //   every exact ACK. Any BUSY aborts; a conflict after COMMIT fails the campaign.
 // ParticipantEnding (several masters, rank > 0): publishes idle/busy status, refreshes and votes
 //   on PREPARE (freezing discovery after YES), leaves on the exact COMMIT.
-import { ParticipantQuiescence, RootQuiescence, type Action } from "../core/quiescence.ts";
-import type { Connection } from "../net/connection.ts";
-import type { FromPeerT, FromRootT } from "../net/messages.ts";
-import type { ExploreMaster } from "./master.ts";
+import { ParticipantQuiescence, RootQuiescence, type Action } from "../../core/quiescence.ts";
+import type { Connection } from "../../net/connection.ts";
+import type { FromPeerT, FromRootT } from "../../net/messages.ts";
+import type { ExploreMaster } from "../master/master.ts";
 import type { PeerLink, RootHub } from "./peers.ts";
 import { randomToken } from "./tokens.ts";
 

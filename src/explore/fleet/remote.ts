@@ -3,10 +3,10 @@
 // the handshake and the tokenised stop are the shared WorkerServer's.
 import { mkdirSync } from "node:fs";
 import type { AddressInfo } from "node:net";
-import type { Connection } from "../net/connection.ts";
-import type { CoordinatorReplyT, ExploreSetupT, HelloFrame, PeerHelloFrame, WorkerFrameT } from "../net/messages.ts";
-import { WorkerServer, type AttachedWorker, type ReadService, type WorkProtocol } from "../net/worker-server.ts";
-import type { ExploreMaster } from "./master.ts";
+import type { Connection } from "../../net/connection.ts";
+import type { CoordinatorReplyT, ExploreSetupT, HelloFrame, PeerHelloFrame, WorkerFrameT } from "../../net/messages.ts";
+import { WorkerServer, type AttachedWorker, type ReadService, type WorkProtocol } from "../../net/worker-server.ts";
+import type { ExploreMaster } from "../master/master.ts";
 
 /** How often an idle remote worker asks again (seconds). */
 const POLL_SECONDS = 0.1;

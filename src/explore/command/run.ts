@@ -6,28 +6,28 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, rmdirSync, st
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import { formatDuration } from "../config/duration.ts";
-import { RuntimeFailure, UsageError } from "../errors.ts";
-import { EXIT } from "../exit-codes.ts";
-import { CampaignLock } from "../lock/campaign-lock.ts";
-import type { Connection } from "../net/connection.ts";
-import type { ReadService } from "../net/worker-server.ts";
-import type { TaskItemT } from "../net/messages.ts";
-import type { Budgets } from "./corpus.ts";
-import { DEFAULT_BUDGETS, DEFAULT_FINALIZE_SECONDS, DEFAULT_JOIN_TIMEOUT_SECONDS } from "./defaults.ts";
-import { writeFileAtomic } from "./durable.ts";
-import { disposeScratch, executeTask, usesFileMode, type ExecuteSetup } from "./execute.ts";
-import { IdleWindow, ParticipantEnding, RootEnding, type EndReason, type Ending } from "./endings.ts";
-import { LeaseTable } from "./lease-table.ts";
-import { ExploreMaster, type Ownership } from "./master.ts";
-import type { CampaignSetup, RootHub } from "./peers.ts";
-import type { ExploreRemote } from "./remote.ts";
+import { formatDuration } from "../../config/duration.ts";
+import { RuntimeFailure, UsageError } from "../../errors.ts";
+import { EXIT } from "../../exit-codes.ts";
+import { CampaignLock } from "../../lock/campaign-lock.ts";
+import type { Connection } from "../../net/connection.ts";
+import type { ReadService } from "../../net/worker-server.ts";
+import type { TaskItemT } from "../../net/messages.ts";
+import type { Budgets } from "../state/corpus.ts";
+import { DEFAULT_BUDGETS, DEFAULT_FINALIZE_SECONDS, DEFAULT_JOIN_TIMEOUT_SECONDS } from "../defaults.ts";
+import { writeFileAtomic } from "../state/durable.ts";
+import { disposeScratch, executeTask, usesFileMode, type ExecuteSetup } from "../executor/execute.ts";
+import { IdleWindow, ParticipantEnding, RootEnding, type EndReason, type Ending } from "../fleet/endings.ts";
+import { LeaseTable } from "../state/lease-table.ts";
+import { ExploreMaster, type Ownership } from "../master/master.ts";
+import type { CampaignSetup, RootHub } from "../fleet/peers.ts";
+import type { ExploreRemote } from "../fleet/remote.ts";
 import { computeStats, renderStats, type ExploreStats } from "./stats.ts";
-import type { Inbox } from "./stats-round.ts";
-import { WakeablePause } from "../util/pause.ts";
-import { awaitToken, serverToken, type FoundToken } from "../net/token.ts";
-import { HEX64 } from "../core/message-checks.ts";
-import { randomHex } from "../util/random-hex.ts";
+import type { Inbox } from "../fleet/stats-round.ts";
+import { WakeablePause } from "../../util/pause.ts";
+import { awaitToken, serverToken, type FoundToken } from "../../net/token.ts";
+import { HEX64 } from "../../core/message-checks.ts";
+import { randomHex } from "../../util/random-hex.ts";
 // The wire, the masters' channel and their statistics round are loaded only by a master that
 // serves workers or has peers: a lone master starts faster without them.
 
@@ -118,7 +118,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
   let found: FoundToken | null = null;
   const joinWaitStart = now();
   if (role.kind === "participant") {
-    const { checkHostName } = await import("../net/dial-wait.ts");
+    const { checkHostName } = await import("../../net/dial-wait.ts");
     await checkHostName(role.join.host, role.join.port);
     found = await awaitToken(
       { flag: o.token, outDir: state },
@@ -150,7 +150,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     let ranks = [0];
     if (role.kind === "participant") {
       write(`fuzzfleet explore: joining the root master at ${role.join.host}:${role.join.port}`);
-      const { joinRoot } = await import("./peers.ts");
+      const { joinRoot } = await import("../fleet/peers.ts");
       const joined = await joinRoot({
         ...role.join,
         token: found!.token,
@@ -210,7 +210,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     writeFileSync(nonce.path, nonce.value + "\n", { mode: 0o600 });
     if (role.kind === "root") {
       let rootEnding: RootEnding | null = null;
-      const { RootHub } = await import("./peers.ts");
+      const { RootHub } = await import("../fleet/peers.ts");
       hub = new RootHub({
         token: found!.token,
         masters: role.masters,
@@ -232,7 +232,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     } else if (role.kind === "participant") {
       if (o.port !== null) remote = await campaign.startServer(found!, nonce, null);
       const p = new ParticipantEnding(master, rootLink!, rank, log);
-      const { readRoot } = await import("./peers.ts");
+      const { readRoot } = await import("../fleet/peers.ts");
       void readRoot(rootLink!, graceMs, (f) => {
         if (f.type === "stats_ack" || f.type === "release") statsInbox.push({ rank: 0, frame: f });
         else p.onFrame(f);
@@ -263,7 +263,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     const late = end === "idle" || end === "quiescence" ? master.countLateInputs() : 0;
 
     if (role.kind === "participant") {
-      const { participantStats } = await import("./stats-round.ts");
+      const { participantStats } = await import("../fleet/stats-round.ts");
       const r = await participantStats({ conn: rootLink!, rank, master, late, graceMs, finalizeMs: (o.finalizeSeconds ?? DEFAULT_FINALIZE_SECONDS) * 1000, inbox: statsInbox, lost: () => statsLost, log });
       problems.push(...r.problems);
       const stale = master.counters.staleResults;
@@ -278,7 +278,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
 
     let stats: ExploreStats;
     if (role.kind === "root") {
-      const { rootStats } = await import("./stats-round.ts");
+      const { rootStats } = await import("../fleet/stats-round.ts");
       const r = await rootStats({ hub: hub!, master, late, graceMs, inbox: statsInbox, now, log });
       problems.push(...r.problems);
       stats = computeStats(leases, master, corpusDir, elapsed, campaign.executorsUsed(), ranks.length, { ...r.totals, byMaster: r.byMaster });
@@ -356,7 +356,7 @@ class Campaign {
   async startServer(found: FoundToken, nonce: { path: string; value: string }, onPeer: ConstructorParameters<typeof ExploreRemote>[0]["onPeer"]): Promise<ExploreRemote> {
     const refuseRead = { type: "text" as const, text: "an explore master answers no status queries; watch its console\n" };
     const read: ReadService = { status: () => refuseRead, failures: () => refuseRead };
-    const { ExploreRemote } = await import("./remote.ts");
+    const { ExploreRemote } = await import("../fleet/remote.ts");
     const remote = new ExploreRemote({
       master: this.master,
       token: found.token,

@@ -1,9 +1,9 @@
 // The final statistics of an explore campaign, computed from durable state where it exists: the
 // lease table's `done` records are the commits (they survive a crash and a --resume), the public
 // corpus is what was published.
-import { listCorpus } from "./corpus.ts";
-import type { LeaseTable } from "./lease-table.ts";
-import type { ExploreMaster } from "./master.ts";
+import { listCorpus } from "../state/corpus.ts";
+import type { LeaseTable } from "../state/lease-table.ts";
+import type { ExploreMaster } from "../master/master.ts";
 
 export interface ExploreStats {
   /** Committed executions: one per unique content executed (done records with a result). */

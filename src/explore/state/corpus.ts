@@ -7,7 +7,7 @@
 // Paths may be descriptor paths of a PinnedDir (src/files/pinned-dir.ts): messages name the
 // directory the user knows.
 import { createHash } from "node:crypto";
-import { randomHex } from "../util/random-hex.ts";
+import { randomHex } from "../../util/random-hex.ts";
 import {
   closeSync,
   constants,
@@ -23,18 +23,18 @@ import {
   type Stats,
 } from "node:fs";
 import { join } from "node:path";
-import { RuntimeFailure } from "../errors.ts";
-import { FileProblem } from "../files/file-problem.ts";
-import { displayPath, type EntryKind, PinnedDir } from "../files/pinned-dir.ts";
+import { RuntimeFailure } from "../../errors.ts";
+import { FileProblem } from "../../files/file-problem.ts";
+import { displayPath, type EntryKind, PinnedDir } from "../../files/pinned-dir.ts";
 import { fsyncDir, lstatOrNull, writeFully } from "./durable.ts";
-import { HEX64 } from "../core/message-checks.ts";
+import { HEX64 } from "../../core/message-checks.ts";
 
 export const STAGE_ID_RE = /^[0-9a-f]{32}$/;
 export const CHUNK_BYTES = 1024 * 1024;
 
-export { DEFAULT_BUDGETS, type Budgets } from "./defaults.ts";
+export { DEFAULT_BUDGETS, type Budgets } from "../defaults.ts";
 
-export { FileProblem, type ReadProblem } from "../files/file-problem.ts";
+export { FileProblem, type ReadProblem } from "../../files/file-problem.ts";
 
 /** A corpus file whose name is a hash but whose bytes are not. */
 export class IntegrityError extends RuntimeFailure {}

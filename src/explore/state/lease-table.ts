@@ -20,12 +20,12 @@
 // scans throw CorruptRecordError.
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { RuntimeFailure } from "../errors.ts";
-import { isCount } from "../core/message-checks.ts";
-import { randomHex } from "../util/random-hex.ts";
+import { RuntimeFailure } from "../../errors.ts";
+import { isCount } from "../../core/message-checks.ts";
+import { randomHex } from "../../util/random-hex.ts";
 import { fsyncDir, mkdirDurable, replaceFile, replaceFileSynced, unlinkDurable } from "./durable.ts";
 import { withFileLock } from "./file-lock.ts";
-import { HEX64 } from "../core/message-checks.ts";
+import { HEX64 } from "../../core/message-checks.ts";
 
 export type LeaseStatus = "leased" | "committing" | "done";
 export type Origin = "initial" | "generated";

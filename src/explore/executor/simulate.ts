@@ -7,11 +7,11 @@
 import { createHash } from "node:crypto";
 import { closeSync, constants, linkSync, openSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
-import { RuntimeFailure } from "../errors.ts";
-import { randomHex } from "../util/random-hex.ts";
-import { FileProblem, openRegular, streamOpened, type Budgets, type StreamHooks } from "./corpus.ts";
-import { lstatOrNull, writeFully } from "./durable.ts";
-import { BudgetError } from "./staging.ts";
+import { RuntimeFailure } from "../../errors.ts";
+import { randomHex } from "../../util/random-hex.ts";
+import { FileProblem, openRegular, streamOpened, type Budgets, type StreamHooks } from "../state/corpus.ts";
+import { lstatOrNull, writeFully } from "../state/durable.ts";
+import { BudgetError } from "../state/staging.ts";
 
 export const SIMULATED_MUTANTS = 5;
 const MAX_POSITIONS = 3;

@@ -12,14 +12,14 @@
 // campaign started with (its identity is checked on every scan) and its entries are read below
 // a pin; a stage is reached from the staging root this master created (StagingArea).
 import { readdirSync } from "node:fs";
-import { printable } from "../core/log-lines.ts";
-import { owner as rendezvousOwner } from "../core/rendezvous.ts";
-import { PinnedDir, type DirIdentity, type EntryKind } from "../files/pinned-dir.ts";
-import type { ResultFrame, TaskItemT } from "../net/messages.ts";
-import { FileProblem, hashFile, IntegrityError, listRegularFiles, publishFile, STAGE_ID_RE, verifyPublic, type Budgets, type FileIdentity } from "./corpus.ts";
-import { canonicalManifest, LeaseTable, type Origin } from "./lease-table.ts";
-import { type OpenStage, promoteChildren, StagingArea, verifyStage } from "./staging.ts";
-import { HEX64 } from "../core/message-checks.ts";
+import { printable } from "../../core/log-lines.ts";
+import { owner as rendezvousOwner } from "../../core/rendezvous.ts";
+import { PinnedDir, type DirIdentity, type EntryKind } from "../../files/pinned-dir.ts";
+import type { ResultFrame, TaskItemT } from "../../net/messages.ts";
+import { FileProblem, hashFile, IntegrityError, listRegularFiles, publishFile, STAGE_ID_RE, verifyPublic, type Budgets, type FileIdentity } from "../state/corpus.ts";
+import { canonicalManifest, LeaseTable, type Origin } from "../state/lease-table.ts";
+import { type OpenStage, promoteChildren, StagingArea, verifyStage } from "../state/staging.ts";
+import { HEX64 } from "../../core/message-checks.ts";
 
 export type Ownership = "rendezvous" | "broadcast";
 
