@@ -359,7 +359,7 @@ export class ExploreMaster {
       try {
         const r = this.o.leases.replayCommit(
           c.id,
-          c.token,
+          c.fence,
           (m) => promoteChildren(stage?.dir ?? null, this.o.corpusDir, m.hashes, this.o.budgets.maxInputBytes),
           this.o.wallNow(),
         );

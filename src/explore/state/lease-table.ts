@@ -4,62 +4,37 @@
 //   <root>/<shard>/<id>.json        the record; shard = first 32 bits of the id mod shardCount
 //   <root>/<shard>/<id>.json.lock   its short lock (file-lock.ts), never removed
 //
-// Each claim issues a fresh fencing token; only the current token may heartbeat, commit or
-// complete, so a holder that lost its lease and comes back late changes nothing.
-//
-//   (none)      --claim-->               leased
-//   leased      --claim, once expired--> leased (new token; ttl 0 takes over unconditionally)
-//   leased      --abandon-->             (none)
-//   leased      --beginCommit-->         committing   irreversible: never reclaimed, however old
-//   committing  --beginCommit, same manifest--> committing
-//   leased | committing --complete / replayCommit--> done   terminal: never claimed again
-//
-// Every transition runs under the record's lock and re-reads the record there. A record is
-// written as a whole (temp file + fsync + rename + directory fsync). A record that exists but
-// does not validate is never overwritten and never counts as free: transitions refuse it and
-// scans throw CorruptRecordError.
+// What a record may become, and under which fence, is decided by core/lease-record.ts (its state
+// diagram is there): leased -> committing -> done, a fresh fence per claim, `committing` never
+// stolen, a stale fence changes nothing. This file does the disk work around those decisions:
+// every transition runs under the record's lock and re-reads the record there; a record is
+// written as a whole (temp file + fsync + rename + directory fsync, as the durability policy
+// says). A record that exists but does not validate is never overwritten and never counts as
+// free: transitions refuse it and scans throw CorruptRecordError.
+import assert from "node:assert/strict";
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import * as lease from "../../core/lease-record.ts";
+import {
+  assertClaimRequest,
+  assertTime,
+  canonicalManifest,
+  isExpired,
+  recordProblem,
+  recordText,
+  type CommitManifest,
+  type LeaseRecord,
+  type Transition,
+  type WorkPayload,
+} from "../../core/lease-record.ts";
+import { HEX64 } from "../../core/message-checks.ts";
 import { RuntimeFailure } from "../../errors.ts";
-import { isCount } from "../../core/message-checks.ts";
 import { randomHex } from "../../util/random-hex.ts";
 import { fsyncDir, mkdirDurable, replaceFile, replaceFileSynced, unlinkDurable } from "./durable.ts";
 import { withFileLock } from "./file-lock.ts";
-import { HEX64 } from "../../core/message-checks.ts";
 
-export type LeaseStatus = "leased" | "committing" | "done";
-export type Origin = "initial" | "generated";
-
-/** What the task is: the content hash (equal to the record id) and how it entered the corpus. */
-export interface WorkPayload {
-  hash: string;
-  origin: Origin;
-}
-
-/** The durable decision of a commit: which staged children the task's result publishes. */
-export interface CommitManifest {
-  worker: string;
-  staging_id: string;
-  hashes: string[];
-  num_generated: number;
-}
-
-export interface LeaseRecord {
-  schema: 1;
-  id: string;
-  status: LeaseStatus;
-  payload: WorkPayload;
-  owner: string;
-  previous_owner: string;
-  worker: number;
-  token: string;
-  /** Wall-clock ms of the last claim, heartbeat, commit or completion. */
-  updated: number;
-  attempts: number;
-  steals: number;
-  commit?: CommitManifest;
-  completed?: number;
-}
+export type { CommitManifest, LeaseRecord, LeaseStatus, Origin, WorkPayload } from "../../core/lease-record.ts";
+export { canonicalManifest } from "../../core/lease-record.ts";
 
 export interface LeaseTableOptions {
   /** The table directory, e.g. `<corpus>/.fuzzfleet/work-<epoch>/leases`. */
@@ -93,44 +68,8 @@ export class CorruptRecordError extends RuntimeFailure {
   }
 }
 
-const STAGING_ID = /^[0-9a-f]{32}$/;
 const RECORD_FILE = /^([0-9a-f]{64})\.json$/;
 const SHARD_DIR = /^[0-9]{3}$/;
-const STATUSES: readonly string[] = ["leased", "committing", "done"];
-const ORIGINS: readonly string[] = ["initial", "generated"];
-const RECORD_KEYS = new Set(["schema", "id", "status", "payload", "owner", "previous_owner", "worker", "token", "updated", "attempts", "steals", "commit", "completed"]);
-const MANIFEST_KEYS = ["hashes", "num_generated", "staging_id", "worker"];
-
-/**
- * The canonical form of a manifest: hashes deduplicated and sorted, keys in sorted order.
- * Throws RangeError if `m` is not a valid manifest: extra or missing keys, a hash that is not
- * 64 lowercase hex, a staging id that is not 32 lowercase hex (or "" exactly when there are no
- * hashes), num_generated not an integer >= the number of unique hashes, or an empty worker.
- */
-export function canonicalManifest(m: CommitManifest): CommitManifest {
-  const problem = manifestProblem(m);
-  if (problem !== null) throw new RangeError(`invalid commit manifest: ${problem}`);
-  const hashes = [...new Set(m.hashes)].sort();
-  return { hashes, num_generated: m.num_generated, staging_id: m.staging_id, worker: m.worker };
-}
-
-function manifestProblem(m: unknown): string | null {
-  if (!isPlainObject(m)) return "not an object";
-  const keys = Object.keys(m).sort();
-  if (keys.join(",") !== MANIFEST_KEYS.join(",")) return `keys must be exactly ${MANIFEST_KEYS.join(", ")} (got ${keys.join(", ")})`;
-  if (typeof m.worker !== "string" || m.worker === "") return "worker must be a non-empty string";
-  if (!Array.isArray(m.hashes)) return "hashes must be an array";
-  for (const h of m.hashes) if (typeof h !== "string" || !HEX64.test(h)) return `hash ${JSON.stringify(h)} is not 64 lowercase hex`;
-  const unique = new Set(m.hashes as string[]).size;
-  if (typeof m.staging_id !== "string") return "staging_id must be a string";
-  if (unique === 0 ? m.staging_id !== "" : !STAGING_ID.test(m.staging_id)) {
-    return `staging_id ${JSON.stringify(m.staging_id)} must be 32 lowercase hex, or "" exactly when there are no hashes`;
-  }
-  if (!Number.isSafeInteger(m.num_generated) || (m.num_generated as number) < unique) {
-    return `num_generated ${JSON.stringify(m.num_generated)} must be an integer >= ${unique} (the number of unique hashes)`;
-  }
-  return null;
-}
 
 type ReadResult = { kind: "absent" } | { kind: "valid"; record: LeaseRecord } | { kind: "invalid"; reason: string };
 
@@ -145,13 +84,9 @@ export class LeaseTable {
   constructor(opts: LeaseTableOptions) {
     const { root, shardCount = 64, lockTimeoutMs = 30_000, durability = "all" } = opts;
     this.durability = durability;
-    if (typeof root !== "string" || root === "") throw new RangeError("lease table root must be a non-empty path");
-    if (!Number.isSafeInteger(shardCount) || shardCount < 1 || shardCount > 1000) {
-      throw new RangeError(`lease table shardCount must be an integer from 1 to 1000 (got ${shardCount})`);
-    }
-    if (!Number.isFinite(lockTimeoutMs) || lockTimeoutMs <= 0) {
-      throw new RangeError(`lease table lockTimeoutMs must be a finite number of milliseconds > 0 (got ${lockTimeoutMs})`);
-    }
+    assert.ok(typeof root === "string" && root !== "", "lease table root must be a non-empty path");
+    assert.ok(Number.isSafeInteger(shardCount) && shardCount >= 1 && shardCount <= 1000, `lease table shardCount must be an integer from 1 to 1000 (got ${shardCount})`);
+    assert.ok(Number.isFinite(lockTimeoutMs) && lockTimeoutMs > 0, `lease table lockTimeoutMs must be a finite number of milliseconds > 0 (got ${lockTimeoutMs})`);
     this.root = root;
     this.shardCount = shardCount;
     this.lockTimeoutMs = lockTimeoutMs;
@@ -161,66 +96,53 @@ export class LeaseTable {
   /**
    * Takes the task for `owner`: succeeds when there is no record, or a valid `leased` record
    * whose age `now - updated` is at least `ttlMs`, or any `leased` record when `ttlMs` is 0
-   * (forced takeover, even of a lease dated in the future). Returns the new fencing token, or
-   * null: invalid id, unexpired lease, `committing` or `done` record, or a corrupt record.
+   * (forced takeover, even of a lease dated in the future). Returns the new fence, or null:
+   * invalid id, unexpired lease, `committing` or `done` record, or a corrupt record.
    */
   claim(id: string, payload: WorkPayload, owner: string, opts: { now: number; ttlMs: number; worker?: number }): string | null {
     const { now, ttlMs, worker = 0 } = opts;
-    requireTime("now", now);
-    requireTime("ttlMs", ttlMs);
-    if (typeof owner !== "string" || owner === "") throw new RangeError("claim: owner must be a non-empty string");
-    if (!Number.isSafeInteger(worker) || worker < 0) throw new RangeError(`claim: worker must be an integer >= 0 (got ${worker})`);
-    if (!isId(id)) return null;
-    if (!isPlainObject(payload) || payload.hash !== id || !ORIGINS.includes(payload.origin)) {
-      throw new RangeError(`claim: payload must be {hash: ${id}, origin: "initial" | "generated"} (got ${JSON.stringify(payload)})`);
+    if (!isId(id)) {
+      assertTime("now", now);
+      assertTime("ttlMs", ttlMs);
+      return null;
     }
+    const request = { id, payload, owner, worker, now, ttlMs };
+    assertClaimRequest(request);
     this.prepareShard(id);
     return this.locked(id, () => {
       const found = this.read(id);
       if (found.kind === "invalid") return null;
-      const prev = found.kind === "valid" ? found.record : null;
-      if (prev !== null && (prev.status !== "leased" || (ttlMs > 0 && now - prev.updated < ttlMs))) return null;
-      const token = `${owner}:${worker}:${process.pid}:${randomHex(8)}`;
-      this.write({
-        schema: 1,
-        id,
-        status: "leased",
-        payload: { hash: payload.hash, origin: payload.origin },
-        owner,
-        previous_owner: prev?.owner ?? "",
-        worker,
-        token,
-        updated: now,
-        attempts: (prev?.attempts ?? 0) + 1,
-        steals: (prev?.steals ?? 0) + (prev !== null && prev.owner !== owner ? 1 : 0),
-      });
-      return token;
+      const fence = `${owner}:${worker}:${process.pid}:${randomHex(8)}`;
+      const step = lease.claim(found.kind === "valid" ? found.record : null, { ...request, fence });
+      if ("refused" in step) return null;
+      this.write(step.next);
+      return fence;
     });
   }
 
   /**
-   * Renews every (id, token) whose record is `leased` or `committing` under that token; the
+   * Renews every (id, fence) whose record is `leased` or `committing` under that fence; the
    * rest are lost. Each record file is fsynced as it is written, each affected shard directory
    * once at the end, in shard order, even when a later record failed. The first error thrown
    * (a record's or a directory's) propagates: a renewal is never acknowledged undurably.
    */
-  heartbeatMany(tokens: ReadonlyMap<string, string>, now: number): { renewed: string[]; lost: string[] } {
-    requireTime("now", now);
+  heartbeatMany(fences: ReadonlyMap<string, string>, now: number): { renewed: string[]; lost: string[] } {
+    assertTime("now", now);
     this.stats.heartbeatBatches++;
     const renewed: string[] = [];
     const lost: string[] = [];
     const dirty = new Set<number>();
     let failure: { error: unknown } | null = null;
     try {
-      for (const [id, token] of [...tokens].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-        if (!isId(id) || typeof token !== "string" || token === "" || !this.shardExists(id)) {
+      for (const [id, fence] of [...fences].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+        if (!isId(id) || typeof fence !== "string" || fence === "" || !this.shardExists(id)) {
           lost.push(id);
           continue;
         }
         const ok = this.locked(id, () => {
-          const found = this.read(id);
-          if (found.kind !== "valid" || found.record.token !== token || found.record.status === "done") return false;
-          this.write({ ...found.record, updated: now }, false, dirty);
+          const step = lease.renew(this.valid(id), fence, now);
+          if ("refused" in step) return false;
+          this.write(step.next, false, dirty);
           return true;
         });
         (ok ? renewed : lost).push(id);
@@ -240,76 +162,64 @@ export class LeaseTable {
     return { renewed, lost };
   }
 
-  /** Deletes a `leased` record held under `token` (e.g. its input vanished). Never once committing. */
-  abandon(id: string, token: string): boolean {
+  /** Deletes a `leased` record held under `fence` (e.g. its input vanished). Never once committing. */
+  abandon(id: string, fence: string): boolean {
     if (!isId(id) || !this.shardExists(id)) return false;
     return this.locked(id, () => {
-      const found = this.read(id);
-      if (found.kind !== "valid" || found.record.status !== "leased" || found.record.token !== token) return false;
+      if (lease.abandonable(this.valid(id), fence) !== null) return false;
       if (unlinkDurable(this.recordPath(id))) this.stats.directorySyncs++;
       return true;
     });
   }
 
   /**
-   * Passes the commit fence: a `leased` or `committing` record held under `token` becomes
+   * Passes the commit fence: a `leased` or `committing` record held under `fence` becomes
    * `committing` with `manifest` stored durably. From then on no claim takes it, however old.
-   * Repeating it with the same token and an identical manifest succeeds; a different manifest
+   * Repeating it with the same fence and an identical manifest succeeds; a different manifest
    * is refused.
    */
-  beginCommit(id: string, token: string, manifest: CommitManifest, now: number): boolean {
-    requireTime("now", now);
+  beginCommit(id: string, fence: string, manifest: CommitManifest, now: number): boolean {
+    assertTime("now", now);
     const commit = canonicalManifest(manifest);
     if (!isId(id) || !this.shardExists(id)) return false;
     return this.locked(id, () => {
-      const found = this.read(id);
-      if (found.kind !== "valid" || found.record.token !== token) return false;
-      const rec = found.record;
-      if (rec.status === "done") return false;
-      if (rec.status === "committing" && rec.commit !== undefined && serialize(rec.commit) !== serialize(commit)) return false;
-      this.write({ ...rec, status: "committing", updated: now, commit }, commit.hashes.length > 0);
+      const step = lease.beginCommit(this.valid(id), fence, commit, now);
+      if ("refused" in step) return false;
+      this.write(step.next, commit.hashes.length > 0);
       return true;
     });
   }
 
-  /** "completed": the record held under `token` is now done; "already": it was; "stale": not ours. */
-  complete(id: string, token: string, now: number): CompletionResult {
-    requireTime("now", now);
+  /** "completed": the record held under `fence` is now done; "already": it was; "stale": not ours. */
+  complete(id: string, fence: string, now: number): CompletionResult {
+    assertTime("now", now);
     if (!isId(id) || !this.shardExists(id)) return "stale";
-    return this.locked(id, () => this.finish(id, token, now, null));
+    return this.locked(id, () => this.finish(lease.complete(this.valid(id), fence, now)));
   }
 
   /**
    * Re-applies a commit that passed its fence but may not have finished: if the record is
-   * `committing` under `token` with a manifest, calls `publish(manifest)` under the record lock,
-   * then marks it done. "already" if it is done under `token` (publish is not called); "stale"
+   * `committing` under `fence` with a manifest, calls `publish(manifest)` under the record lock,
+   * then marks it done. "already" if it is done under `fence` (publish is not called); "stale"
    * otherwise. If publish throws, the record stays `committing` and the error propagates.
    */
-  replayCommit(id: string, token: string, publish: (m: CommitManifest) => void, now: number): CompletionResult {
-    requireTime("now", now);
+  replayCommit(id: string, fence: string, publish: (m: CommitManifest) => void, now: number): CompletionResult {
+    assertTime("now", now);
     if (!isId(id) || !this.shardExists(id)) return "stale";
-    return this.locked(id, () => this.finish(id, token, now, publish));
+    return this.locked(id, () => this.finish(lease.completeCommitted(this.valid(id), fence, now), publish));
   }
 
   /**
    * A result without children has nothing to publish, so its fence and its completion are one
-   * step: a `leased` (or `committing`) record held under `token` becomes `done` with the empty
-   * manifest. "already" if it is done under `token`; "stale" otherwise, or if `manifest` lists
+   * step: a `leased` (or `committing`) record held under `fence` becomes `done` with the empty
+   * manifest. "already" if it is done under `fence`; "stale" otherwise, or if `manifest` lists
    * children (those go through beginCommit and replayCommit).
    */
-  commitEmpty(id: string, token: string, manifest: CommitManifest, now: number): CompletionResult {
-    requireTime("now", now);
+  commitEmpty(id: string, fence: string, manifest: CommitManifest, now: number): CompletionResult {
+    assertTime("now", now);
     const commit = canonicalManifest(manifest);
     if (commit.hashes.length > 0 || !isId(id) || !this.shardExists(id)) return "stale";
-    return this.locked(id, () => {
-      const found = this.read(id);
-      if (found.kind !== "valid" || found.record.token !== token) return "stale";
-      const rec = found.record;
-      if (rec.status === "done") return "already";
-      if (rec.status === "committing" && rec.commit !== undefined && serialize(rec.commit) !== serialize(commit)) return "stale";
-      this.write({ ...rec, status: "done", updated: now, completed: now, commit });
-      return "completed";
-    });
+    return this.locked(id, () => this.finish(lease.commitEmpty(this.valid(id), fence, commit, now)));
   }
 
   /**
@@ -318,11 +228,9 @@ export class LeaseTable {
    * Throws CorruptRecordError, before returning anything, if any record is invalid.
    */
   recoverExpired(now: number, ttlMs: number, limit = Number.POSITIVE_INFINITY): { id: string; payload: WorkPayload; updated: number }[] {
-    requireTime("now", now);
-    requireTime("ttlMs", ttlMs);
-    if (limit !== Number.POSITIVE_INFINITY && (!Number.isSafeInteger(limit) || limit < 0)) {
-      throw new RangeError(`recoverExpired: limit must be an integer >= 0 (got ${limit})`);
-    }
+    assertTime("now", now);
+    assertTime("ttlMs", ttlMs);
+    assert.ok(limit === Number.POSITIVE_INFINITY || (Number.isSafeInteger(limit) && limit >= 0), `recoverExpired: limit must be an integer >= 0 (got ${limit})`);
     return this.snapshot()
       .filter((r) => r.status === "leased" && isExpired(r, now, ttlMs))
       .slice(0, limit)
@@ -330,12 +238,12 @@ export class LeaseTable {
   }
 
   /** Every `committing` record with its manifest, for redo after a crash. Throws if one lacks a manifest. */
-  recoverCommitting(): { id: string; payload: WorkPayload; token: string; commit: CommitManifest }[] {
+  recoverCommitting(): { id: string; payload: WorkPayload; fence: string; commit: CommitManifest }[] {
     return this.snapshot()
       .filter((r) => r.status === "committing")
       .map((r) => {
         if (r.commit === undefined) throw new CorruptRecordError(this.recordPath(r.id), "committing without a commit manifest");
-        return { id: r.id, payload: r.payload, token: r.token, commit: r.commit };
+        return { id: r.id, payload: r.payload, fence: r.token, commit: r.commit };
       });
   }
 
@@ -361,8 +269,8 @@ export class LeaseTable {
 
   /** Disjoint counts: leased (unexpired), committing, expired (leased, at least ttlMs old), done. */
   counts(now: number, ttlMs: number): { leased: number; committing: number; expired: number; done: number } {
-    requireTime("now", now);
-    requireTime("ttlMs", ttlMs);
+    assertTime("now", now);
+    assertTime("ttlMs", ttlMs);
     const counts = { leased: 0, committing: 0, expired: 0, done: 0 };
     for (const r of this.snapshot()) {
       if (r.status === "leased") counts[isExpired(r, now, ttlMs) ? "expired" : "leased"]++;
@@ -379,21 +287,22 @@ export class LeaseTable {
     return found.kind === "valid" ? found.record : null;
   }
 
-  private finish(id: string, token: string, now: number, publish: ((m: CommitManifest) => void) | null): CompletionResult {
-    const found = this.read(id);
-    if (found.kind !== "valid" || found.record.token !== token) return "stale";
-    const rec = found.record;
-    if (rec.status === "done") return "already";
-    if (publish !== null) {
-      if (rec.status !== "committing" || rec.commit === undefined) return "stale";
-      publish(rec.commit);
-    }
-    this.write({ ...rec, status: "done", updated: now, completed: now });
+  /** Writes the outcome of a completing transition; "done" under the same fence means "already". */
+  private finish(step: Transition, publish?: (m: CommitManifest) => void): CompletionResult {
+    if ("refused" in step) return step.refused === "done" ? "already" : "stale";
+    if (publish) publish(step.next.commit!);
+    this.write(step.next);
     return "completed";
   }
 
   private locked<T>(id: string, fn: () => T): T {
     return withFileLock(`${this.recordPath(id)}.lock`, this.lockTimeoutMs, fn);
+  }
+
+  /** The record under the lock, for a transition: a missing or corrupt one is nobody's (null). */
+  private valid(id: string): LeaseRecord | null {
+    const found = this.read(id);
+    return found.kind === "valid" ? found.record : null;
   }
 
   private read(id: string): ReadResult {
@@ -430,10 +339,10 @@ export class LeaseTable {
   private write(record: LeaseRecord, fence = false, deferDirSync?: Set<number>): void {
     const path = this.recordPath(record.id);
     if (this.durability === "fence" && !fence) {
-      replaceFile(path, serialize(record));
+      replaceFile(path, recordText(record));
       return;
     }
-    replaceFileSynced(path, serialize(record));
+    replaceFileSynced(path, recordText(record));
     if (deferDirSync) deferDirSync.add(this.shardOf(record.id));
     else this.syncDir(join(this.root, shardName(this.shardOf(record.id))));
   }
@@ -478,64 +387,8 @@ export class LeaseTable {
   }
 }
 
-function recordProblem(v: unknown, id: string): string | null {
-  if (!isPlainObject(v)) return "not a JSON object";
-  const extra = Object.keys(v).filter((k) => !RECORD_KEYS.has(k));
-  if (extra.length > 0) return `unknown keys ${extra.join(", ")}`;
-  if (v.schema !== 1) return `schema ${JSON.stringify(v.schema)} is not 1`;
-  if (v.id !== id) return `id ${JSON.stringify(v.id)} does not match the file name`;
-  if (typeof v.status !== "string" || !STATUSES.includes(v.status)) return `status ${JSON.stringify(v.status)} is not leased, committing or done`;
-  const p = v.payload;
-  if (!isPlainObject(p) || Object.keys(p).sort().join(",") !== "hash,origin") return "payload must be exactly {hash, origin}";
-  if (p.hash !== id) return `payload hash ${JSON.stringify(p.hash)} does not match the record id`;
-  if (typeof p.origin !== "string" || !ORIGINS.includes(p.origin)) return `payload origin ${JSON.stringify(p.origin)} is not initial or generated`;
-  if (typeof v.owner !== "string" || v.owner === "") return "owner must be a non-empty string";
-  if (typeof v.previous_owner !== "string") return "previous_owner must be a string";
-  if (!isCount(v.worker)) return "worker must be an integer >= 0";
-  if (typeof v.token !== "string" || v.token === "") return "token must be a non-empty string";
-  if (!isTime(v.updated)) return `updated ${JSON.stringify(v.updated)} is not a finite time >= 0`;
-  if (!isCount(v.attempts) || v.attempts < 1) return "attempts must be an integer >= 1";
-  if (!isCount(v.steals)) return "steals must be an integer >= 0";
-  if (v.completed !== undefined && !isTime(v.completed)) return "completed must be a finite time >= 0";
-  if (v.commit !== undefined) {
-    const problem = manifestProblem(v.commit);
-    if (problem !== null) return `commit manifest: ${problem}`;
-    if (serialize(canonicalManifest(v.commit as CommitManifest)) !== serialize(v.commit)) return "commit manifest is not canonical";
-  }
-  return null;
-}
-
-/** Keys sorted at every level, compact, newline-terminated: the same record always gives the same bytes. */
-function serialize(value: unknown): string {
-  return `${JSON.stringify(sortKeys(value))}\n`;
-}
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (!isPlainObject(value)) return value;
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value).sort()) if (value[key] !== undefined) out[key] = sortKeys(value[key]);
-  return out;
-}
-
-function isExpired(r: LeaseRecord, now: number, ttlMs: number): boolean {
-  return ttlMs === 0 || now - r.updated >= ttlMs;
-}
-
-function requireTime(name: string, value: number): void {
-  if (!isTime(value)) throw new RangeError(`${name} must be a finite number of milliseconds >= 0 (got ${value})`);
-}
-
-function isTime(v: unknown): v is number {
-  return typeof v === "number" && Number.isFinite(v) && v >= 0;
-}
-
 function isId(id: unknown): id is string {
   return typeof id === "string" && HEX64.test(id);
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 function shardName(shard: number): string {
