@@ -73,12 +73,15 @@ export interface StartedMaster {
  * A submaster takes the root's token from the shared state directory, waiting for it if the root
  * is not up yet; it checks the root's host name first, which no wait could fix.
  */
-export async function rootToken(role: Extract<Role, { kind: "participant" }>, flag: string | undefined, state: string, signal: AbortSignal, write: (line: string) => void): Promise<FoundToken> {
+export async function rootToken(
+  role: Extract<Role, { kind: "participant" }>,
+  t: { flag: string | undefined; state: string; signal: AbortSignal; write: (line: string) => void },
+): Promise<FoundToken> {
   const { checkHostName } = await import("../../net/dial-wait.ts");
   await checkHostName(role.join.host, role.join.port);
   const found = await awaitToken(
-    { flag, outDir: state },
-    { waitSeconds: JOIN_WAIT_SECONDS, signal, log: write, creator: "the root master", fix: "start the root master with the same -o, or pass --token or FUZZFLEET_TOKEN" },
+    { flag: t.flag, outDir: t.state },
+    { waitSeconds: JOIN_WAIT_SECONDS, signal: t.signal, log: t.write, creator: "the root master", fix: "start the root master with the same -o, or pass --token or FUZZFLEET_TOKEN" },
   );
   if (!found) throw new RuntimeFailure("interrupted while waiting for the campaign token");
   return found;

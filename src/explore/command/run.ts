@@ -100,7 +100,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     ownership,
   };
   const joinWaitStart = now();
-  let found = role.kind === "participant" ? await rootToken(role, o.token, state, o.signal, write) : null;
+  let found = role.kind === "participant" ? await rootToken(role, { flag: o.token, state, signal: o.signal, write }) : null;
 
   const rounds: EndRounds = { inbox: [], lost: null };
   // The root and a single master own the campaign state; a submaster borrows the root's.

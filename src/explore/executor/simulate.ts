@@ -58,11 +58,15 @@ function drawMutations(random: RandomInt, size: number, count: number): Mutation
 export function simulateMutants(
   inputPath: string,
   outDir: string,
-  budgets: Budgets,
-  random: RandomInt,
-  count: number = SIMULATED_MUTANTS,
-  hooks?: StreamHooks,
+  m: {
+    budgets: Budgets;
+    random: RandomInt;
+    /** Default SIMULATED_MUTANTS. */
+    count?: number;
+    hooks?: StreamHooks;
+  },
 ): string[] {
+  const { budgets, random, count = SIMULATED_MUTANTS, hooks } = m;
   assert.ok(Number.isSafeInteger(count) && count >= 1, `mutant count must be a positive integer (got ${count})`);
   let opened: ReturnType<typeof openRegular>;
   try {
@@ -98,8 +102,7 @@ export function simulateMutants(
     let offset = 0;
     streamOpened(
       inputPath,
-      fd,
-      identity,
+      opened,
       (chunk) => {
         const end = offset + chunk.length;
         for (let i = 0; i < count; i++) {

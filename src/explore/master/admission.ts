@@ -173,7 +173,7 @@ export class InputAdmission {
     let published: { hash: string };
     try {
       // Not fsynced: the input directory stays the source, and a rescan republishes a lost copy.
-      published = publishFile(this.o.corpusDir, path, this.o.budgets.maxInputBytes, undefined, false);
+      published = publishFile(this.o.corpusDir, path, { maxBytes: this.o.budgets.maxInputBytes, durable: false });
     } catch (err) {
       if (err instanceof IntegrityError) {
         this.o.integrity(err.message);

@@ -59,7 +59,7 @@ export function commitResult(
       task.hash,
       task.fence,
       (m) => {
-        if (stage) promoteChildren(stage, ctx.corpusDir, m.hashes, ctx.maxInputBytes, c.isVerified);
+        if (stage) promoteChildren(stage, ctx.corpusDir, m.hashes, { maxBytes: ctx.maxInputBytes, trusted: c.isVerified });
       },
       ctx.wallNow(),
     );
@@ -100,7 +100,7 @@ export function replayCommits(ctx: CommitContext, staging: StagingArea, onReplay
       const r = ctx.leases.replayCommit(
         c.id,
         c.fence,
-        (m) => promoteChildren(stage?.dir ?? null, ctx.corpusDir, m.hashes, ctx.maxInputBytes),
+        (m) => promoteChildren(stage?.dir ?? null, ctx.corpusDir, m.hashes, { maxBytes: ctx.maxInputBytes }),
         ctx.wallNow(),
       );
       if (r === "completed") {

@@ -22,7 +22,7 @@ import type { LeaseTable, Origin } from "../state/lease-table.ts";
 import { type OpenStage, StagingArea, verifyStage } from "../state/staging.ts";
 import { InputAdmission } from "./admission.ts";
 import { noCounts, type MasterCounters } from "./counters.ts";
-import { commitResult, completeOverBudget, replayCommits, type CommitContext } from "./commits.ts";
+import { commitResult, completeOverBudget, replayCommits, type CommitContext, type CommitOutcome } from "./commits.ts";
 import { Dispatch, type ActiveTask } from "./dispatch.ts";
 import { resultProblem } from "./result-checks.ts";
 
@@ -319,14 +319,15 @@ export class ExploreMaster {
         const verdict = verifyStage(stage.dir, r.new_hashes, r.staged_bytes, this.o.budgets.maxInputBytes);
         if (!verdict.ok) return this.refuseResult(executor, task, `stage ${stageId}: ${verdict.reason}`, removeStage);
       }
-      return this.commit(executor, task, r, stage, removeStage);
+      const outcome = commitResult(this.commits, { executor, task, result: r, stage: stage?.dir ?? null, removeStage, isVerified: (h) => this.verified.has(h) });
+      return this.settle(task, r, outcome);
     } finally {
       stage?.close();
     }
   }
 
-  private commit(executor: string, task: ActiveTask, r: ResultFrame, stage: OpenStage | null, removeStage: () => void): string {
-    const outcome = commitResult(this.commits, { executor, task, result: r, stage: stage?.dir ?? null, removeStage, isVerified: (h) => this.verified.has(h) });
+  /** What the master holds and counts after the commit of `r` came out as `outcome`; the note for the ack. */
+  private settle(task: ActiveTask, r: ResultFrame, outcome: CommitOutcome): string {
     this.tasks.forget(task.hash);
     switch (outcome.kind) {
       case "committed":

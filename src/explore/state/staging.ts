@@ -128,7 +128,7 @@ function fillStage(stage: PinnedDir, outputs: CollectedOutputs, budgets: Budgets
     let copied: { hash: string; size: number };
     try {
       // Not fsynced: promotion fsyncs each child before it becomes public.
-      copied = copyHashing(file.path, temp, limit, undefined, false);
+      copied = copyHashing(file.path, temp, { maxBytes: limit, durable: false });
     } catch (err) {
       // The output grew since it was collected: report the budget it now breaks.
       if (err instanceof FileProblem && err.problem === "too-large" && err.observed !== undefined) {
@@ -230,10 +230,14 @@ export function promoteChildren(
   stage: string | PinnedDir | null,
   corpusDir: string,
   hashes: readonly string[],
-  maxBytes: number,
-  /** Public objects this process already verified or published: not re-hashed again. */
-  trusted: (hash: string) => boolean = () => false,
+  c: {
+    /** Bytes of one corpus object. */
+    maxBytes: number;
+    /** Public objects this process already verified or published: not re-hashed again. */
+    trusted?: (hash: string) => boolean;
+  },
 ): void {
+  const { maxBytes, trusted = () => false } = c;
   for (const hash of hashes) {
     if (!HEX64.test(hash)) throw new RuntimeFailure(`cannot promote '${hash}': not a 64-hex SHA-256`);
   }
@@ -248,15 +252,17 @@ export function promoteChildren(
     pin = stage;
   }
   try {
-    promotePinned(pin, corpusDir, hashes, maxBytes, trusted);
+    promotePinned(pin, corpusDir, [...new Set(hashes)].sort(), { maxBytes, trusted });
   } finally {
     if (pin !== null && pin !== stage) pin.close();
   }
 }
 
-function promotePinned(stage: PinnedDir | null, corpusDir: string, hashes: readonly string[], maxBytes: number, trusted: (hash: string) => boolean): void {
+/** promoteChildren once the stage is pinned (or gone); `unique`: the hashes deduplicated and sorted. */
+function promotePinned(stage: PinnedDir | null, corpusDir: string, unique: readonly string[], c: { maxBytes: number; trusted: (hash: string) => boolean }): void {
+  const { maxBytes, trusted } = c;
   const moved: string[] = [];
-  for (const hash of [...new Set(hashes)].sort()) {
+  for (const hash of unique) {
     const dest = join(corpusDir, hash);
     if (trusted(hash)) continue;
     if (lstatOrNull(dest) !== null) {
