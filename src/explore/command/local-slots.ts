@@ -3,9 +3,10 @@
 // like any executor. Slot i is the executor `local-<i>`, with its stages under the master's
 // staging root and its scratch under this master's scratch directory.
 //
-//   free --fill: a task under a current fence--> running --target finished--> free (refilled at
-//   once, before the result is committed) ; the result is consumed after
-//   running --abort (interrupted)--> the result says "interrupted": the master requeues the task
+//   free     --fill (a task under a current fence, slot not quarantined)--> running
+//   running  --the target finished--> free, refilled at once; then the result is consumed, so
+//            the commit's file work overlaps the next run
+//   running  --abort--> the result says "interrupted" and the master requeues the task
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import type { TaskItemT } from "../../net/messages.ts";

@@ -1,4 +1,4 @@
-// How an explore campaign decides its frontier is exhausted. The campaign loop calls step() on
+// How an explore campaign decides its frontier is exhausted. The master loop calls step() on
 // every turn; an ending returns the reason to stop, or null to go on.
 //
 // IdleWindow (one master): idle = nothing pending, nothing running, and a fresh rescan found

@@ -28,7 +28,7 @@ export interface ExploreRemoteOptions {
   read: ReadService;
   now: () => number;
   log: (line: string) => void;
-  /** Called when a result was consumed (the campaign loop re-evaluates at once). */
+  /** Called when a result was consumed (the master loop re-evaluates at once). */
   onProgress: () => void;
   /** The root of several masters also accepts submasters on its port. */
   onPeer: ((conn: Connection, hello: PeerHelloFrame) => Promise<void>) | null;
