@@ -1,8 +1,9 @@
 // The layer rules of docs/architecture.md, read from the imports themselves: a folder of src/
 // imports only folders of lower layers (never one of its own layer, never one above), so no two
 // folders import each other; core/ is pure and imports nothing but itself, the errors and
-// node:assert / node:crypto (hashing). A new import that breaks a rule fails here, naming the
-// file, the line and the rule.
+// node:assert / node:crypto (hashing). Inside explore/ the same rule holds between its rooms
+// (state/, executor/, master/, fleet/, command/). A new import that breaks a rule fails here,
+// naming the file, the line and the rule.
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -23,6 +24,14 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["sweep"],
   ["cli"],
 ];
+
+/**
+ * The rooms of src/explore/, lowest first: a room imports only itself and lower rooms. Files
+ * directly in explore/ (defaults.ts) are "root", the lowest.
+ */
+export const EXPLORE_ROOMS: readonly (readonly string[])[] = [["root"], ["state"], ["executor", "master"], ["fleet"], ["command"]];
+
+const EXPLORE = join(SRC, "explore");
 
 const PURE_CORE_NODE_MODULES = new Set(["node:assert", "node:assert/strict", "node:crypto"]);
 
@@ -86,10 +95,52 @@ function violations(): string[] {
   return problems;
 }
 
+function roomLayerOf(room: string): number {
+  const i = EXPLORE_ROOMS.findIndex((l) => l.includes(room));
+  assert.ok(i >= 0, `src/explore/${room}/ is in no room layer: add it to EXPLORE_ROOMS here and to docs/architecture.md`);
+  return i;
+}
+
+/** The room of a file below src/explore/, or null for a file outside it. */
+function roomOf(file: string): string | null {
+  const rel = relative(EXPLORE, file);
+  if (rel.startsWith("..")) return null;
+  const parts = rel.split("/");
+  return parts.length === 1 ? "root" : parts[0]!;
+}
+
+function exploreViolations(): string[] {
+  const problems: string[] = [];
+  for (const file of sources(EXPLORE)) {
+    const from = roomOf(file)!;
+    for (const imp of importsOf(file)) {
+      if (!imp.spec.startsWith(".")) continue;
+      const to = roomOf(resolve(dirname(file), imp.spec));
+      if (to === null || to === from) continue;
+      const [a, b] = [roomLayerOf(from), roomLayerOf(to)];
+      if (b >= a) {
+        problems.push(
+          `src/${relative(SRC, imp.file)}:${imp.line}: explore/${from}/ (room ${a}) imports explore/${to}/ (room ${b}) — '${imp.spec}'; ` +
+            (b === a ? "rooms of one layer never import each other" : "imports point down only"),
+        );
+      }
+    }
+  }
+  return problems;
+}
+
 test("every import of src/ points to a lower layer, and core/ stays pure", () => {
   assert.deepEqual(violations(), []);
 });
 
 test("every folder of src/ has a layer", () => {
   for (const d of readdirSync(SRC, { withFileTypes: true })) if (d.isDirectory()) layerOf(d.name);
+});
+
+test("inside explore/, every import between rooms points to a lower room", () => {
+  assert.deepEqual(exploreViolations(), []);
+});
+
+test("every folder of src/explore/ has a room layer", () => {
+  for (const d of readdirSync(EXPLORE, { withFileTypes: true })) if (d.isDirectory()) roomLayerOf(d.name);
 });

@@ -67,7 +67,7 @@ async function exploreDemo(dir: string): Promise<number> {
   const target = ["node", bundledExample("maze/maze.mjs"), "@@"];
   say(`demo explore campaign in ${dir}`);
   say(`$ fuzzfleet explore -i ${seeds} -o ${corpus} -j 2 --max-idle 1 -- ${target.join(" ")}\n`);
-  const { explore } = await import("../explore/run.ts");
+  const { explore } = await import("../explore/command/run.ts");
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   process.on("SIGINT", onSignal);

@@ -102,7 +102,7 @@ conflict), 71 final rendezvous timed out.`,
         if (o.join && o.resume) throw new UsageError("--resume belongs on the root: submasters join whatever epoch the root runs");
         const join = o.join ? parseHostPort(o.join, "--join") : null;
         if (o.maxResultBytes > o.maxInputBytes) throw new UsageError("--max-result-bytes must not exceed --max-input-bytes: every child becomes an input");
-        const { explore } = await import("../explore/run.ts");
+        const { explore } = await import("../explore/command/run.ts");
         const controller = new AbortController();
         const onSignal = (sig: NodeJS.Signals) => {
           if (controller.signal.aborted) {

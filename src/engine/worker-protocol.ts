@@ -1,5 +1,5 @@
 // SweepWorkerProtocol: the sweep's half of the worker wire (net/work-protocol.ts; explore's half
-// is explore/remote.ts). The SweepEngine decides what each remote worker runs and books what it
+// is explore/fleet/worker-protocol.ts). The SweepEngine decides what each remote worker runs and books what it
 // reports; the shared WorkerServer does the connections, the handshake and the tokenised stop.
 // Every store write goes through one CommitQueue (group commit, memory rolled back with a refused
 // transaction).

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { formatDuration } from "../config/duration.ts";
-import { disposeScratch, executeTask, type ExecuteSetup } from "../explore/execute.ts";
+import { disposeScratch, executeTask, type ExecuteSetup } from "../explore/executor/execute.ts";
 import type { CoordinatorReplyT, ExploreSetupT, Frame, TaskItemT } from "../net/messages.ts";
 import type { UnitRunner } from "./loop.ts";
 

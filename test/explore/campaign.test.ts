@@ -19,7 +19,9 @@ test("one seed, /bin/true, two slots: one observation, exit 0, nothing hidden le
     assert.deepEqual([s.observations, s.generated, s.external_inputs, s.interesting], [1, 0, 1, 0]);
     assert.deepEqual(s.by_master, { "0": 1 });
     assert.deepEqual(e.entries(), [sha256("hello\n")], "only the corpus object: no work state, staging or lock");
-    assert.match(r.stdout, /no more inputs after 1\.0\d\ds \(limit 1s\)/, "the idle window is exact");
+    // The window's exactness is tested on a fake clock (idle-window.test.ts); here: it ran, whole.
+    const waited = Number(/no more inputs after (\d+\.\d{3})s \(limit 1s\)/.exec(r.stdout)?.[1]);
+    assert.ok(waited >= 1, `the idle window ended and was not cut short (waited ${waited}s)\n${r.stdout}`);
     for (const key of ["observations", "generated", "external_inputs", "interesting", "throughput", "by_master", "elapsed_seconds"]) {
       assert.ok(key in s, `--stats-json has ${key}`);
     }

@@ -14,7 +14,7 @@ import {
   listRegularFiles,
   publishFile,
   verifyPublic,
-} from "../../src/explore/corpus.ts";
+} from "../../src/explore/state/corpus.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
 import { HEX64 } from "../../src/core/message-checks.ts";
 
@@ -157,10 +157,10 @@ describe("copyHashing", () => {
     const dir = freshDir();
     const data = patterned(CHUNK_BYTES + 100, 3);
     writeFileSync(join(dir, "src"), data);
-    const got = copyHashing(join(dir, "src"), join(dir, "dest"), DEFAULT_BUDGETS.maxInputBytes);
+    const got = copyHashing(join(dir, "src"), join(dir, "dest"), { maxBytes: DEFAULT_BUDGETS.maxInputBytes });
     assert.deepEqual(got, { hash: sha256(data), size: data.length });
     assert.deepEqual(readFileSync(join(dir, "dest")), data);
-    assert.throws(() => copyHashing(join(dir, "src"), join(dir, "dest"), DEFAULT_BUDGETS.maxInputBytes), { code: "EEXIST" });
+    assert.throws(() => copyHashing(join(dir, "src"), join(dir, "dest"), { maxBytes: DEFAULT_BUDGETS.maxInputBytes }), { code: "EEXIST" });
     assert.deepEqual(readFileSync(join(dir, "dest")), data, "an existing destination is left alone");
   });
 
@@ -169,12 +169,12 @@ describe("copyHashing", () => {
     const data = patterned(CHUNK_BYTES + 100, 5);
     writeFileSync(join(dir, "src"), data);
     writeFileSync(join(dir, "dest"), patterned(3 * CHUNK_BYTES, 9));
-    const got = copyHashing(join(dir, "src"), join(dir, "dest"), DEFAULT_BUDGETS.maxInputBytes, undefined, false, true);
+    const got = copyHashing(join(dir, "src"), join(dir, "dest"), { maxBytes: DEFAULT_BUDGETS.maxInputBytes, durable: false, reuse: true });
     assert.deepEqual(got, { hash: sha256(data), size: data.length });
     assert.deepEqual(readFileSync(join(dir, "dest")), data, "the longer old content is truncated away");
     writeFileSync(join(dir, "elsewhere"), "keep me");
     symlinkSync(join(dir, "elsewhere"), join(dir, "link"));
-    assert.throws(() => copyHashing(join(dir, "src"), join(dir, "link"), DEFAULT_BUDGETS.maxInputBytes, undefined, false, true), { code: "ELOOP" });
+    assert.throws(() => copyHashing(join(dir, "src"), join(dir, "link"), { maxBytes: DEFAULT_BUDGETS.maxInputBytes, durable: false, reuse: true }), { code: "ELOOP" });
     assert.equal(readFileSync(join(dir, "elsewhere"), "utf8"), "keep me");
   });
 
@@ -182,11 +182,11 @@ describe("copyHashing", () => {
     const dir = freshDir();
     const src = join(dir, "src");
     writeFileSync(src, patterned(CHUNK_BYTES + 1));
-    assertProblem(() => copyHashing(src, join(dir, "d1"), DEFAULT_BUDGETS.maxInputBytes, { afterChunk: () => appendFileSync(src, "x") }), "changed");
-    const tooLarge = assertProblem(() => copyHashing(src, join(dir, "d2"), 1000), "too-large");
+    assertProblem(() => copyHashing(src, join(dir, "d1"), { maxBytes: DEFAULT_BUDGETS.maxInputBytes, hooks: { afterChunk: () => appendFileSync(src, "x") } }), "changed");
+    const tooLarge = assertProblem(() => copyHashing(src, join(dir, "d2"), { maxBytes: 1000 }), "too-large");
     assert.equal(tooLarge.limit, 1000);
     symlinkSync(src, join(dir, "link"));
-    assertProblem(() => copyHashing(join(dir, "link"), join(dir, "d3"), DEFAULT_BUDGETS.maxInputBytes), "symlink");
+    assertProblem(() => copyHashing(join(dir, "link"), join(dir, "d3"), { maxBytes: DEFAULT_BUDGETS.maxInputBytes }), "symlink");
     assert.deepEqual(readdirSync(dir).sort(), ["link", "src"]);
   });
 });
@@ -197,7 +197,7 @@ describe("publishFile", () => {
     const inputs = freshDir();
     const data = patterned(CHUNK_BYTES * 2 + 3, 9);
     writeFileSync(join(inputs, "seed"), data);
-    const got = publishFile(corpus, join(inputs, "seed"), DEFAULT_BUDGETS.maxInputBytes);
+    const got = publishFile(corpus, join(inputs, "seed"), { maxBytes: DEFAULT_BUDGETS.maxInputBytes });
     assert.deepEqual(got, { hash: sha256(data), size: data.length, created: true });
     assert.deepEqual(readdirSync(corpus), [sha256(data)]);
     assert.deepEqual(readFileSync(join(corpus, got.hash)), data);
@@ -208,8 +208,8 @@ describe("publishFile", () => {
     const inputs = freshDir();
     writeFileSync(join(inputs, "a"), "same bytes");
     writeFileSync(join(inputs, "b"), "same bytes");
-    assert.equal(publishFile(corpus, join(inputs, "a"), 1024).created, true);
-    const again = publishFile(corpus, join(inputs, "b"), 1024);
+    assert.equal(publishFile(corpus, join(inputs, "a"), { maxBytes: 1024 }).created, true);
+    const again = publishFile(corpus, join(inputs, "b"), { maxBytes: 1024 });
     assert.deepEqual(again, { hash: sha256("same bytes"), size: 10, created: false });
     assert.deepEqual(readdirSync(corpus), [sha256("same bytes")]);
   });
@@ -220,7 +220,7 @@ describe("publishFile", () => {
     const hash = sha256("good");
     writeFileSync(join(corpus, hash), "evil");
     writeFileSync(join(inputs, "seed"), "good");
-    assert.throws(() => publishFile(corpus, join(inputs, "seed"), 1024), (err: unknown) => {
+    assert.throws(() => publishFile(corpus, join(inputs, "seed"), { maxBytes: 1024 }), (err: unknown) => {
       assert.ok(err instanceof IntegrityError);
       assert.equal(err.message, `shared corpus digest mismatch: ${join(corpus, hash)} holds ${sha256("evil")}`);
       return true;
@@ -234,7 +234,7 @@ describe("publishFile", () => {
     const inputs = freshDir();
     mkdirSync(join(corpus, sha256("x")));
     writeFileSync(join(inputs, "seed"), "x");
-    assertProblem(() => publishFile(corpus, join(inputs, "seed"), 1024), "not-regular");
+    assertProblem(() => publishFile(corpus, join(inputs, "seed"), { maxBytes: 1024 }), "not-regular");
     assert.deepEqual(readdirSync(corpus), [sha256("x")]);
   });
 
@@ -245,17 +245,17 @@ describe("publishFile", () => {
     writeFileSync(seed, patterned(CHUNK_BYTES + 10));
     symlinkSync(seed, join(inputs, "link"));
     mkdirSync(join(inputs, "dir"));
-    assertProblem(() => publishFile(corpus, join(inputs, "link"), DEFAULT_BUDGETS.maxInputBytes), "symlink");
-    assertProblem(() => publishFile(corpus, join(inputs, "dir"), DEFAULT_BUDGETS.maxInputBytes), "not-regular");
-    const big = assertProblem(() => publishFile(corpus, seed, CHUNK_BYTES), "too-large");
+    assertProblem(() => publishFile(corpus, join(inputs, "link"), { maxBytes: DEFAULT_BUDGETS.maxInputBytes }), "symlink");
+    assertProblem(() => publishFile(corpus, join(inputs, "dir"), { maxBytes: DEFAULT_BUDGETS.maxInputBytes }), "not-regular");
+    const big = assertProblem(() => publishFile(corpus, seed, { maxBytes: CHUNK_BYTES }), "too-large");
     assert.deepEqual([big.observed, big.limit], [CHUNK_BYTES + 10, CHUNK_BYTES]);
     writeFileSync(join(inputs, "replacement"), patterned(CHUNK_BYTES + 10, 1));
     assertProblem(
-      () => publishFile(corpus, seed, DEFAULT_BUDGETS.maxInputBytes, {
+      () => publishFile(corpus, seed, { maxBytes: DEFAULT_BUDGETS.maxInputBytes, hooks: {
         afterChunk: (n) => {
           if (n === CHUNK_BYTES) renameSync(join(inputs, "replacement"), seed);
         },
-      }),
+      } }),
       "changed",
     );
     assert.deepEqual(readdirSync(corpus), []);

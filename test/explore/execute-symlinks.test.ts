@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { DEFAULT_BUDGETS } from "../../src/explore/corpus.ts";
-import { disposeScratch, executeTask, type ExecuteSetup } from "../../src/explore/execute.ts";
+import { DEFAULT_BUDGETS } from "../../src/explore/state/corpus.ts";
+import { disposeScratch, executeTask, type ExecuteSetup } from "../../src/explore/executor/execute.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
 import { snapshot } from "../helpers/tree-snapshot.ts";
 

@@ -8,8 +8,8 @@ import { createInterface } from "node:readline";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { RuntimeFailure } from "../../src/errors.ts";
-import { mkdirDurable, writeFileAtomic } from "../../src/explore/durable.ts";
-import { LockTimeoutError, withFileLock } from "../../src/explore/file-lock.ts";
+import { mkdirDurable, writeFileAtomic } from "../../src/explore/state/durable.ts";
+import { LockTimeoutError, withFileLock } from "../../src/explore/state/file-lock.ts";
 import {
   canonicalManifest,
   CorruptRecordError,
@@ -17,7 +17,7 @@ import {
   type CommitManifest,
   type LeaseRecord,
   type WorkPayload,
-} from "../../src/explore/lease-table.ts";
+} from "../../src/explore/state/lease-table.ts";
 
 const HOLDER = fileURLToPath(new URL("../fixtures/explore/lock-holder.ts", import.meta.url));
 const RACER = fileURLToPath(new URL("../fixtures/explore/claim-racer.ts", import.meta.url));
@@ -81,31 +81,31 @@ const C = idIn(5, 3);
 describe("lease table fencing", () => {
   it("fencing prevents duplicate active claims and stale completion", () => {
     const table = freshTable();
-    const tokenA = table.claim(A, payload(A), "master-a", { now: 100, ttlMs: 10 });
-    assert.ok(tokenA);
+    const fenceA = table.claim(A, payload(A), "master-a", { now: 100, ttlMs: 10 });
+    assert.ok(fenceA);
     assert.equal(table.claim(A, payload(A), "master-b", { now: 105, ttlMs: 10 }), null, "an active lease is not taken");
-    const tokenB = table.claim(A, payload(A), "master-b", { now: 120, ttlMs: 10 });
-    assert.ok(tokenB);
-    assert.notEqual(tokenB, tokenA);
-    assert.equal(table.complete(A, tokenA, 121), "stale");
-    assert.equal(table.beginCommit(A, tokenA, manifest(), 121), false);
-    assert.equal(table.record(A)?.status, "leased", "a stale token changed nothing");
-    assert.equal(table.beginCommit(A, tokenB, manifest(), 122), true);
-    assert.equal(table.complete(A, tokenB, 123), "completed");
+    const fenceB = table.claim(A, payload(A), "master-b", { now: 120, ttlMs: 10 });
+    assert.ok(fenceB);
+    assert.notEqual(fenceB, fenceA);
+    assert.equal(table.complete(A, fenceA, 121), "stale");
+    assert.equal(table.beginCommit(A, fenceA, manifest(), 121), false);
+    assert.equal(table.record(A)?.status, "leased", "a stale fence changed nothing");
+    assert.equal(table.beginCommit(A, fenceB, manifest(), 122), true);
+    assert.equal(table.complete(A, fenceB, 123), "completed");
     assert.equal(table.claim(A, payload(A), "master-a", { now: 1e9, ttlMs: 10 }), null, "done is never claimed again");
     assert.equal(table.claim(A, payload(A), "master-a", { now: 1e9, ttlMs: 0 }), null, "not even by a forced takeover");
     const rec = table.record(A)!;
     assert.deepEqual(
-      { status: rec.status, token: rec.token, owner: rec.owner, previous_owner: rec.previous_owner, attempts: rec.attempts, steals: rec.steals, completed: rec.completed },
-      { status: "done", token: tokenB, owner: "master-b", previous_owner: "master-a", attempts: 2, steals: 1, completed: 123 },
+      { status: rec.status, fence: rec.token, owner: rec.owner, previous_owner: rec.previous_owner, attempts: rec.attempts, steals: rec.steals, completed: rec.completed },
+      { status: "done", fence: fenceB, owner: "master-b", previous_owner: "master-a", attempts: 2, steals: 1, completed: 123 },
     );
   });
 
-  it("a claim issues a unique owner-bound token and writes a canonical record file", () => {
+  it("a claim issues a unique owner-bound fence and writes a canonical record file", () => {
     const table = freshTable();
     const id = idIn(65, 7); // 65 mod 64 = shard 001
-    const token = table.claim(id, { hash: id, origin: "generated" }, "master-a", { now: 42, ttlMs: 10, worker: 3 })!;
-    assert.match(token, new RegExp(`^master-a:3:${process.pid}:[0-9a-f]{16}$`));
+    const fence = table.claim(id, { hash: id, origin: "generated" }, "master-a", { now: 42, ttlMs: 10, worker: 3 })!;
+    assert.match(fence, new RegExp(`^master-a:3:${process.pid}:[0-9a-f]{16}$`));
     const path = join(table.root, "001", `${id}.json`);
     const text = readFileSync(path, "utf8");
     const expected: LeaseRecord = {
@@ -117,7 +117,7 @@ describe("lease table fencing", () => {
       schema: 1,
       status: "leased",
       steals: 0,
-      token,
+      token: fence,
       updated: 42,
       worker: 3,
     };
@@ -125,14 +125,14 @@ describe("lease table fencing", () => {
     assert.equal(statSync(path).mode & 0o777, 0o600);
     assert.deepEqual(readdirSync(join(table.root, "001")).sort(), [`${id}.json`, `${id}.json.lock`], "no temporary file is left");
     const again = table.claim(id, { hash: id, origin: "generated" }, "master-a", { now: 60, ttlMs: 10, worker: 3 })!;
-    assert.notEqual(again, token, "every claim gets a fresh token, even by the same owner");
+    assert.notEqual(again, fence, "every claim gets a fresh fence, even by the same owner");
     assert.deepEqual([table.record(id)!.attempts, table.record(id)!.steals], [2, 0], "re-claim by the same owner is not a steal");
   });
 
   it("a heartbeat extends the active fence", () => {
     const table = freshTable();
-    const token = table.claim(A, payload(A), "master-a", { now: 10, ttlMs: 10 })!;
-    assert.deepEqual(table.heartbeatMany(new Map([[A, token]]), 19), { renewed: [A], lost: [] });
+    const fence = table.claim(A, payload(A), "master-a", { now: 10, ttlMs: 10 })!;
+    assert.deepEqual(table.heartbeatMany(new Map([[A, fence]]), 19), { renewed: [A], lost: [] });
     assert.equal(table.record(A)!.updated, 19);
     assert.deepEqual(table.recoverExpired(25, 10), []);
     assert.equal(table.claim(A, payload(A), "master-b", { now: 25, ttlMs: 10 }), null);
@@ -142,9 +142,9 @@ describe("lease table fencing", () => {
 
   it("heartbeatMany syncs each affected shard directory once", () => {
     const table = freshTable();
-    const tokens = new Map([A, B, C].map((id) => [id, table.claim(id, payload(id), "m", { now: 0, ttlMs: 10 })!]));
+    const fences = new Map([A, B, C].map((id) => [id, table.claim(id, payload(id), "m", { now: 0, ttlMs: 10 })!]));
     const before = { ...table.stats };
-    assert.deepEqual(table.heartbeatMany(tokens, 7), { renewed: [A, B, C], lost: [] });
+    assert.deepEqual(table.heartbeatMany(fences, 7), { renewed: [A, B, C], lost: [] });
     assert.equal(table.stats.directorySyncs - before.directorySyncs, 2, "three records in two shards: two directory syncs");
     assert.equal(table.stats.heartbeatBatches - before.heartbeatBatches, 1);
     assert.equal(table.stats.renewals - before.renewals, 3);
@@ -154,31 +154,31 @@ describe("lease table fencing", () => {
   it("heartbeatMany flushes the renewed prefix when a later record fails", () => {
     const table = freshTable();
     const later = idIn(9, 4);
-    const tokens = new Map([A, later].map((id) => [id, table.claim(id, payload(id), "m", { now: 0, ttlMs: 10 })!]));
+    const fences = new Map([A, later].map((id) => [id, table.claim(id, payload(id), "m", { now: 0, ttlMs: 10 })!]));
     const lock = `${recordFile(table, later)}.lock`;
     unlinkSync(lock);
     mkdirSync(lock); // the later record cannot be locked
     const before = table.stats.directorySyncs;
-    assert.throws(() => table.heartbeatMany(tokens, 8), (err) => err instanceof RuntimeFailure && err.message.includes(lock));
+    assert.throws(() => table.heartbeatMany(fences, 8), (err) => err instanceof RuntimeFailure && err.message.includes(lock));
     assert.equal(table.record(A)!.updated, 8, "the earlier record was renewed");
     assert.equal(table.stats.directorySyncs - before, 1, "and its shard directory was still synced");
     assert.equal(table.record(later)!.updated, 0);
     assert.equal(table.stats.renewals, 0, "nothing is acknowledged as renewed");
   });
 
-  it("heartbeatMany classifies stale tokens as lost without syncing their shards", () => {
+  it("heartbeatMany classifies stale fences as lost without syncing their shards", () => {
     const table = freshTable();
     const current = table.claim(A, payload(A), "m", { now: 0, ttlMs: 10 })!;
     table.claim(C, payload(C), "m", { now: 0, ttlMs: 10 });
     const doneId = idIn(5, 9);
-    const doneToken = table.claim(doneId, payload(doneId), "m", { now: 0, ttlMs: 10 })!;
-    table.complete(doneId, doneToken, 1);
+    const doneFence = table.claim(doneId, payload(doneId), "m", { now: 0, ttlMs: 10 })!;
+    table.complete(doneId, doneFence, 1);
     const before = table.stats.directorySyncs;
     const result = table.heartbeatMany(
       new Map([
         [A, current],
         [C, "m:0:1:ffffffffffffffff"],
-        [doneId, doneToken],
+        [doneId, doneFence],
         [idIn(7, 1), "never-claimed"],
         ["NOT-AN-ID", current],
         [idIn(5, 10), ""],
@@ -205,9 +205,9 @@ class FailingDirSync extends LeaseTable {
 describe("a failing directory fsync", () => {
   it("heartbeatMany raises and acknowledges nothing, though the record files were renewed", () => {
     const table = new FailingDirSync({ root: freshRoot() });
-    const tokens = new Map([A, C].map((id) => [id, table.claim(id, payload(id), "m", { now: 0, ttlMs: 10 })!]));
+    const fences = new Map([A, C].map((id) => [id, table.claim(id, payload(id), "m", { now: 0, ttlMs: 10 })!]));
     table.failing = true;
-    assert.throws(() => table.heartbeatMany(tokens, 6), /EIO \(injected\)/);
+    assert.throws(() => table.heartbeatMany(fences, 6), /EIO \(injected\)/);
     assert.equal(table.stats.renewals, 0, "no renewal is acknowledged");
     for (const id of [A, C]) assert.equal(table.record(id)!.updated, 6, "the file contents were already renewed");
   });
@@ -220,45 +220,45 @@ describe("a failing directory fsync", () => {
     table.failing = false;
     const left = table.record(A);
     assert.equal(left?.status, "leased", "the record survived the failed claim");
-    assert.ok(left!.token.startsWith("m:"), "under a token nobody was given");
+    assert.ok(left!.token.startsWith("m:"), "under a fence nobody was given");
     assert.equal(table.claim(A, payload(A), "other", { now: 105, ttlMs: 10 }), null, "not free before the TTL");
     assert.deepEqual(table.recoverExpired(105, 10).map((r) => r.id).filter((id) => id === A), []);
     assert.deepEqual(table.recoverExpired(110, 10).map((r) => r.id).filter((id) => id === A), [A]);
-    const token = table.claim(A, payload(A), "other", { now: 110, ttlMs: 10 });
-    assert.ok(token && token !== left!.token, "after the TTL it is taken under a new fence");
+    const fence = table.claim(A, payload(A), "other", { now: 110, ttlMs: 10 });
+    assert.ok(fence && fence !== left!.token, "after the TTL it is taken under a new fence");
   });
 });
 
 describe("commit fence", () => {
   it("committing is irreversible and cannot be stolen, even far past the TTL or with ttl 0", () => {
     const table = freshTable();
-    const token = table.claim(A, payload(A), "master-a", { now: 0, ttlMs: 10 })!;
-    assert.equal(table.beginCommit(A, token, manifest(), 5), true);
+    const fence = table.claim(A, payload(A), "master-a", { now: 0, ttlMs: 10 })!;
+    assert.equal(table.beginCommit(A, fence, manifest(), 5), true);
     for (const ttlMs of [10, 0]) {
       assert.equal(table.claim(A, payload(A), "master-b", { now: 1e12, ttlMs }), null, `ttl ${ttlMs}`);
       assert.deepEqual(table.recoverExpired(1e12, ttlMs), [], `ttl ${ttlMs}`);
     }
     assert.deepEqual(table.counts(1e12, 10), { leased: 0, committing: 1, expired: 0, done: 0 });
-    assert.equal(table.abandon(A, token), false, "a committing record cannot be abandoned");
-    assert.equal(table.beginCommit(A, token, manifest(), 6), true, "the holder may re-begin with the same manifest");
-    assert.equal(table.complete(A, token, 7), "completed");
+    assert.equal(table.abandon(A, fence), false, "a committing record cannot be abandoned");
+    assert.equal(table.beginCommit(A, fence, manifest(), 6), true, "the holder may re-begin with the same manifest");
+    assert.equal(table.complete(A, fence, 7), "completed");
     assert.deepEqual(table.counts(1e12, 10), { leased: 0, committing: 0, expired: 0, done: 1 });
   });
 
   it("the commit manifest is durable and completion is classified once", () => {
     const table = freshTable();
-    const token = table.claim(A, payload(A), "master-a", { now: 0, ttlMs: 10 })!;
-    assert.equal(table.beginCommit(A, token, manifest(), 1), true);
-    assert.equal(table.beginCommit(A, token, manifest({ num_generated: 4 }), 2), false, "a different manifest is refused");
+    const fence = table.claim(A, payload(A), "master-a", { now: 0, ttlMs: 10 })!;
+    assert.equal(table.beginCommit(A, fence, manifest(), 1), true);
+    assert.equal(table.beginCommit(A, fence, manifest({ num_generated: 4 }), 2), false, "a different manifest is refused");
     assert.deepEqual(table.record(A)!.commit, canonicalManifest(manifest()), "the first manifest stands");
 
     const helper = new LeaseTable({ root: table.root }); // another master on the same directory
-    assert.deepEqual(helper.recoverCommitting(), [{ id: A, payload: payload(A), token, commit: canonicalManifest(manifest()) }]);
+    assert.deepEqual(helper.recoverCommitting(), [{ id: A, payload: payload(A), fence: fence, commit: canonicalManifest(manifest()) }]);
     assert.equal(helper.complete(A, "m:0:1:0000000000000000", 3), "stale");
-    assert.equal(helper.complete(A, token, 3), "completed");
-    assert.equal(table.complete(A, token, 4), "already");
+    assert.equal(helper.complete(A, fence, 3), "completed");
+    assert.equal(table.complete(A, fence, 4), "already");
     assert.equal(table.complete(A, "m:0:1:0000000000000000", 4), "stale");
-    assert.equal(table.complete(idIn(3, 3), token, 4), "stale", "no record at all");
+    assert.equal(table.complete(idIn(3, 3), fence, 4), "stale", "no record at all");
     assert.equal(table.record(A)!.completed, 3);
     assert.deepEqual(helper.recoverCommitting(), []);
   });
@@ -284,28 +284,28 @@ describe("commit fence", () => {
       ["fractional count", manifest({ num_generated: 2.5 })],
       ["empty worker", manifest({ worker: "" })],
     ];
-    for (const [what, m] of bad) assert.throws(() => canonicalManifest(m as CommitManifest), RangeError, what);
+    for (const [what, m] of bad) assert.throws(() => canonicalManifest(m as CommitManifest), assert.AssertionError, what);
   });
 
   it("replayCommit publishes once, under the fence, and a failed publish leaves the record committing", () => {
     const table = freshTable();
-    const token = table.claim(A, payload(A), "master-a", { now: 0, ttlMs: 10 })!;
+    const fence = table.claim(A, payload(A), "master-a", { now: 0, ttlMs: 10 })!;
     const published: CommitManifest[] = [];
-    assert.equal(table.replayCommit(A, token, (m) => published.push(m), 1), "stale", "a leased record has no commit to replay");
-    table.beginCommit(A, token, manifest(), 1);
+    assert.equal(table.replayCommit(A, fence, (m) => published.push(m), 1), "stale", "a leased record has no commit to replay");
+    table.beginCommit(A, fence, manifest(), 1);
     assert.throws(
-      () => table.replayCommit(A, token, () => { throw new Error("disk full"); }, 2),
+      () => table.replayCommit(A, fence, () => { throw new Error("disk full"); }, 2),
       /disk full/,
     );
     assert.equal(table.record(A)!.status, "committing");
     assert.equal(table.replayCommit(A, "m:0:1:0000000000000000", (m) => published.push(m), 3), "stale");
-    assert.equal(table.replayCommit(A, token, (m) => published.push(m), 3), "completed");
-    assert.equal(table.replayCommit(A, token, (m) => published.push(m), 4), "already");
+    assert.equal(table.replayCommit(A, fence, (m) => published.push(m), 3), "completed");
+    assert.equal(table.replayCommit(A, fence, (m) => published.push(m), 4), "already");
     assert.deepEqual(published, [canonicalManifest(manifest())], "publish ran exactly once, with the stored manifest");
     assert.deepEqual([table.record(A)!.status, table.record(A)!.completed], ["done", 3]);
   });
 
-  it("abandon requires the current pre-commit token and is refused once committing", () => {
+  it("abandon requires the current pre-commit fence and is refused once committing", () => {
     const table = freshTable();
     const old = table.claim(A, payload(A), "master-a", { now: 0, ttlMs: 10 })!;
     const current = table.claim(A, payload(A), "master-b", { now: 20, ttlMs: 10 })!;
@@ -367,27 +367,27 @@ describe("fail-closed records and arguments", () => {
 
   it("times and durations must be finite, and an invalid id is simply not a task", () => {
     const table = freshTable();
-    const token = table.claim(A, payload(A), "m", { now: 0, ttlMs: 10 })!;
-    assert.throws(() => table.claim(B, payload(B), "m", { now: Number.NaN, ttlMs: 10 }), RangeError);
-    assert.throws(() => table.claim(B, payload(B), "m", { now: 0, ttlMs: Number.POSITIVE_INFINITY }), RangeError);
-    assert.throws(() => table.claim(B, payload(B), "m", { now: -1, ttlMs: 10 }), RangeError);
-    assert.throws(() => table.heartbeatMany(new Map([[A, token]]), Number.NaN), RangeError);
-    assert.throws(() => table.recoverExpired(0, Number.POSITIVE_INFINITY), RangeError);
-    assert.throws(() => table.counts(Number.NaN, 10), RangeError);
-    assert.throws(() => table.complete(A, token, Number.NaN), RangeError);
-    assert.throws(() => table.claim(B, payload(A), "m", { now: 0, ttlMs: 10 }), RangeError, "payload hash must be the id");
+    const fence = table.claim(A, payload(A), "m", { now: 0, ttlMs: 10 })!;
+    assert.throws(() => table.claim(B, payload(B), "m", { now: Number.NaN, ttlMs: 10 }), assert.AssertionError);
+    assert.throws(() => table.claim(B, payload(B), "m", { now: 0, ttlMs: Number.POSITIVE_INFINITY }), assert.AssertionError);
+    assert.throws(() => table.claim(B, payload(B), "m", { now: -1, ttlMs: 10 }), assert.AssertionError);
+    assert.throws(() => table.heartbeatMany(new Map([[A, fence]]), Number.NaN), assert.AssertionError);
+    assert.throws(() => table.recoverExpired(0, Number.POSITIVE_INFINITY), assert.AssertionError);
+    assert.throws(() => table.counts(Number.NaN, 10), assert.AssertionError);
+    assert.throws(() => table.complete(A, fence, Number.NaN), assert.AssertionError);
+    assert.throws(() => table.claim(B, payload(A), "m", { now: 0, ttlMs: 10 }), assert.AssertionError, "payload hash must be the id");
     assert.equal(table.record(A)!.updated, 0, "a rejected call changed nothing");
     for (const bad of ["A".repeat(64), "a".repeat(63), `${"a".repeat(63)}g`, "../../etc/passwd"]) {
       assert.equal(table.claim(bad, { hash: bad, origin: "initial" }, "m", { now: 0, ttlMs: 10 }), null, bad);
-      assert.equal(table.abandon(bad, token), false);
-      assert.equal(table.beginCommit(bad, token, manifest(), 1), false);
-      assert.equal(table.complete(bad, token, 1), "stale");
-      assert.equal(table.replayCommit(bad, token, () => assert.fail("publish"), 1), "stale");
+      assert.equal(table.abandon(bad, fence), false);
+      assert.equal(table.beginCommit(bad, fence, manifest(), 1), false);
+      assert.equal(table.complete(bad, fence, 1), "stale");
+      assert.equal(table.replayCommit(bad, fence, () => assert.fail("publish"), 1), "stale");
       assert.equal(table.record(bad), null);
     }
   });
 
-  it("ttl-0 recovery takes a future-dated lease and the old token can no longer complete", () => {
+  it("ttl-0 recovery takes a future-dated lease and the old fence can no longer complete", () => {
     const table = freshTable();
     const old = table.claim(A, payload(A), "master-a", { now: 1_000_000, ttlMs: 100 })!;
     assert.equal(table.claim(A, payload(A), "master-b", { now: 500, ttlMs: 100 }), null, "a future lease is not expired");
@@ -414,12 +414,12 @@ describe("fail-closed records and arguments", () => {
 
   it("unbounded durations are rejected", () => {
     for (const lockTimeoutMs of [Number.POSITIVE_INFINITY, Number.NaN, 0, -5]) {
-      assert.throws(() => new LeaseTable({ root: freshRoot(), lockTimeoutMs }), RangeError, String(lockTimeoutMs));
+      assert.throws(() => new LeaseTable({ root: freshRoot(), lockTimeoutMs }), assert.AssertionError, String(lockTimeoutMs));
     }
-    assert.throws(() => new LeaseTable({ root: freshRoot(), shardCount: 1001 }), RangeError);
+    assert.throws(() => new LeaseTable({ root: freshRoot(), shardCount: 1001 }), assert.AssertionError);
     const lock = join(scratch, `unbounded-${++dirCount}.lock`);
     for (const timeout of [Number.POSITIVE_INFINITY, Number.NaN, 0]) {
-      assert.throws(() => withFileLock(lock, timeout, () => assert.fail("ran")), RangeError, String(timeout));
+      assert.throws(() => withFileLock(lock, timeout, () => assert.fail("ran")), assert.AssertionError, String(timeout));
     }
   });
 });
@@ -452,16 +452,16 @@ describe("short record lock", () => {
 
   it("a table operation on a held record times out instead of waiting forever", async () => {
     const table = freshTable({ lockTimeoutMs: 200 });
-    const token = table.claim(A, payload(A), "m", { now: 0, ttlMs: 10 })!;
+    const fence = table.claim(A, payload(A), "m", { now: 0, ttlMs: 10 })!;
     const holder = startChild(HOLDER, [`${recordFile(table, A)}.lock`]);
     try {
       assert.equal(await holder.next(), "held");
-      assert.throws(() => table.complete(A, token, 1), LockTimeoutError);
+      assert.throws(() => table.complete(A, fence, 1), LockTimeoutError);
       assert.equal(table.record(A)!.status, "leased");
     } finally {
       await holder.kill();
     }
-    assert.equal(table.complete(A, token, 2), "completed");
+    assert.equal(table.complete(A, fence, 2), "completed");
   });
 
   it("the lock is exclusive even between two acquisitions in one process", () => {
@@ -513,7 +513,7 @@ describe("short record lock", () => {
     assert.equal(table.record(B), null);
   });
 
-  it("two processes racing to claim one id: exactly one gets a token", async () => {
+  it("two processes racing to claim one id: exactly one gets a fence", async () => {
     const table = freshTable();
     const racers = [startChild(RACER, [table.root]), startChild(RACER, [table.root])];
     try {
@@ -523,10 +523,10 @@ describe("short record lock", () => {
         const startAt = Date.now() + 150;
         for (const r of racers) r.child.stdin!.write(`claim ${id} ${startAt} ${Date.now()}\n`);
         const results = await Promise.all(racers.map((r) => r.next()));
-        const winners = results.filter((line) => line.startsWith("token "));
+        const winners = results.filter((line) => line.startsWith("fence "));
         assert.equal(winners.length, 1, `round ${round}: ${results.join(", ")}`);
         assert.equal(results.filter((line) => line === "null").length, 1, `round ${round}: ${results.join(", ")}`);
-        assert.equal(table.record(id)!.token, winners[0].slice("token ".length));
+        assert.equal(table.record(id)!.token, winners[0].slice("fence ".length));
         assert.equal(table.record(id)!.attempts, 1);
       }
     } finally {

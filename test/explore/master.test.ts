@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { DEFAULT_BUDGETS } from "../../src/explore/corpus.ts";
-import { LeaseTable } from "../../src/explore/lease-table.ts";
-import { ExploreMaster } from "../../src/explore/master.ts";
+import { DEFAULT_BUDGETS } from "../../src/explore/state/corpus.ts";
+import { LeaseTable } from "../../src/explore/state/lease-table.ts";
+import { ExploreMaster } from "../../src/explore/master/master.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
 
 const { freshDir } = scratchDirs("master");

@@ -3,12 +3,19 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
+import { fileURLToPath } from "node:url";
 import { owner } from "../../src/core/rendezvous.ts";
 import { processesMentioning, waitFor } from "../helpers/campaign.ts";
 import { ExploreDir } from "../helpers/explore.ts";
 import { sha256 } from "../helpers/scratch.ts";
 
 const TOKEN = "masters-test-token-0123456789";
+const HOLD_FRAMES = fileURLToPath(new URL("../fixtures/explore/hold-frames.mjs", import.meta.url));
+
+/** The root's environment with its COMMIT or final release held back (test/fixtures/explore/hold-frames.mjs). */
+function holding(what: "COMMIT" | "RELEASE", ms: number): NodeJS.ProcessEnv {
+  return { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import ${HOLD_FRAMES}`.trim(), [`FUZZFLEET_TEST_HOLD_${what}_MS`]: String(ms) };
+}
 
 interface Fleet {
   root: ReturnType<ExploreDir["start"]>;
@@ -148,7 +155,7 @@ test("a submaster that never hears the root's final release exits 71 after --fin
   const e = new ExploreDir();
   try {
     e.seed("a", "hello\n");
-    const f = await fleet(e, 2, ["-j", "1", "--max-idle", "1", "-t", "5", "--finalize-timeout", "1"], ["/bin/true"], {}, { FUZZFLEET_TEST_HOLD_RELEASE_MS: "8000" });
+    const f = await fleet(e, 2, ["-j", "1", "--max-idle", "1", "-t", "5", "--finalize-timeout", "1"], ["/bin/true"], {}, holding("RELEASE", 8000));
     const sub = f.subs[0]!;
     const s = await sub.done;
     const subEndedAt = Date.now();
@@ -184,7 +191,7 @@ test("late work: a file dropped before PREPARE is explored; one dropped after a 
   const e = new ExploreDir();
   try {
     e.seed("first", "first\n");
-    const f = await fleet(e, 2, ["-j", "1", "--max-idle", "3", "-t", "5"], ["/bin/true"], {}, { FUZZFLEET_TEST_HOLD_COMMIT_MS: "3000" });
+    const f = await fleet(e, 2, ["-j", "1", "--max-idle", "3", "-t", "5"], ["/bin/true"], {}, holding("COMMIT", 3000));
     const sub = f.subs[0]!;
     const workDir = await waitFor("the campaign state", () => {
       const state = join(e.corpus, ".fuzzfleet");

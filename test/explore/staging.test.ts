@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { appendFileSync, mkdirSync, readFileSync, readdirSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { DEFAULT_BUDGETS, FileProblem, IntegrityError, STAGE_ID_RE, type Budgets } from "../../src/explore/corpus.ts";
-import { BudgetError, collectOutputs, promoteChildren, StagingArea, stageOutputs, verifyStage } from "../../src/explore/staging.ts";
+import { DEFAULT_BUDGETS, FileProblem, IntegrityError, STAGE_ID_RE, type Budgets } from "../../src/explore/state/corpus.ts";
+import { BudgetError, collectOutputs, promoteChildren, StagingArea, stageOutputs, verifyStage } from "../../src/explore/state/staging.ts";
 import { PinnedDir } from "../../src/files/pinned-dir.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
 import { snapshot } from "../helpers/tree-snapshot.ts";
@@ -245,7 +245,7 @@ describe("promoteChildren", () => {
   it("moves staged children into the corpus", () => {
     const s = handStage(["one", "two"]);
     const corpus = freshDir();
-    promoteChildren(s.dir, corpus, [s.hashes[1], s.hashes[0], s.hashes[1]], max);
+    promoteChildren(s.dir, corpus, [s.hashes[1], s.hashes[0], s.hashes[1]], { maxBytes: max });
     assert.deepEqual(readdirSync(corpus).sort(), [...s.hashes].sort());
     assert.deepEqual(readdirSync(s.dir), []);
     assert.equal(readFileSync(join(corpus, s.hashes[0]), "utf8"), "one");
@@ -255,8 +255,8 @@ describe("promoteChildren", () => {
     const s = handStage(["one", "two"]);
     const corpus = freshDir();
     renameSync(join(s.dir, s.hashes[0]), join(corpus, s.hashes[0]));
-    promoteChildren(s.dir, corpus, s.hashes, max);
-    promoteChildren(s.dir, corpus, s.hashes, max);
+    promoteChildren(s.dir, corpus, s.hashes, { maxBytes: max });
+    promoteChildren(s.dir, corpus, s.hashes, { maxBytes: max });
     assert.deepEqual(readdirSync(corpus).sort(), [...s.hashes].sort());
     assert.deepEqual(readdirSync(s.dir), []);
     assert.equal(readFileSync(join(corpus, s.hashes[1]), "utf8"), "two");
@@ -266,21 +266,21 @@ describe("promoteChildren", () => {
     const s = handStage(["one"]);
     const corpus = freshDir();
     writeFileSync(join(corpus, s.hashes[0]), "one");
-    promoteChildren(s.dir, corpus, s.hashes, max);
+    promoteChildren(s.dir, corpus, s.hashes, { maxBytes: max });
     assert.deepEqual(readdirSync(s.dir), s.hashes);
   });
 
   it("throws for a child found neither in the stage nor in the corpus", () => {
     const s = handStage(["one"]);
     const corpus = freshDir();
-    assert.throws(() => promoteChildren(s.dir, corpus, [s.hashes[0], sha256("ghost")], max), /neither staged/);
+    assert.throws(() => promoteChildren(s.dir, corpus, [s.hashes[0], sha256("ghost")], { maxBytes: max }), /neither staged/);
   });
 
   it("refuses when a public object with the child's name holds other bytes, touching nothing", () => {
     const s = handStage(["one"]);
     const corpus = freshDir();
     writeFileSync(join(corpus, s.hashes[0]), "forged");
-    assert.throws(() => promoteChildren(s.dir, corpus, s.hashes, max), IntegrityError);
+    assert.throws(() => promoteChildren(s.dir, corpus, s.hashes, { maxBytes: max }), IntegrityError);
     assert.equal(readFileSync(join(corpus, s.hashes[0]), "utf8"), "forged");
     assert.deepEqual(readdirSync(s.dir), s.hashes);
   });
@@ -291,13 +291,13 @@ describe("promoteChildren", () => {
     const s = handStage(["one"]);
     const corpus = freshDir();
     symlinkSync(join(elsewhere, "copy"), join(corpus, s.hashes[0]));
-    const pub = catchError(() => promoteChildren(s.dir, corpus, s.hashes, max));
+    const pub = catchError(() => promoteChildren(s.dir, corpus, s.hashes, { maxBytes: max }));
     assert.ok(pub instanceof FileProblem && pub.problem === "symlink");
 
     const s2 = handStage([]);
     symlinkSync(join(elsewhere, "copy"), join(s2.dir, sha256("one")));
     const corpus2 = freshDir();
-    const staged = catchError(() => promoteChildren(s2.dir, corpus2, [sha256("one")], max));
+    const staged = catchError(() => promoteChildren(s2.dir, corpus2, [sha256("one")], { maxBytes: max }));
     assert.ok(staged instanceof FileProblem && staged.problem === "symlink");
     assert.deepEqual(readdirSync(corpus2), []);
   });
@@ -381,7 +381,7 @@ describe("pinned outputs and stages", () => {
       renameSync(join(base, "staging", "local-0", id), join(base, "staging", "local-0", "elsewhere"));
       symlinkSync(victim, join(base, "staging", "local-0", id));
       assert.deepEqual(verifyStage(stage.dir, [sha256("mine")], 4, max), { ok: true });
-      promoteChildren(stage.dir, corpus, [sha256("mine")], max);
+      promoteChildren(stage.dir, corpus, [sha256("mine")], { maxBytes: max });
       stage.remove();
       assert.deepEqual(readdirSync(join(base, "staging", "local-0")), ["elsewhere"], "removing unlinks the link, never what it points to");
     } finally {

@@ -5,7 +5,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CLI, killProcessesMentioning, ROOT, waitFor } from "./campaign.ts";
-import type { ExploreStats } from "../../src/explore/stats.ts";
+import type { ExploreStats } from "../../src/explore/command/stats.ts";
 
 export const MAZE = join(ROOT, "examples/maze/maze.mjs");
 export const MAZE_SEEDS = join(ROOT, "examples/maze/seeds");

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import fc from "fast-check";
 import { encodeFrame, FIRST_FRAME_BYTES, FrameDecoder, MAX_FRAME_BYTES } from "../../src/net/frame.ts";
 import { check, CoordinatorReply, FirstFrame, WorkerFrame } from "../../src/net/messages.ts";
-import { peerHello, setupHash, setupText, type CampaignSetup } from "../../src/explore/peers.ts";
+import { peerHello, setupHash, setupText, type CampaignSetup } from "../../src/explore/fleet/peers.ts";
 
 const decodeAll = (chunks: Buffer[]) => {
   const d = new FrameDecoder();

@@ -3,7 +3,7 @@
 // heartbeat, report, reports while stopping, the exact stop, a wrong stop_ack, a worker that
 // goes silent, a worker that arrives while the campaign ends — checked against the real
 // WorkerServer in-process on 127.0.0.1, serving the sweep's SweepWorkerProtocol (a real session:
-// lock, SQLite store, SweepEngine) and explore's ExploreRemote (a real ExploreMaster with its lease
+// lock, SQLite store, SweepEngine) and explore's ExploreWorkerProtocol (a real ExploreMaster with its lease
 // table and corpus). Only what differs by campaign kind is named per backend: the frame that
 // carries units, the report, and the notes of the acks.
 import assert from "node:assert/strict";
@@ -11,10 +11,10 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { after, describe, test } from "node:test";
-import { DEFAULT_BUDGETS } from "../../src/explore/corpus.ts";
-import { LeaseTable } from "../../src/explore/lease-table.ts";
-import { ExploreMaster } from "../../src/explore/master.ts";
-import { ExploreRemote } from "../../src/explore/remote.ts";
+import { DEFAULT_BUDGETS } from "../../src/explore/state/corpus.ts";
+import { LeaseTable } from "../../src/explore/state/lease-table.ts";
+import { ExploreMaster } from "../../src/explore/master/master.ts";
+import { ExploreWorkerProtocol } from "../../src/explore/fleet/worker-protocol.ts";
 import { PeerClosed } from "../../src/errors.ts";
 import type { Connection } from "../../src/net/connection.ts";
 import type { CoordinatorReplyT, Frame } from "../../src/net/messages.ts";
@@ -148,7 +148,7 @@ const explore: Backend = {
     master.admitInputs();
     const nonce = { path: join(dir, "nonce"), value: "explore-nonce" };
     writeFileSync(nonce.path, `${nonce.value}\n`);
-    const protocol = new ExploreRemote({
+    const protocol = new ExploreWorkerProtocol({
       master,
       token: TOKEN,
       nonce,

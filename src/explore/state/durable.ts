@@ -1,12 +1,12 @@
 // Crash-durable file-system steps for hidden explore state. A rename is only durable once the
 // directory holding the new name has been fsynced, so callers that batch several renames into
 // one directory use replaceFileSynced per file and fsyncDir once at the end.
-import { randomHex } from "../util/random-hex.ts";
+import { randomHex } from "../../util/random-hex.ts";
 import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, type Stats } from "node:fs";
-import { writeFully } from "../files/write.ts";
+import { writeFully } from "../../files/write.ts";
 import { basename, dirname, join } from "node:path";
 
-export { writeFully } from "../files/write.ts";
+export { writeFully } from "../../files/write.ts";
 
 /** lstat that treats a missing entry (removed since a listing, say) as absent; other errors throw. */
 export function lstatOrNull(path: string): Stats | null {

@@ -4,14 +4,15 @@
 // order (per mutant: count, then (position, value) pairs), so a seeded generator reproduces the
 // same mutants. The input is streamed once in 1 MiB chunks whatever its size, and the mutants
 // appear all together or not at all, never over an existing name.
+import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { closeSync, constants, linkSync, openSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
-import { RuntimeFailure } from "../errors.ts";
-import { randomHex } from "../util/random-hex.ts";
-import { FileProblem, openRegular, streamOpened, type Budgets, type StreamHooks } from "./corpus.ts";
-import { lstatOrNull, writeFully } from "./durable.ts";
-import { BudgetError } from "./staging.ts";
+import { RuntimeFailure } from "../../errors.ts";
+import { randomHex } from "../../util/random-hex.ts";
+import { FileProblem, openRegular, streamOpened, type Budgets, type StreamHooks } from "../state/corpus.ts";
+import { lstatOrNull, writeFully } from "../state/durable.ts";
+import { BudgetError } from "../state/staging.ts";
 
 export const SIMULATED_MUTANTS = 5;
 const MAX_POSITIONS = 3;
@@ -30,9 +31,7 @@ export function simulatedName(index: number): string {
 
 function draw(random: RandomInt, maxExclusive: number): number {
   const v = random(maxExclusive);
-  if (!Number.isSafeInteger(v) || v < 0 || v >= maxExclusive) {
-    throw new RangeError(`random source returned ${v}, outside [0, ${maxExclusive})`);
-  }
+  assert.ok(Number.isSafeInteger(v) && v >= 0 && v < maxExclusive, `random source returned ${v}, outside [0, ${maxExclusive})`);
   return v;
 }
 
@@ -59,14 +58,16 @@ function drawMutations(random: RandomInt, size: number, count: number): Mutation
 export function simulateMutants(
   inputPath: string,
   outDir: string,
-  budgets: Budgets,
-  random: RandomInt,
-  count: number = SIMULATED_MUTANTS,
-  hooks?: StreamHooks,
+  m: {
+    budgets: Budgets;
+    random: RandomInt;
+    /** Default SIMULATED_MUTANTS. */
+    count?: number;
+    hooks?: StreamHooks;
+  },
 ): string[] {
-  if (!Number.isSafeInteger(count) || count < 1) {
-    throw new RangeError(`mutant count must be a positive integer (got ${count})`);
-  }
+  const { budgets, random, count = SIMULATED_MUTANTS, hooks } = m;
+  assert.ok(Number.isSafeInteger(count) && count >= 1, `mutant count must be a positive integer (got ${count})`);
   let opened: ReturnType<typeof openRegular>;
   try {
     opened = openRegular(inputPath, Number.MAX_SAFE_INTEGER);
@@ -101,8 +102,7 @@ export function simulateMutants(
     let offset = 0;
     streamOpened(
       inputPath,
-      fd,
-      identity,
+      opened,
       (chunk) => {
         const end = offset + chunk.length;
         for (let i = 0; i < count; i++) {
@@ -176,9 +176,7 @@ export function seededRandom(seed: Buffer | string): RandomInt {
     return v;
   };
   return (maxExclusive: number): number => {
-    if (!Number.isSafeInteger(maxExclusive) || maxExclusive < 1 || maxExclusive > SPACE) {
-      throw new RangeError(`random range must be an integer in [1, 2^48] (got ${maxExclusive})`);
-    }
+    assert.ok(Number.isSafeInteger(maxExclusive) && maxExclusive >= 1 && maxExclusive <= SPACE, `random range must be an integer in [1, 2^48] (got ${maxExclusive})`);
     const limit = SPACE - (SPACE % maxExclusive);
     for (;;) {
       const v = take6();

@@ -3,10 +3,10 @@
 // the handshake and the tokenised stop are the shared WorkerServer's.
 import { mkdirSync } from "node:fs";
 import type { AddressInfo } from "node:net";
-import type { Connection } from "../net/connection.ts";
-import type { CoordinatorReplyT, ExploreSetupT, HelloFrame, PeerHelloFrame, WorkerFrameT } from "../net/messages.ts";
-import { WorkerServer, type AttachedWorker, type ReadService, type WorkProtocol } from "../net/worker-server.ts";
-import type { ExploreMaster } from "./master.ts";
+import type { Connection } from "../../net/connection.ts";
+import type { CoordinatorReplyT, ExploreSetupT, HelloFrame, PeerHelloFrame, WorkerFrameT } from "../../net/messages.ts";
+import { WorkerServer, type AttachedWorker, type ReadService, type WorkProtocol } from "../../net/worker-server.ts";
+import type { ExploreMaster } from "../master/master.ts";
 
 /** How often an idle remote worker asks again (seconds). */
 const POLL_SECONDS = 0.1;
@@ -17,7 +17,7 @@ export interface ExploreWorker extends AttachedWorker {
   tasks: number;
 }
 
-export interface ExploreRemoteOptions {
+export interface ExploreWorkerProtocolOptions {
   master: ExploreMaster;
   token: string;
   nonce: { path: string; value: string };
@@ -28,20 +28,20 @@ export interface ExploreRemoteOptions {
   read: ReadService;
   now: () => number;
   log: (line: string) => void;
-  /** Called when a result was consumed (the campaign loop re-evaluates at once). */
+  /** Called when a result was consumed (the master loop re-evaluates at once). */
   onProgress: () => void;
   /** The root of several masters also accepts submasters on its port. */
   onPeer: ((conn: Connection, hello: PeerHelloFrame) => Promise<void>) | null;
 }
 
-export class ExploreRemote implements WorkProtocol<ExploreWorker> {
+export class ExploreWorkerProtocol implements WorkProtocol<ExploreWorker> {
   readonly mode = "explore" as const;
   readonly server: WorkerServer<ExploreWorker>;
   /** Set when the campaign stops handing out work. */
   closing: string | null = null;
   private nextId = 1;
 
-  constructor(private readonly o: ExploreRemoteOptions) {
+  constructor(private readonly o: ExploreWorkerProtocolOptions) {
     this.server = new WorkerServer<ExploreWorker>({
       token: o.token,
       protocol: this,

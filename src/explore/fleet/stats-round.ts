@@ -2,9 +2,9 @@
 // reports once with a random token, the root ACKs each exactly once all have reported) and the
 // final rendezvous (the root's `release` once the shared state is settled). Every wait is bounded;
 // a silent master is named, and the campaign exits 70 (71 when the final rendezvous times out).
-import { StatsCollector, StatsSender, type MasterStats } from "../core/stats-exchange.ts";
-import type { Connection } from "../net/connection.ts";
-import type { ExploreMaster } from "./master.ts";
+import { StatsCollector, StatsSender, type MasterStats } from "../../core/stats-exchange.ts";
+import type { Connection } from "../../net/connection.ts";
+import type { ExploreMaster } from "../master/master.ts";
 import type { RootHub } from "./peers.ts";
 import { randomToken } from "./tokens.ts";
 import { setTimeout as sleep } from "node:timers/promises";

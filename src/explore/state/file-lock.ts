@@ -9,10 +9,11 @@
 //   release   unlock + close after `fn` returns or throws; the kernel releases it if the holder
 //             dies, even by SIGKILL.
 // A file system without flock support fails the operation; there is no lock-free fallback.
+import assert from "node:assert/strict";
 import { closeSync, constants, fstatSync, futimesSync, openSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { constants as lockConstants, fcntlSync, flockSync } from "fs-ext";
-import { RuntimeFailure } from "../errors.ts";
+import { RuntimeFailure } from "../../errors.ts";
 
 const MAX_SLEEP_MS = 2;
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
@@ -32,9 +33,7 @@ export class LockTimeoutError extends RuntimeFailure {
 
 /** Runs `fn` while holding the exclusive lock on `lockPath`, waiting at most `timeoutMs` for it. */
 export function withFileLock<T>(lockPath: string, timeoutMs: number, fn: () => T): T {
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-    throw new RangeError(`lock acquisition timeout must be a finite number of milliseconds > 0 (got ${timeoutMs})`);
-  }
+  assert.ok(Number.isFinite(timeoutMs) && timeoutMs > 0, `lock acquisition timeout must be a finite number of milliseconds > 0 (got ${timeoutMs})`);
   const fd = openLockFile(lockPath);
   try {
     acquire(fd, lockPath, timeoutMs);

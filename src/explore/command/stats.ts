@@ -1,9 +1,9 @@
 // The final statistics of an explore campaign, computed from durable state where it exists: the
 // lease table's `done` records are the commits (they survive a crash and a --resume), the public
 // corpus is what was published.
-import { listCorpus } from "./corpus.ts";
-import type { LeaseTable } from "./lease-table.ts";
-import type { ExploreMaster } from "./master.ts";
+import { listCorpus } from "../state/corpus.ts";
+import type { LeaseTable } from "../state/lease-table.ts";
+import type { ExploreMaster } from "../master/master.ts";
 
 export interface ExploreStats {
   /** Committed executions: one per unique content executed (done records with a result). */
@@ -38,19 +38,24 @@ export interface ExchangedCounts {
   byMaster: Record<string, number>;
 }
 
+export interface StatsSources {
+  leases: LeaseTable;
+  master: ExploreMaster;
+  corpusDir: string;
+  elapsedSeconds: number;
+  executors: { local: number; remote: number };
+  /** Default 1. */
+  masters?: number;
+  /** The root of several masters: the counts every master reported in the exchange. */
+  exchanged?: ExchangedCounts | null;
+}
+
 /**
  * With `exchanged` (the root of several masters) the counts come from the exchange, each master
  * reporting its own; otherwise from the lease table's `done` records.
  */
-export function computeStats(
-  leases: LeaseTable,
-  master: ExploreMaster,
-  corpusDir: string,
-  elapsedSeconds: number,
-  executors: { local: number; remote: number },
-  masters = 1,
-  exchanged: ExchangedCounts | null = null,
-): ExploreStats {
+export function computeStats(s: StatsSources): ExploreStats {
+  const { leases, master, corpusDir, elapsedSeconds, executors, masters = 1, exchanged = null } = s;
   let observations = 0;
   let generated = 0;
   let byMaster: Record<string, number> = {};

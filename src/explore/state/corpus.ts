@@ -7,7 +7,7 @@
 // Paths may be descriptor paths of a PinnedDir (src/files/pinned-dir.ts): messages name the
 // directory the user knows.
 import { createHash } from "node:crypto";
-import { randomHex } from "../util/random-hex.ts";
+import { randomHex } from "../../util/random-hex.ts";
 import {
   closeSync,
   constants,
@@ -23,18 +23,18 @@ import {
   type Stats,
 } from "node:fs";
 import { join } from "node:path";
-import { RuntimeFailure } from "../errors.ts";
-import { FileProblem } from "../files/file-problem.ts";
-import { displayPath, type EntryKind, PinnedDir } from "../files/pinned-dir.ts";
+import { RuntimeFailure } from "../../errors.ts";
+import { FileProblem } from "../../files/file-problem.ts";
+import { displayPath, type EntryKind, PinnedDir } from "../../files/pinned-dir.ts";
 import { fsyncDir, lstatOrNull, writeFully } from "./durable.ts";
-import { HEX64 } from "../core/message-checks.ts";
+import { HEX64 } from "../../core/message-checks.ts";
 
 export const STAGE_ID_RE = /^[0-9a-f]{32}$/;
 export const CHUNK_BYTES = 1024 * 1024;
 
-export { DEFAULT_BUDGETS, type Budgets } from "./defaults.ts";
+export { DEFAULT_BUDGETS, type Budgets } from "../defaults.ts";
 
-export { FileProblem, type ReadProblem } from "../files/file-problem.ts";
+export { FileProblem, type ReadProblem } from "../../files/file-problem.ts";
 
 /** A corpus file whose name is a hash but whose bytes are not. */
 export class IntegrityError extends RuntimeFailure {}
@@ -118,11 +118,11 @@ export function openRegular(path: string, maxBytes: number): { fd: number; ident
  */
 export function streamOpened(
   path: string,
-  fd: number,
-  identity: FileIdentity,
+  opened: { fd: number; identity: FileIdentity },
   onData: (chunk: Buffer) => void,
   hooks?: StreamHooks,
 ): string {
+  const { fd, identity } = opened;
   const hash = createHash("sha256");
   const buf = chunkBuffer();
   let total = 0;
@@ -167,12 +167,13 @@ function chunkBuffer(): Buffer {
 
 /** SHA-256 of a regular file, streamed; throws FileProblem. */
 export function hashFile(path: string, maxBytes: number, hooks?: StreamHooks): { hash: string; size: number; identity: FileIdentity } {
-  const { fd, identity } = openRegular(path, maxBytes);
+  const opened = openRegular(path, maxBytes);
   try {
-    const hash = streamOpened(path, fd, identity, ignore, hooks);
+    const hash = streamOpened(path, opened, ignore, hooks);
+    const { identity } = opened;
     return { hash, size: identity.size, identity };
   } finally {
-    closeSync(fd);
+    closeSync(opened.fd);
   }
 }
 
@@ -184,23 +185,28 @@ function unlinkQuietly(path: string): void {
   }
 }
 
+export interface CopyOptions {
+  /** A source larger than this is refused (FileProblem "too-large"). */
+  maxBytes: number;
+  hooks?: StreamHooks;
+  /** Default true: fsync the copy. False for a private scratch copy that nobody reads after a crash. */
+  durable?: boolean;
+  /** Default false: rewrite an existing regular file at dest instead of refusing it. */
+  reuse?: boolean;
+}
+
 /**
  * Streams src into a new file dest (O_EXCL, mode 0o600) while hashing, then fsyncs dest (unless
- * `durable` is false: a private scratch copy that nobody reads after a crash). Source problems
- * throw FileProblem; destination I/O errors propagate as they are. On any failure after dest was
- * opened, dest is removed. An existing dest is an error and is left alone, unless `reuse` is
- * set: then an existing regular file is truncated and rewritten (never a symlink), which spares
- * the cost of creating a file for a private scratch copy made again and again.
+ * `durable` is false). Source problems throw FileProblem; destination I/O errors propagate as
+ * they are. On any failure after dest was opened, dest is removed. An existing dest is an error
+ * and is left alone, unless `reuse` is set: then an existing regular file is truncated and
+ * rewritten (never a symlink), which spares the cost of creating a file for a private scratch
+ * copy made again and again.
  */
-export function copyHashing(
-  src: string,
-  dest: string,
-  maxBytes: number,
-  hooks?: StreamHooks,
-  durable = true,
-  reuse = false,
-): { hash: string; size: number } {
-  const { fd, identity } = openRegular(src, maxBytes);
+export function copyHashing(src: string, dest: string, c: CopyOptions): { hash: string; size: number } {
+  const { maxBytes, hooks, durable = true, reuse = false } = c;
+  const opened = openRegular(src, maxBytes);
+  const { fd, identity } = opened;
   try {
     // A reused file is overwritten in place and cut to length afterwards: truncating it to zero
     // first frees its blocks only to allocate them again, which costs ~0.5 ms on ext4 here.
@@ -209,7 +215,7 @@ export function copyHashing(
     try {
       let hash: string;
       try {
-        hash = streamOpened(src, fd, identity, (chunk) => writeFully(out, chunk), hooks);
+        hash = streamOpened(src, opened, (chunk) => writeFully(out, chunk), hooks);
         if (reuse) ftruncateSync(out, identity.size);
         if (durable) fsyncSync(out);
       } finally {
@@ -232,16 +238,11 @@ export function copyHashing(
  * With `durable` false the fsyncs are skipped: for inputs whose source stays in the input
  * directory, a publication lost to a machine crash is simply repeated by the next scan.
  */
-export function publishFile(
-  corpusDir: string,
-  src: string,
-  maxBytes: number,
-  hooks?: StreamHooks,
-  durable = true,
-): { hash: string; size: number; created: boolean } {
+export function publishFile(corpusDir: string, src: string, c: Omit<CopyOptions, "reuse">): { hash: string; size: number; created: boolean } {
+  const { maxBytes, durable = true } = c;
   const temp = join(corpusDir, `.tmp-${randomHex(16)}`);
   try {
-    const { hash, size } = copyHashing(src, temp, maxBytes, hooks, durable);
+    const { hash, size } = copyHashing(src, temp, { maxBytes, hooks: c.hooks, durable });
     const dest = join(corpusDir, hash);
     if (lstatOrNull(dest) !== null) {
       verifyPublic(corpusDir, hash, maxBytes);

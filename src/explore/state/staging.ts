@@ -8,14 +8,14 @@
 // below a pinned output directory, a stage is created and filled below a pinned stage root
 // (src/files/pinned-dir.ts), and the master reaches a stage only from the staging root it created
 // itself (StagingArea), every step opened without following a symlink.
-import { randomHex } from "../util/random-hex.ts";
+import { randomHex } from "../../util/random-hex.ts";
 import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, renameSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
-import { RuntimeFailure } from "../errors.ts";
-import { PinnedDir, type DirIdentity } from "../files/pinned-dir.ts";
+import { RuntimeFailure } from "../../errors.ts";
+import { PinnedDir, type DirIdentity } from "../../files/pinned-dir.ts";
 import { FileProblem, STAGE_ID_RE, copyHashing, hashFile, verifyPublic, type Budgets } from "./corpus.ts";
 import { fsyncDir, lstatOrNull } from "./durable.ts";
-import { HEX64 } from "../core/message-checks.ts";
+import { HEX64 } from "../../core/message-checks.ts";
 
 export interface CollectedOutputs {
   files: { path: string; size: number }[];
@@ -128,7 +128,7 @@ function fillStage(stage: PinnedDir, outputs: CollectedOutputs, budgets: Budgets
     let copied: { hash: string; size: number };
     try {
       // Not fsynced: promotion fsyncs each child before it becomes public.
-      copied = copyHashing(file.path, temp, limit, undefined, false);
+      copied = copyHashing(file.path, temp, { maxBytes: limit, durable: false });
     } catch (err) {
       // The output grew since it was collected: report the budget it now breaks.
       if (err instanceof FileProblem && err.problem === "too-large" && err.observed !== undefined) {
@@ -230,10 +230,14 @@ export function promoteChildren(
   stage: string | PinnedDir | null,
   corpusDir: string,
   hashes: readonly string[],
-  maxBytes: number,
-  /** Public objects this process already verified or published: not re-hashed again. */
-  trusted: (hash: string) => boolean = () => false,
+  c: {
+    /** Bytes of one corpus object. */
+    maxBytes: number;
+    /** Public objects this process already verified or published: not re-hashed again. */
+    trusted?: (hash: string) => boolean;
+  },
 ): void {
+  const { maxBytes, trusted = () => false } = c;
   for (const hash of hashes) {
     if (!HEX64.test(hash)) throw new RuntimeFailure(`cannot promote '${hash}': not a 64-hex SHA-256`);
   }
@@ -248,15 +252,17 @@ export function promoteChildren(
     pin = stage;
   }
   try {
-    promotePinned(pin, corpusDir, hashes, maxBytes, trusted);
+    promotePinned(pin, corpusDir, [...new Set(hashes)].sort(), { maxBytes, trusted });
   } finally {
     if (pin !== null && pin !== stage) pin.close();
   }
 }
 
-function promotePinned(stage: PinnedDir | null, corpusDir: string, hashes: readonly string[], maxBytes: number, trusted: (hash: string) => boolean): void {
+/** promoteChildren once the stage is pinned (or gone); `unique`: the hashes deduplicated and sorted. */
+function promotePinned(stage: PinnedDir | null, corpusDir: string, unique: readonly string[], c: { maxBytes: number; trusted: (hash: string) => boolean }): void {
+  const { maxBytes, trusted } = c;
   const moved: string[] = [];
-  for (const hash of [...new Set(hashes)].sort()) {
+  for (const hash of unique) {
     const dest = join(corpusDir, hash);
     if (trusted(hash)) continue;
     if (lstatOrNull(dest) !== null) {

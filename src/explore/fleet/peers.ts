@@ -11,10 +11,10 @@ import { createHash } from "node:crypto";
 import { hostname as osHostname } from "node:os";
 import { performance } from "node:perf_hooks";
 import { z } from "zod";
-import { printable } from "../core/log-lines.ts";
-import { RefusedError, RuntimeFailure } from "../errors.ts";
-import { Connection, FrameTimeout, PeerClosed } from "../net/connection.ts";
-import { encodeFrame, FIRST_FRAME_BYTES } from "../net/frame.ts";
+import { printable } from "../../core/log-lines.ts";
+import { RefusedError, RuntimeFailure } from "../../errors.ts";
+import { Connection, FrameTimeout, PeerClosed } from "../../net/connection.ts";
+import { encodeFrame, FIRST_FRAME_BYTES } from "../../net/frame.ts";
 import {
   FromPeer,
   FromRoot,
@@ -27,10 +27,10 @@ import {
   type FromPeerT,
   type FromRootT,
   type PeerHelloFrame,
-} from "../net/messages.ts";
-import { RefusalLog } from "../net/worker-server.ts";
-import { proveIdentity } from "../generator/identity.ts";
-import { connectWithWait } from "../net/dial-wait.ts";
+} from "../../net/messages.ts";
+import { RefusalLog } from "../../net/worker-server.ts";
+import { proveIdentity } from "../../generator/identity.ts";
+import { connectWithWait } from "../../net/dial-wait.ts";
 
 const HANDSHAKE_MS = 30_000;
 

@@ -7,13 +7,13 @@
 // opened when it created it, so nothing is read, copied or removed through such a link.
 import { mkdirSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
-import { runChild } from "../exec/run-child.ts";
-import { PinnedDir, type DirIdentity } from "../files/pinned-dir.ts";
-import type { ResultFrame, TaskItemT } from "../net/messages.ts";
-import { copyHashing, FileProblem, type Budgets } from "./corpus.ts";
-import { lstatOrNull } from "./durable.ts";
+import { runChild } from "../../exec/run-child.ts";
+import { PinnedDir, type DirIdentity } from "../../files/pinned-dir.ts";
+import type { ResultFrame, TaskItemT } from "../../net/messages.ts";
+import { copyHashing, FileProblem, type Budgets } from "../state/corpus.ts";
+import { lstatOrNull } from "../state/durable.ts";
 import { simulateMutants, seededRandom } from "./simulate.ts";
-import { BudgetError, collectOutputs, stageOutputs } from "./staging.ts";
+import { BudgetError, collectOutputs, stageOutputs } from "../state/staging.ts";
 
 export interface ExecuteSetup {
   corpusDir: string;
@@ -139,7 +139,7 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
   try {
     let copied: { hash: string; size: number };
     try {
-      copied = copyHashing(join(s.corpusDir, task.hash), scratch.pin.entry("input"), s.budgets.maxInputBytes, undefined, false, true);
+      copied = copyHashing(join(s.corpusDir, task.hash), scratch.pin.entry("input"), { maxBytes: s.budgets.maxInputBytes, durable: false, reuse: true });
     } catch (err) {
       if (err instanceof FileProblem && err.problem === "too-large") {
         return { ...base, protocol_error: "input-budget-exceeded", budget: { resource: "input-bytes", observed: err.observed ?? 0, limit: err.limit ?? s.budgets.maxInputBytes }, detail: err.message };
@@ -175,7 +175,7 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
     try {
       let outputs = collectOutputs(out, s.budgets);
       if (outputs.files.length === 0 && s.simulate) {
-        simulateMutants(scratch.pin.entry("input"), out.path, s.budgets, seededRandom(task.hash));
+        simulateMutants(scratch.pin.entry("input"), out.path, { budgets: s.budgets, random: seededRandom(task.hash) });
         outputs = collectOutputs(out, s.budgets);
       }
       if (outputs.files.length === 0) return ran;

@@ -1,4 +1,4 @@
-// How an explore campaign decides its frontier is exhausted. The campaign loop calls step() on
+// How an explore campaign decides its frontier is exhausted. The master loop calls step() on
 // every turn; an ending returns the reason to stop, or null to go on.
 //
 // IdleWindow (one master): idle = nothing pending, nothing running, and a fresh rescan found
@@ -9,10 +9,10 @@
 //   every exact ACK. Any BUSY aborts; a conflict after COMMIT fails the campaign.
 // ParticipantEnding (several masters, rank > 0): publishes idle/busy status, refreshes and votes
 //   on PREPARE (freezing discovery after YES), leaves on the exact COMMIT.
-import { ParticipantQuiescence, RootQuiescence, type Action } from "../core/quiescence.ts";
-import type { Connection } from "../net/connection.ts";
-import type { FromPeerT, FromRootT } from "../net/messages.ts";
-import type { ExploreMaster } from "./master.ts";
+import { ParticipantQuiescence, RootQuiescence, type Action } from "../../core/quiescence.ts";
+import type { Connection } from "../../net/connection.ts";
+import type { FromPeerT, FromRootT } from "../../net/messages.ts";
+import type { ExploreMaster } from "../master/master.ts";
 import type { PeerLink, RootHub } from "./peers.ts";
 import { randomToken } from "./tokens.ts";
 
@@ -71,24 +71,33 @@ export class IdleWindow implements Ending {
   }
 }
 
+export interface RootEndingOptions {
+  master: ExploreMaster;
+  hub: RootHub;
+  /** The fleet-wide idle window (--max-idle) before a PREPARE. */
+  maxIdleMs: number;
+  /** The monotonic clock, in ms. */
+  now: () => number;
+  log: (line: string) => void;
+}
+
 export class RootEnding implements Ending {
   readonly problems: string[] = [];
   private readonly q: RootQuiescence;
   private ended: EndReason | null = null;
   private lastStatus = 0;
   private sequence = 0;
-  /** Test seam: hold the COMMIT this long after the last YES (FUZZFLEET_TEST_HOLD_COMMIT_MS). */
-  private readonly holdCommitMs = Number(process.env.FUZZFLEET_TEST_HOLD_COMMIT_MS ?? 0) || 0;
-  private heldCommit: { action: Extract<Action, { kind: "commit" }>; at: number } | null = null;
+  private readonly master: ExploreMaster;
+  private readonly hub: RootHub;
+  private readonly now: () => number;
+  private readonly log: (line: string) => void;
 
-  constructor(
-    private readonly master: ExploreMaster,
-    private readonly hub: RootHub,
-    maxIdleMs: number,
-    private readonly now: () => number,
-    private readonly log: (line: string) => void,
-  ) {
-    this.q = new RootQuiescence({ peers: hub.peers.map((p) => p.rank), maxIdleMs, freshMs: STATUS_FRESH_MS });
+  constructor(o: RootEndingOptions) {
+    this.master = o.master;
+    this.hub = o.hub;
+    this.now = o.now;
+    this.log = o.log;
+    this.q = new RootQuiescence({ peers: o.hub.peers.map((p) => p.rank), maxIdleMs: o.maxIdleMs, freshMs: STATUS_FRESH_MS });
   }
 
   step(now: number, found: number): EndReason | null {
@@ -97,11 +106,6 @@ export class RootEnding implements Ending {
       // The root's status is its keepalive towards the submasters.
       this.hub.broadcast({ type: "status", rank: 0, sequence: ++this.sequence, idle: this.master.idle });
       this.lastStatus = now;
-    }
-    if (this.heldCommit && now >= this.heldCommit.at) {
-      const a = this.heldCommit.action;
-      this.heldCommit = null;
-      this.send(a);
     }
     this.apply(this.q.localIdle(this.master.idle && found === 0, now));
     this.apply(this.q.tick(now));
@@ -157,8 +161,7 @@ export class RootEnding implements Ending {
           this.send(a);
           break;
         case "commit":
-          if (this.holdCommitMs > 0) this.heldCommit = { action: a, at: this.now() + this.holdCommitMs };
-          else this.send(a);
+          this.send(a);
           break;
         case "conflict":
           this.fail("conflict", `quiescence conflict: ${a.reason}`);

@@ -1,0 +1,318 @@
+// `explore`: one master of an explore campaign, start to final statistics. A master is alone, the
+// root of several (--masters N, rank 0), or a submaster (--join ROOT:PORT) (roles.ts). The loop
+// itself (rescans, heartbeats, local slots, dispatch) is the same for all three (master-loop.ts);
+// what differs is how it ends (fleet/endings.ts) and how the statistics come together
+// (fleet/stats-round.ts):
+//
+//   check flags and directories -> (submaster: the root's token) -> lock (not a submaster)
+//   -> epoch: new, resumed, or the root's -> master + loop -> the role's ending
+//   -> (--resume: redo commits, take over leases) -> first admission -> loop -> shutdown
+//   -> statistics: a submaster reports to the root; the root or a lone master prints them, and
+//      removes the hidden state after a clean end; the root then releases the submasters
+import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import { formatDuration } from "../../config/duration.ts";
+import { UsageError } from "../../errors.ts";
+import { EXIT } from "../../exit-codes.ts";
+import { CampaignLock } from "../../lock/campaign-lock.ts";
+import { serverToken } from "../../net/token.ts";
+import { randomHex } from "../../util/random-hex.ts";
+import { DEFAULT_BUDGETS, DEFAULT_FINALIZE_SECONDS, type Budgets } from "../defaults.ts";
+import { usesFileMode } from "../executor/execute.ts";
+import type { EndReason } from "../fleet/endings.ts";
+import type { CampaignSetup } from "../fleet/peers.ts";
+import { ExploreMaster, type Ownership } from "../master/master.ts";
+import { LeaseTable } from "../state/lease-table.ts";
+import { openEpoch, removeIfEmpty, SHARD_COUNT, stateDir, workDir as workDirOf } from "../state/work-dir.ts";
+import { ADMIT_BATCH, MasterLoop } from "./master-loop.ts";
+import { JOIN_WAIT_SECONDS, joinRootEpoch, roleOf, rootToken, startEnding, type EndRounds, type Links, type Role, type StartedMaster } from "./roles.ts";
+import { computeStats, renderStats, type ExploreStats } from "./stats.ts";
+
+export interface ExploreOptions {
+  inputDir: string;
+  corpusDir: string;
+  target: string[];
+  slots: number;
+  timeoutSeconds: number;
+  maxIdleSeconds: number;
+  wallTimeoutSeconds: number;
+  simulate: boolean;
+  port: number | null;
+  bind: string | null;
+  token: string | undefined;
+  statsJson: string | null;
+  resumeEpoch: string | null;
+  leaseTtlSeconds: number | null;
+  budgets?: Budgets;
+  ownership?: Ownership;
+  /** Several masters: the root's total (--masters N, with --port). */
+  masters?: number;
+  /** A submaster: the root's address (--join). */
+  join?: { host: string; port: number } | null;
+  /** Lost-master and shutdown grace (seconds); default max(120, 4 x timeout). */
+  graceSeconds?: number | null;
+  /** How long the root waits for every master to join, and a submaster for the roster. */
+  joinTimeoutSeconds?: number;
+  /** Bound of the final rendezvous (seconds). */
+  finalizeSeconds?: number;
+  /** Which lease-record writes are fsynced (see LeaseTable): default "fence". */
+  durability?: "fence" | "all";
+  write?: (line: string) => void;
+  signal: AbortSignal;
+}
+
+/** Where this master stands in the campaign once its epoch is known. */
+interface Place {
+  epoch: string;
+  rank: number;
+  ranks: number[];
+}
+
+export async function explore(o: ExploreOptions): Promise<number> {
+  const write = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
+  const startMs = performance.now();
+  const now = () => performance.now();
+  const budgets = o.budgets ?? DEFAULT_BUDGETS;
+  const inputDir = resolve(o.inputDir);
+  const corpusDir = resolve(o.corpusDir);
+  const ownership = o.ownership ?? "rendezvous";
+  const role = roleOf(o);
+  checkDirectory(inputDir, "-i");
+  if (corpusDir === inputDir) throw new UsageError("-o must not be the input directory: the corpus holds every child too");
+  mkdirSync(corpusDir, { recursive: true });
+  const state = stateDir(corpusDir);
+  const leaseTtlSeconds = o.leaseTtlSeconds ?? Math.max(120, 4 * o.timeoutSeconds);
+  const leaseTtlMs = leaseTtlSeconds * 1000;
+  const graceMs = (o.graceSeconds ?? Math.max(120, 4 * o.timeoutSeconds)) * 1000;
+  // What every master of the campaign must agree on (a submaster with another setup is refused).
+  const setup: CampaignSetup = {
+    corpus_dir: corpusDir,
+    input_dir: inputDir,
+    target: o.target,
+    timeout_seconds: o.timeoutSeconds,
+    max_idle_seconds: o.maxIdleSeconds,
+    simulate: o.simulate,
+    max_children: budgets.maxChildren,
+    max_result_bytes: budgets.maxResultBytes,
+    max_input_bytes: budgets.maxInputBytes,
+    lease_ttl_seconds: leaseTtlSeconds,
+    ownership,
+  };
+  const joinWaitStart = now();
+  let found = role.kind === "participant" ? await rootToken(role, { flag: o.token, state, signal: o.signal, write }) : null;
+
+  const rounds: EndRounds = { inbox: [], lost: null };
+  // The root and a single master own the campaign state; a submaster borrows the root's.
+  const lock = role.kind === "participant" ? null : CampaignLock.acquire(state, { mode: "explore", port: o.port });
+  let tokenFile: string | null = null;
+  let keepState = true;
+  // Closed in `finally` too: a campaign that fails early must not keep listening (nor the process alive).
+  const links: Links = { hub: null, remote: null, rootLink: null };
+  try {
+    // A master that serves keeps the token in the state directory (created 0600 if absent); the
+    // banner names the file, never the secret.
+    if (role.kind !== "participant" && (o.port !== null || role.kind === "root")) {
+      found = serverToken({ flag: o.token, outDir: state });
+      tokenFile = found.file;
+    }
+    let place: Place;
+    if (role.kind === "participant") {
+      const joined = await joinRootEpoch(role, { token: found!.token, setup, state, waitSeconds: JOIN_WAIT_SECONDS - (now() - joinWaitStart) / 1000, options: o, write });
+      links.rootLink = joined.conn;
+      place = joined;
+    } else {
+      place = { epoch: openEpoch(state, o.resumeEpoch), rank: 0, ranks: role.kind === "root" ? Array.from({ length: role.masters }, (_, i) => i) : [0] };
+    }
+    const { epoch, rank, ranks } = place;
+    const workDir = workDirOf(state, epoch);
+    const tag = role.kind === "single" ? "[explore]" : `[explore r${rank}]`;
+    const log = (line: string) => write(`${tag} ${line}`);
+    const { leases, master } = openMaster({ o, place, workDir, ownership, budgets, corpusDir, inputDir, leaseTtlMs, log });
+    banner(write, o, { place, role, ownership, corpusDir, inputDir });
+
+    const loop = new MasterLoop({
+      master,
+      local: { slots: o.slots, corpusDir, target: o.target, targetCwd: process.cwd(), simulate: o.simulate, budgets, scratchDir: join(workDir, "scratch", `r${rank}`) },
+      signal: o.signal,
+      timeoutSeconds: o.timeoutSeconds,
+      wallTimeoutSeconds: o.wallTimeoutSeconds,
+      leaseTtlMs,
+      multiMaster: ranks.length > 1,
+      now,
+      log,
+    });
+    const nonce = { path: join(workDir, `nonce-r${rank}`), value: randomHex(16) };
+    writeFileSync(nonce.path, nonce.value + "\n", { mode: 0o600 });
+    const started: StartedMaster = { options: o, budgets, master, loop, found, nonce, setup, epoch, rank, graceMs, leaseTtlMs, now, log, write, rounds };
+    const ending = await startEnding(role, started, links);
+
+    if (o.resumeEpoch) {
+      const replayed = master.replayCommitting();
+      const reclaimed = master.recoverExpired(0);
+      write(`  resumed: ${replayed} interrupted commit(s) redone, ${reclaimed} lease(s) taken over`);
+    }
+    master.admitInputs(ADMIT_BATCH);
+    master.scanCorpus();
+    const listed = master.inputBacklogCount + master.external.size;
+    write(`  ${listed} initial input(s) seen, ${master.pendingCount} task(s) queued here so far`);
+
+    const end = await loop.run(links.remote, ending);
+    const stop = await loop.shutdown(links.remote, end);
+    const elapsed = (now() - startMs) / 1000;
+    const problems = [...ending.problems, ...master.problems, ...stop];
+    const late = end === "idle" || end === "quiescence" ? master.countLateInputs() : 0;
+    const ended: Ended = { started, end, elapsed, problems, late, workDir, corpusDir };
+    if (role.kind === "participant") return await finishParticipant(ended, links);
+    await finalStatistics(ended, links, leases, ranks.length);
+    const clean = problems.length === 0 && (end === "idle" || end === "quiescence");
+    if (clean) {
+      keepState = false;
+      rmSync(workDir, { recursive: true, force: true });
+      // The token file is part of the hidden state: a corpus that is copied or shared later
+      // must not carry the secret along.
+      if (tokenFile !== null) rmSync(tokenFile, { force: true });
+    }
+    links.hub?.broadcast({ type: "release", token: epoch });
+    if (problems.length > 0) return report(write, problems, workDir, epoch);
+    if (!clean) write(`the frontier is not exhausted (${end}); continue with: --resume ${epoch}`);
+    return EXIT.ok;
+  } finally {
+    links.hub?.close();
+    links.remote?.server.close();
+    links.rootLink?.destroy();
+    lock?.release();
+    if (!keepState) removeIfEmpty(state);
+  }
+}
+
+/** The lease table and the master of this rank. */
+function openMaster(m: {
+  o: ExploreOptions;
+  place: Place;
+  workDir: string;
+  ownership: Ownership;
+  budgets: Budgets;
+  corpusDir: string;
+  inputDir: string;
+  leaseTtlMs: number;
+  log: (line: string) => void;
+}): { leases: LeaseTable; master: ExploreMaster } {
+  const { rank, epoch, ranks } = m.place;
+  // Under broadcast ownership every master keeps its own table: nothing is shared, every master
+  // runs everything (the behaviour rendezvous ownership replaces, kept for the benchmark).
+  const leases = new LeaseTable({
+    root: join(m.workDir, m.ownership === "broadcast" ? `leases-r${rank}` : "leases"),
+    shardCount: SHARD_COUNT,
+    lockTimeoutMs: 30_000,
+    durability: m.o.durability ?? "fence",
+  });
+  const master = new ExploreMaster({
+    corpusDir: m.corpusDir,
+    inputDir: m.inputDir,
+    stagingRoot: join(m.workDir, "staging", `r${rank}`),
+    leases,
+    epoch,
+    rank,
+    ranks,
+    ownership: m.ownership,
+    budgets: m.budgets,
+    timeoutSeconds: m.o.timeoutSeconds,
+    leaseTtlMs: m.leaseTtlMs,
+    wallNow: () => Date.now(),
+    log: m.log,
+  });
+  return { leases, master };
+}
+
+/** How the loop ended, and what it left to report. */
+interface Ended {
+  started: StartedMaster;
+  end: EndReason;
+  elapsed: number;
+  problems: string[];
+  late: number;
+  workDir: string;
+  corpusDir: string;
+}
+
+/** A submaster reports its counts to the root and waits for the release. */
+async function finishParticipant(e: Ended, links: Links): Promise<number> {
+  const { master, rank, graceMs, log, write, rounds, options: o } = e.started;
+  const { participantStats } = await import("../fleet/stats-round.ts");
+  const r = await participantStats({
+    conn: links.rootLink!,
+    rank,
+    master,
+    late: e.late,
+    graceMs,
+    finalizeMs: (o.finalizeSeconds ?? DEFAULT_FINALIZE_SECONDS) * 1000,
+    inbox: rounds.inbox,
+    lost: () => rounds.lost,
+    log,
+  });
+  e.problems.push(...r.problems);
+  const stale = master.counters.staleResults;
+  write(
+    `rank ${rank}: ${master.counters.observations} observation(s), ${master.counters.generated} generated` +
+      `${stale ? `, ${stale} stale result(s) discarded (their tasks were taken over)` : ""}` +
+      `${e.late ? `, ${e.late} late input file(s) left for the next campaign` : ""}`,
+  );
+  if (r.timedOut) return EXIT.rendezvousTimeout;
+  return e.problems.length > 0 ? report(write, e.problems, e.workDir, e.started.epoch) : EXIT.ok;
+}
+
+/** The root (after the statistics exchange, whose problems join the campaign's) or a lone master prints the final statistics. */
+async function finalStatistics(e: Ended, links: Links, leases: LeaseTable, masters: number): Promise<void> {
+  const { master, graceMs, now, log, write, rounds, options: o } = e.started;
+  const executors = { local: o.slots, remote: links.remote?.server.everyone.length ?? 0 };
+  const common = { leases, master, corpusDir: e.corpusDir, elapsedSeconds: e.elapsed, executors };
+  let stats: ExploreStats;
+  if (links.hub) {
+    const { rootStats } = await import("../fleet/stats-round.ts");
+    const r = await rootStats({ hub: links.hub, master, late: e.late, graceMs, inbox: rounds.inbox, now, log });
+    e.problems.push(...r.problems);
+    stats = computeStats({ ...common, masters, exchanged: { ...r.totals, byMaster: r.byMaster } });
+  } else {
+    stats = computeStats(common);
+  }
+  write(renderStats(stats));
+  if (o.statsJson) writeFileSync(o.statsJson, JSON.stringify(stats, null, 2) + "\n");
+  if (stats.late_inputs > 0) write(`${stats.late_inputs} input file(s) arrived after the frontier was declared exhausted: left for the next campaign`);
+}
+
+function banner(write: (line: string) => void, o: ExploreOptions, b: { place: Place; role: Role; ownership: Ownership; corpusDir: string; inputDir: string }): void {
+  const { epoch, rank, ranks } = b.place;
+  write(
+    `fuzzfleet explore: epoch ${epoch} (${o.resumeEpoch ? "resumed" : b.role.kind === "participant" ? "joined" : "new"})` +
+      `${ranks.length > 1 ? `, rank ${rank} of ${ranks.length} masters (${b.ownership} ownership)` : ""}`,
+  );
+  write(`  corpus   ${b.corpusDir}`);
+  write(`  inputs   ${b.inputDir}`);
+  write(`  target   ${o.target.join(" ")}  (${usesFileMode(o.target) ? "file mode: @@ is the input's path" : "stdin mode"})`);
+  write(
+    `  per-run timeout ${formatDuration(o.timeoutSeconds)}, idle window ${o.maxIdleSeconds}s` +
+      `${o.wallTimeoutSeconds > 0 ? `, wall budget ${formatDuration(o.wallTimeoutSeconds)}` : ""}${o.simulate ? ", --simulate" : ""}`,
+  );
+}
+
+/** The campaign ends incomplete (exit 70): its problems, and where its state was kept. */
+function report(write: (l: string) => void, problems: string[], workDir: string, epoch: string): number {
+  write(`campaign incomplete (${problems.length} problem(s)):`);
+  for (const p of problems.slice(0, 20)) write(`  ${p}`);
+  if (problems.length > 20) write(`  … ${problems.length - 20} more`);
+  if (existsSync(workDir)) write(`hidden state kept in ${workDir} for inspection; resume with --resume ${epoch}`);
+  return EXIT.lifecycle;
+}
+
+function checkDirectory(path: string, flag: string): void {
+  let st;
+  try {
+    st = statSync(path);
+  } catch {
+    throw new UsageError(`${flag} ${path} does not exist`);
+  }
+  if (!st.isDirectory()) throw new UsageError(`${flag} ${path} is not a directory`);
+}
+
+export type { ExploreStats };

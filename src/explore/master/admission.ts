@@ -1,0 +1,206 @@
+// Admission of external inputs: the input directory is scanned, each new or changed regular file
+// is published into the content-addressed corpus and handed to the master to claim. A large
+// directory is admitted a batch at a time (the backlog), so the first tasks run meanwhile.
+//
+// The input directory is the one the campaign started with: its identity is checked on every
+// scan and a replaced directory is not read; entries are read below a pin, so a name replaced by
+// a symlink since the listing is refused, never followed. With several owners an input is hashed
+// first and only its owner publishes it; the others only remember they saw it.
+import type { Budgets } from "../defaults.ts";
+import { PinnedDir, type DirIdentity, type EntryKind } from "../../files/pinned-dir.ts";
+import { FileProblem, hashFile, IntegrityError, listRegularFiles, publishFile, type FileIdentity } from "../state/corpus.ts";
+
+export interface AdmissionOptions {
+  inputDir: string;
+  corpusDir: string;
+  budgets: Budgets;
+  /** Every hash is this master's (broadcast ownership, or a single master): no hashing first. */
+  everyoneOwns: boolean;
+  owns: (hash: string) => boolean;
+  /** The input was published into the corpus: claim it. Returns whether it was claimed. */
+  admit: (hash: string) => boolean;
+  /** Counted here: refused entries and directory replacements, late inputs. */
+  counters: { refusedInputs: number; lateInputs: number };
+  log: (line: string) => void;
+  problem: (message: string) => void;
+  integrity: (message: string) => void;
+}
+
+export class InputAdmission {
+  /** Content hashes seen in the input directory. */
+  readonly external = new Set<string>();
+  /** Name -> identity of the file as last admitted (or skipped for good). */
+  private readonly seen = new Map<string, string>();
+  /** The input directory as the first scan found it: a later scan reads only that very directory. */
+  private identity: DirIdentity | null = null;
+  private replaced = false;
+  /** Input names refused (symlinks, special files) and already reported. */
+  private readonly refusedNames = new Set<string>();
+  /** Listed input files still to be admitted, from backlogNext on. */
+  private backlog: { name: string; identity: FileIdentity }[] = [];
+  private backlogNext = 0;
+
+  constructor(private readonly o: AdmissionOptions) {}
+
+  /** Input files listed and not yet looked at. */
+  get backlogCount(): number {
+    return this.backlog.length - this.backlogNext;
+  }
+
+  /**
+   * New or changed regular files are published and, if owned, claimed; at most `limit` of them
+   * per call, the rest wait in the backlog for the next calls. The directory is listed again once
+   * the backlog is empty, and always with no limit, which admits everything there is.
+   */
+  scan(limit: number): number {
+    const dir = this.openInputDir();
+    if (dir === null) return 0;
+    try {
+      if (this.backlog.length === 0 || limit === Number.POSITIVE_INFINITY) {
+        let files: ReturnType<typeof listRegularFiles>;
+        try {
+          files = this.listInputs(dir);
+        } catch (err) {
+          this.o.problem(`cannot read the input directory ${this.o.inputDir}: ${(err as Error).message}`);
+          return 0;
+        }
+        this.backlog = files.filter((f) => this.seen.get(f.name) !== identityKey(f.identity));
+        this.backlogNext = 0;
+      }
+      let added = 0;
+      const stop = Math.min(this.backlog.length, this.backlogNext + limit);
+      while (this.backlogNext < stop) {
+        if (this.admitInput(dir, this.backlog[this.backlogNext++])) added++;
+      }
+      if (this.backlogNext >= this.backlog.length) {
+        this.backlog = [];
+        this.backlogNext = 0;
+      }
+      return added;
+    } finally {
+      dir.close();
+    }
+  }
+
+  /** Input files this master owns but never admitted (discovery was frozen): left for the next campaign. */
+  countLate(): number {
+    let late = 0;
+    const dir = this.openInputDir();
+    if (dir === null) return 0;
+    try {
+      for (const f of listRegularFiles(dir)) {
+        if (this.seen.get(f.name) === identityKey(f.identity)) continue;
+        try {
+          if (this.o.owns(hashFile(dir.entry(f.name), this.o.budgets.maxInputBytes).hash)) late++;
+        } catch {
+          // Unreadable now: it will be looked at by the next campaign anyway.
+        }
+      }
+    } catch {
+      return 0;
+    } finally {
+      dir.close();
+    }
+    this.o.counters.lateInputs = late;
+    return late;
+  }
+
+  /**
+   * The input directory, pinned, if it is still the directory the first scan found (whatever
+   * its path now leads to); null, reported once, while it is another one.
+   */
+  private openInputDir(): PinnedDir | null {
+    let dir: PinnedDir;
+    try {
+      dir = PinnedDir.open(this.o.inputDir);
+    } catch (err) {
+      this.o.problem(`cannot read the input directory ${this.o.inputDir}: ${(err as Error).message}`);
+      return null;
+    }
+    const now = dir.identity();
+    this.identity ??= now;
+    if (now.dev === this.identity.dev && now.ino === this.identity.ino) {
+      this.replaced = false;
+      return dir;
+    }
+    dir.close();
+    if (!this.replaced) {
+      this.replaced = true;
+      this.o.counters.refusedInputs++;
+      this.o.problem(
+        `the input directory ${this.o.inputDir} was replaced since the campaign started (it now leads to another directory); nothing is read from it until the original is back: restore it, or start a new campaign on the new directory`,
+      );
+    }
+    return null;
+  }
+
+  /** Regular files of the input directory; a symlink or special file is reported once by name and never followed. */
+  private listInputs(dir: PinnedDir): ReturnType<typeof listRegularFiles> {
+    const refusedNow = new Set<string>();
+    const files = listRegularFiles(dir, (name, kind) => {
+      refusedNow.add(name);
+      if (this.refusedNames.has(name)) return;
+      this.refusedNames.add(name);
+      this.o.counters.refusedInputs++;
+      this.o.log(`input ${name} is ${refusedKind(kind)}: refused, never followed; put the file itself into ${this.o.inputDir}`);
+    });
+    // A name that is no longer refused is reported again if it turns into a symlink once more.
+    for (const name of this.refusedNames) if (!refusedNow.has(name)) this.refusedNames.delete(name);
+    return files;
+  }
+
+  /** One listed file that `seen` did not know in this form (the listing filtered it). */
+  private admitInput(dir: PinnedDir, f: { name: string; identity: FileIdentity }): boolean {
+    const key = identityKey(f.identity);
+    // Read below the pin: a name replaced by a symlink since the listing is refused, not followed.
+    const path = dir.entry(f.name);
+    // With several owners an input is hashed first: only its owner publishes and admits it.
+    if (!this.o.everyoneOwns) {
+      let hash: string;
+      try {
+        hash = hashFile(path, this.o.budgets.maxInputBytes).hash;
+      } catch (err) {
+        this.unreadableInput(f.name, key, err);
+        return false;
+      }
+      this.external.add(hash);
+      if (!this.o.owns(hash)) {
+        // Another master admits it; this one only remembers that it saw it.
+        this.seen.set(f.name, key);
+        return false;
+      }
+    }
+    let published: { hash: string };
+    try {
+      // Not fsynced: the input directory stays the source, and a rescan republishes a lost copy.
+      published = publishFile(this.o.corpusDir, path, { maxBytes: this.o.budgets.maxInputBytes, durable: false });
+    } catch (err) {
+      if (err instanceof IntegrityError) {
+        this.o.integrity(err.message);
+        this.seen.set(f.name, key);
+      } else {
+        this.unreadableInput(f.name, key, err);
+      }
+      return false;
+    }
+    this.seen.set(f.name, key);
+    this.external.add(published.hash);
+    return this.o.admit(published.hash);
+  }
+
+  private unreadableInput(name: string, key: string, err: unknown): void {
+    if (err instanceof FileProblem && err.problem === "too-large") {
+      this.o.log(`input ${name} is larger than the input budget (${err.observed} > ${err.limit} bytes): skipped`);
+      this.seen.set(name, key);
+    }
+    // Unreadable or changing while read: not remembered, so the next scan retries it.
+  }
+}
+
+function refusedKind(kind: Exclude<EntryKind, "file" | "directory">): string {
+  return kind === "symlink" ? "a symbolic link" : "not a regular file (a FIFO, socket or device)";
+}
+
+function identityKey(i: FileIdentity): string {
+  return `${i.dev}:${i.ino}:${i.size}:${i.mtimeMs}:${i.ctimeMs}`;
+}

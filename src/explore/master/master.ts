@@ -1,0 +1,395 @@
+// ExploreMaster: the frontier of one master. It admits inputs into the content-addressed corpus
+// (admission.ts), claims the tasks it owns in the fenced lease table, hands them to executors
+// (local slots or remote workers; dispatch.ts), and turns their results into commits: check the
+// result (result-checks.ts), verify the stage, pass the commit fence, promote the children,
+// complete, then claim the children it owns (commits.ts). It does no I/O on sockets and keeps no
+// timers: the command's master loop (command/master-loop.ts) drives it.
+//
+// A task: pending (hash, fence) -> active on one executor -> committed | requeued (front, same
+// fence) | dropped (fence lost). Only the current fence of a hash may be dispatched, committed
+// or completed; a late result under an old fence changes nothing.
+//
+// Stages are never followed through a symlink: a stage is reached from the staging root this
+// master created (StagingArea); inputs are read as admission.ts says.
+import { readdirSync } from "node:fs";
+import { printable } from "../../core/log-lines.ts";
+import { HEX64 } from "../../core/message-checks.ts";
+import { owner as rendezvousOwner } from "../../core/rendezvous.ts";
+import type { ResultFrame, TaskItemT } from "../../net/messages.ts";
+import type { Budgets } from "../defaults.ts";
+import { FileProblem, IntegrityError, STAGE_ID_RE, verifyPublic } from "../state/corpus.ts";
+import type { LeaseTable, Origin } from "../state/lease-table.ts";
+import { type OpenStage, StagingArea, verifyStage } from "../state/staging.ts";
+import { InputAdmission } from "./admission.ts";
+import { noCounts, type MasterCounters } from "./counters.ts";
+import { commitResult, completeOverBudget, replayCommits, type CommitContext, type CommitOutcome } from "./commits.ts";
+import { Dispatch, type ActiveTask } from "./dispatch.ts";
+import { resultProblem } from "./result-checks.ts";
+
+export type Ownership = "rendezvous" | "broadcast";
+
+export interface MasterOptions {
+  corpusDir: string;
+  inputDir: string;
+  /** <work>/staging: executor stages live in <stagingRoot>/<executor key>/<staging id>. */
+  stagingRoot: string;
+  leases: LeaseTable;
+  epoch: string;
+  rank: number;
+  ranks: number[];
+  ownership: Ownership;
+  budgets: Budgets;
+  /** Per-run timeout in seconds, carried by every task. */
+  timeoutSeconds: number;
+  leaseTtlMs: number;
+  /** Wall-clock ms (lease records compare across processes). */
+  wallNow: () => number;
+  log: (line: string) => void;
+}
+
+export class ExploreMaster {
+  readonly counters: MasterCounters = noCounts();
+  readonly quarantined = new Map<string, string>();
+  /** Problems that make the campaign end non-zero (integrity, invalid results…), in order. */
+  readonly problems: string[] = [];
+  private readonly tasks: Dispatch;
+  private readonly admission: InputAdmission;
+  /** Corpus names already considered (claimed, or not ours to claim). */
+  private readonly observed = new Set<string>();
+  /** Public objects whose bytes this master verified or published itself. */
+  private readonly verified = new Set<string>();
+  private readonly staging: StagingArea;
+  private readonly commits: CommitContext;
+  private readonly ownerName: string;
+  /** Broadcast ownership, or a single master: every hash is this master's, no owner hash needed. */
+  private readonly everyoneOwns: boolean;
+  /** While frozen (a quiescence vote is pending), no new work is discovered. */
+  frozen = false;
+
+  constructor(private readonly o: MasterOptions) {
+    this.staging = new StagingArea(o.stagingRoot);
+    this.ownerName = `${o.epoch.slice(0, 16)}:${o.rank}`;
+    this.everyoneOwns = o.ownership === "broadcast" || new Set(o.ranks).size === 1;
+    this.tasks = new Dispatch(o.timeoutSeconds);
+    this.commits = { leases: o.leases, corpusDir: o.corpusDir, maxInputBytes: o.budgets.maxInputBytes, wallNow: o.wallNow };
+    this.admission = new InputAdmission({
+      inputDir: o.inputDir,
+      corpusDir: o.corpusDir,
+      budgets: o.budgets,
+      everyoneOwns: this.everyoneOwns,
+      owns: (hash) => this.owns(hash),
+      admit: (hash) => {
+        this.verified.add(hash);
+        this.observed.add(hash);
+        return this.claim(hash, "initial");
+      },
+      counters: this.counters,
+      log: o.log,
+      problem: (m) => this.problem(m),
+      integrity: (m) => this.integrity(m),
+    });
+  }
+
+  /** Content hashes seen in the input directory. */
+  get external(): ReadonlySet<string> {
+    return this.admission.external;
+  }
+
+  get idle(): boolean {
+    return this.tasks.pendingCount === 0 && this.tasks.activeCount === 0 && this.admission.backlogCount === 0;
+  }
+
+  get pendingCount(): number {
+    return this.tasks.pendingCount;
+  }
+
+  /** Tasks handed out and not yet answered. */
+  get activeCount(): number {
+    return this.tasks.activeCount;
+  }
+
+  /** Input files listed and not yet looked at. */
+  get inputBacklogCount(): number {
+    return this.admission.backlogCount;
+  }
+
+  /** The ids of the tasks `executor` holds. */
+  activeOn(executor: string): number[] {
+    return this.tasks.activeOn(executor);
+  }
+
+  /** Whether this master admits `hash` (rendezvous owner, or everyone under broadcast). */
+  owns(hash: string): boolean {
+    return this.everyoneOwns || rendezvousOwner(hash, this.o.ranks) === this.o.rank;
+  }
+
+  // ---- discovery --------------------------------------------------------------------------------
+
+  /**
+   * Scans the input directory: new or changed regular files are published and, if owned, claimed.
+   * At most `limit` of them per call: the rest wait in a backlog that the next calls work through
+   * (while it lasts the master is not idle), so that a large input directory is admitted while the
+   * first tasks already run. The directory is listed again once the backlog is empty, and always
+   * with no limit, which admits everything there is (a fresh rescan for the idle decision).
+   */
+  admitInputs(limit = Number.POSITIVE_INFINITY): number {
+    if (this.frozen) return 0;
+    return this.admission.scan(limit);
+  }
+
+  /** Scans the public corpus for objects this master owns and has not considered yet. */
+  scanCorpus(): number {
+    if (this.frozen) return 0;
+    let added = 0;
+    let names: string[];
+    try {
+      names = readdirSync(this.o.corpusDir);
+    } catch (err) {
+      this.problem(`cannot read the corpus directory ${this.o.corpusDir}: ${(err as Error).message}`);
+      return 0;
+    }
+    for (const hash of names) {
+      if (!HEX64.test(hash) || this.observed.has(hash)) continue;
+      // Ownership never changes during a campaign: another master's object is looked at once.
+      this.observed.add(hash);
+      if (!this.owns(hash)) continue;
+      try {
+        verifyPublic(this.o.corpusDir, hash, this.o.budgets.maxInputBytes);
+      } catch (err) {
+        if (err instanceof IntegrityError) this.integrity(err.message);
+        // A file that changed or could not be read is looked at again by the next scan; a
+        // symlink or a directory named like a hash is never accepted.
+        else if (!(err instanceof FileProblem) || !["symlink", "not-regular", "too-large"].includes(err.problem)) this.observed.delete(hash);
+        continue;
+      }
+      if (this.claim(hash, this.external.has(hash) ? "initial" : "generated")) added++;
+    }
+    return added;
+  }
+
+  /** Takes over expired `leased` records (any master's: progress when an owner stalls). */
+  recoverExpired(ttlMs = this.o.leaseTtlMs): number {
+    if (this.frozen) return 0;
+    let added = 0;
+    for (const r of this.o.leases.recoverExpired(this.o.wallNow(), ttlMs)) {
+      if (this.tasks.holds(r.id)) continue;
+      const fence = this.o.leases.claim(r.id, r.payload, this.ownerName, { now: this.o.wallNow(), ttlMs, worker: this.o.rank });
+      if (!fence) continue;
+      try {
+        verifyPublic(this.o.corpusDir, r.id, this.o.budgets.maxInputBytes);
+      } catch (err) {
+        if (err instanceof IntegrityError) {
+          this.integrity(err.message);
+        } else {
+          // The corpus file is gone: nothing can execute it; release the record at once.
+          this.o.leases.abandon(r.id, fence);
+          this.o.log(`recovered task ${r.id.slice(0, 12)} has no corpus file: abandoned`);
+        }
+        continue;
+      }
+      this.observed.add(r.id);
+      this.tasks.hold(r.id, fence);
+      this.counters.recovered++;
+      added++;
+    }
+    return added;
+  }
+
+  /** Redoes commits that passed their fence but were not finished (a crashed master's). */
+  replayCommitting(): number {
+    return replayCommits(this.commits, this.staging, (children) => {
+      this.counters.replayedCommits++;
+      for (const child of children) this.claimChild(child);
+    });
+  }
+
+  /** Everything a quiescence refresh looks at: inputs, the corpus, expired leases. Returns whether work appeared. */
+  refresh(): boolean {
+    const before = this.tasks.pendingCount;
+    this.admitInputs();
+    this.scanCorpus();
+    this.recoverExpired();
+    return this.tasks.pendingCount > before;
+  }
+
+  /** Input files this master owns but never admitted (discovery was frozen): left for the next campaign. */
+  countLateInputs(): number {
+    return this.admission.countLate();
+  }
+
+  /** Renews every held fence (one batch); lost ones are dropped. */
+  heartbeat(): void {
+    if (this.tasks.fences.size === 0) return;
+    const { lost } = this.o.leases.heartbeatMany(this.tasks.fences, this.o.wallNow());
+    this.counters.lostLeases += lost.length;
+    this.tasks.dropLost(lost);
+  }
+
+  private claim(hash: string, origin: Origin): boolean {
+    if (!this.owns(hash) || this.tasks.holds(hash)) return false;
+    const fence = this.o.leases.claim(hash, { hash, origin }, this.ownerName, {
+      now: this.o.wallNow(),
+      ttlMs: this.o.leaseTtlMs,
+      worker: this.o.rank,
+    });
+    if (!fence) return false;
+    this.tasks.hold(hash, fence);
+    if (origin === "generated") this.counters.claimedChildren++;
+    return true;
+  }
+
+  private claimChild(hash: string): void {
+    this.verified.add(hash);
+    // Most children are duplicates of inputs already considered: no lease read for those.
+    if (this.observed.has(hash)) return;
+    this.observed.add(hash);
+    this.claim(hash, this.external.has(hash) ? "initial" : "generated");
+  }
+
+  // ---- dispatch ---------------------------------------------------------------------------------
+
+  /** The next task for `executor`, if it may work and there is one under a current fence. */
+  nextTask(executor: string): TaskItemT | null {
+    if (this.quarantined.has(executor)) return null;
+    return this.tasks.next(executor);
+  }
+
+  /** The executor is gone or interrupted: its tasks go back to the front under the same fence. */
+  release(executor: string): number {
+    let n = 0;
+    for (const t of this.tasks.takeAll(executor)) if (this.requeueFront(t)) n++;
+    return n;
+  }
+
+  private requeueFront(t: ActiveTask): boolean {
+    if (!this.tasks.requeueFront(t)) {
+      this.counters.staleResults++;
+      return false;
+    }
+    this.counters.requeued++;
+    return true;
+  }
+
+  // ---- results ----------------------------------------------------------------------------------
+
+  /** Where an executor's stages live: derived from the executor key the master chose, never from the worker. */
+  stageRoot(executor: string): string {
+    return this.staging.executorRoot(executor);
+  }
+
+  /**
+   * Consumes one result (also during shutdown: late results are never dropped). Returns the note
+   * for the worker's ack.
+   */
+  consumeResult(executor: string, r: ResultFrame): string {
+    const stageId = STAGE_ID_RE.test(r.staging_id) ? r.staging_id : null;
+    // Before the stage is opened it is removed through a fresh walk, after that through its pin.
+    let stage: OpenStage | null = null;
+    const removeStage = () => {
+      if (stage) stage.remove();
+      else if (stageId) this.staging.remove(executor, stageId);
+    };
+    const task = this.tasks.take(r.task_id, executor);
+    if (!task) {
+      removeStage();
+      this.invalid(executor, `result for task ${r.task_id}, which it does not hold`);
+      return "unknown task";
+    }
+    if (r.protocol_error === "interrupted") {
+      removeStage();
+      this.requeueFront(task);
+      return "requeued";
+    }
+    if (r.protocol_error === "result-budget-exceeded" || r.protocol_error === "input-budget-exceeded") {
+      removeStage();
+      return this.budgetFailure(task, r);
+    }
+    const why = resultProblem(task, r, this.o.budgets);
+    if (why !== null) return this.refuseResult(executor, task, why, removeStage);
+    if (stageId) {
+      try {
+        stage = this.staging.open(executor, stageId);
+      } catch (err) {
+        if (!(err instanceof FileProblem)) throw err;
+        return this.refuseResult(executor, task, `stage ${stageId}: ${err.message}`, removeStage);
+      }
+    }
+    try {
+      if (stage) {
+        const verdict = verifyStage(stage.dir, r.new_hashes, r.staged_bytes, this.o.budgets.maxInputBytes);
+        if (!verdict.ok) return this.refuseResult(executor, task, `stage ${stageId}: ${verdict.reason}`, removeStage);
+      }
+      const outcome = commitResult(this.commits, { executor, task, result: r, stage: stage?.dir ?? null, removeStage, isVerified: (h) => this.verified.has(h) });
+      return this.settle(task, r, outcome);
+    } finally {
+      stage?.close();
+    }
+  }
+
+  /** What the master holds and counts after the commit of `r` came out as `outcome`; the note for the ack. */
+  private settle(task: ActiveTask, r: ResultFrame, outcome: CommitOutcome): string {
+    this.tasks.forget(task.hash);
+    switch (outcome.kind) {
+      case "committed":
+        this.counters.observations++;
+        this.counters.generated += r.num_generated;
+        for (const child of outcome.children) this.claimChild(child);
+        return "committed";
+      case "stale":
+        this.counters.staleResults++;
+        return outcome.note;
+      case "deferred":
+        // The record stays `committing`: any master (or --resume) redoes it from the manifest.
+        this.problem(`promoting the children of ${task.hash.slice(0, 12)} failed: ${outcome.error.message}`);
+        return "commit deferred";
+    }
+  }
+
+  private refuseResult(executor: string, task: ActiveTask, why: string, removeStage: () => void): string {
+    removeStage();
+    this.invalid(executor, why);
+    // The content itself must still be what its name says, or nobody can execute it.
+    try {
+      verifyPublic(this.o.corpusDir, task.hash, this.o.budgets.maxInputBytes);
+    } catch (err) {
+      if (err instanceof IntegrityError) {
+        this.integrity(err.message);
+        this.tasks.drop(task.hash);
+        return "refused";
+      }
+    }
+    this.requeueFront(task);
+    return "refused";
+  }
+
+  private budgetFailure(task: ActiveTask, r: ResultFrame): string {
+    this.counters.budgetErrors++;
+    const b = r.budget;
+    this.problems.push(
+      `task ${task.hash.slice(0, 12)}: ${r.protocol_error}${b ? ` (${b.resource}: ${b.observed} > ${b.limit})` : ""}; it is completed without children`,
+    );
+    completeOverBudget(this.commits, task);
+    this.tasks.forget(task.hash);
+    return "budget exceeded";
+  }
+
+  private invalid(executor: string, why: string): void {
+    this.counters.invalidResults++;
+    this.problems.push(`invalid result from ${executor}: ${why}`);
+    if (!this.quarantined.has(executor)) {
+      this.quarantined.set(executor, why);
+      this.o.log(`executor ${executor} quarantined: ${printable(why)}`);
+    }
+  }
+
+  private integrity(message: string): void {
+    this.counters.integrityErrors++;
+    this.problems.push(message);
+    this.o.log(message);
+  }
+
+  private problem(message: string): void {
+    this.problems.push(message);
+    this.o.log(message);
+  }
+}
