@@ -38,7 +38,7 @@ test("a hanging generator: aborted:timeout, rate halved, and a second consecutiv
     assert.match(r.stdout, /all lanes disabled — stopping early/);
     assert.ok(existsSync(join(c.outDir, "tmp", `chunk-${first.id}.log`)), "the log of a timed-out chunk is kept");
     assert.deepEqual(processesMentioning(c.dir), [], "the hung generator was killed with its whole group");
-    assert.equal(c.one<{ status: string }>("SELECT status FROM session").status, "done");
+    assert.equal(c.one<{ status: string }>("SELECT status FROM session").status, "disabled", "a session that stopped because every lane got disabled says so");
   } finally {
     c.cleanup();
   }
