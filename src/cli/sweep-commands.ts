@@ -49,8 +49,8 @@ export function registerSweepCommands(program: Command): void {
 Each chunk runs the [generator] command over a contiguous seed range of one lane. A lane's
 coverage is [base_seed, cursor): it only grows when every seed below the new cursor is in a
 completed chunk. Ctrl-C stops the running chunk; its range is swept again next time.
-No chunk starts once less than the deadline floor (half a chunk, 10 s to 60 s) remains, so
---for must be longer than that.
+Chunks are sized to the time left, so a session fills its budget; none starts with less
+than 5 s left (the deadline floor), so --for must be longer than that.
 Exit: 0 no new distinct failure, 1 at least one newly distinct (or reopened) failure, 2 bad
 config or flag, 3 refused (lock held, stale app, generator or lane changed without --yes),
 4 runtime error, or every lane got disabled (timeouts, unexpected generator exits).`,

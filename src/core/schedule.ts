@@ -61,9 +61,17 @@ export function halveRate(rate: number | null, count: number, seconds: number): 
   return (rate || count / Math.max(seconds, 1)) / 2;
 }
 
-/** Below this much remaining time no new chunk starts (single host) or the drain begins (distributed). */
+/** The shortest chunk worth starting: below this, a chunk would be mostly its own start-up. */
+export const SHORTEST_CHUNK_SECONDS = 5;
+
+/**
+ * Below this much remaining time no new chunk starts (single host) or the drain begins
+ * (distributed): the shortest chunk worth starting, or the configured chunk length when that is
+ * shorter still. Chunks are sized to the time left (chunkTarget), so a session fills its budget up
+ * to this last sliver, whatever its length.
+ */
 export function deadlineFloor(chunkSeconds: number): number {
-  return Math.min(60, Math.max(10, Math.floor(chunkSeconds / 2)));
+  return Math.min(SHORTEST_CHUNK_SECONDS, chunkSeconds);
 }
 
 /** Seconds after which a running chunk is killed and counted as a timeout. */
@@ -73,9 +81,8 @@ export function hardTimeout(targetSeconds: number, floorSeconds = 180): number {
 
 /**
  * Seconds the next chunk should take: the configured chunk length, cut to the time left so the
- * last chunk ends near the deadline, but never below `minimum` (0 on a single host; the
- * distributed coordinator passes 30).
+ * last chunk ends near the deadline (and a short budget gets short chunks), at least 1.
  */
-export function chunkTarget(chunkSeconds: number, remainingSeconds: number, minimum = 0): number {
-  return Math.min(chunkSeconds, Math.max(minimum, Math.floor(remainingSeconds)));
+export function chunkTarget(chunkSeconds: number, remainingSeconds: number): number {
+  return Math.max(1, Math.min(chunkSeconds, Math.floor(remainingSeconds)));
 }

@@ -175,7 +175,7 @@ export class SweepEngine implements Books<EngineMark> {
     }
     const lane = this.lanes.get(laneName)!;
     const c = this.o.config.defaults;
-    const target = chunkTarget(c.chunkSeconds, remaining, this.o.mode === "distributed" ? 30 : 0);
+    const target = chunkTarget(c.chunkSeconds, remaining);
     const rate = worker.rates.get(laneName) ?? null;
     const n = sizeChunk(rate, worker.lastCount.get(laneName) ?? null, target, c.bootstrapSeeds);
     const [seedFrom, seedTo] = lane.state.take(n);

@@ -116,8 +116,8 @@ function checkBudget(seconds: number, config: Config): void {
   const floor = deadlineFloor(config.defaults.chunkSeconds);
   if (seconds <= floor) {
     throw new UsageError(
-      `--for ${formatDuration(seconds)} leaves no time for a chunk: nothing starts once less than the deadline floor ` +
-        `(${formatDuration(floor)} = half a chunk, between 10 s and 60 s) remains; ask for more`,
+      `--for ${formatDuration(seconds)} leaves no time for a chunk: none starts with less than ${formatDuration(floor)} left; ` +
+        `ask for --for ${formatDuration(floor + 1)} or more`,
     );
   }
 }

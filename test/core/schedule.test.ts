@@ -133,11 +133,10 @@ describe("halveRate", () => {
 });
 
 describe("time limits", () => {
-  it("deadlineFloor is half a chunk, between 10 and 60 seconds", () => {
-    assert.equal(deadlineFloor(600), 60);
-    assert.equal(deadlineFloor(6), 10);
-    assert.equal(deadlineFloor(61), 30);
-    assert.equal(deadlineFloor(120), 60);
+  it("deadlineFloor is the shortest chunk worth starting (5 s), or the chunk length when shorter", () => {
+    assert.equal(deadlineFloor(600), 5);
+    assert.equal(deadlineFloor(61), 5);
+    assert.equal(deadlineFloor(3), 3);
   });
 
   it("hardTimeout is three targets, at least the floor", () => {
@@ -147,15 +146,51 @@ describe("time limits", () => {
     assert.equal(hardTimeout(5, 20), 20);
   });
 
-  it("chunkTarget cuts the chunk to the time left, rounding down", () => {
+  it("chunkTarget cuts the chunk to the time left, rounding down, never below a second", () => {
     assert.equal(chunkTarget(600, 5000), 600);
     assert.equal(chunkTarget(600, 250.9), 250);
     assert.equal(chunkTarget(600, 12), 12);
+    assert.equal(chunkTarget(600, 0.4), 1);
   });
+});
 
-  it("chunkTarget keeps a minimum when one is given, still capped by the chunk length", () => {
-    assert.equal(chunkTarget(600, 12, 30), 30);
-    assert.equal(chunkTarget(600, 250.9, 30), 250);
-    assert.equal(chunkTarget(20, 12, 30), 20);
+describe("a session's budget: chunks sized to the time left fill it", () => {
+  /**
+   * A session at a steady `rate` with `overhead` seconds per chunk, scheduled exactly as the
+   * engine does (deadline floor, chunk target, sizeChunk with its 3x cap): the seconds spent
+   * sweeping and the time left unused.
+   */
+  function session(budget: number, rate: number, overhead: number, chunkSeconds = 600, bootstrap = 40) {
+    let t = 0;
+    let prev: number | null = null;
+    let known: number | null = null;
+    let sweeping = 0;
+    let chunks = 0;
+    for (;;) {
+      const remaining = budget - t;
+      if (remaining < deadlineFloor(chunkSeconds)) break;
+      const n = sizeChunk(known, prev, chunkTarget(chunkSeconds, remaining), bootstrap);
+      const seconds = n / rate + overhead;
+      t += seconds;
+      sweeping += n / rate;
+      known = updateRate(known, n, seconds);
+      prev = n;
+      chunks++;
+    }
+    return { sweeping, unused: Math.max(0, budget - t), overran: Math.max(0, t - budget), chunks };
+  }
+
+  for (const budget of [10, 30, 60, 120, 600, 7200]) {
+    it(`a ${budget} s budget with the default 10-minute chunks does real work and ends close to its deadline`, () => {
+      const r = session(budget, 200, 0.2);
+      assert.ok(r.chunks >= 1 && r.sweeping > 0, `it swept (${JSON.stringify(r)})`);
+      assert.ok(r.unused <= deadlineFloor(600) + 0.001, `at most the deadline floor is left unused (${JSON.stringify(r)})`);
+      assert.ok(r.overran <= 0.05 * budget + 1, `the last chunk ends near the deadline (${JSON.stringify(r)})`);
+    });
+  }
+
+  it("a budget no longer than the deadline floor runs no chunk (run and coordinate refuse it)", () => {
+    assert.equal(session(4.9, 200, 0.2).chunks, 0);
+    assert.ok(session(6, 200, 0.2).chunks >= 1);
   });
 });

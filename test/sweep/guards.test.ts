@@ -91,15 +91,11 @@ describe("a time budget within the deadline floor", () => {
   after(() => c.cleanup());
 
   test("run and coordinate refuse a --for no longer than the deadline floor (exit 2), naming both, before taking the lock", () => {
-    // chunk_minutes = 0.05: 3 s chunks, so the floor is its minimum, 10 s.
+    // chunk_minutes = 0.05: 3 s chunks, shorter than the shortest chunk worth starting (5 s), so the floor is 3 s.
     for (const cmd of ["run", "coordinate"]) {
-      const r = c.cli([cmd, "--for", "10s"]);
+      const r = c.cli([cmd, "--for", "3s"]);
       assert.equal(r.code, 2, `${cmd}: ${r.stdout}${r.stderr}`);
-      assert.equal(
-        r.stderr,
-        "fuzzfleet: --for 10s leaves no time for a chunk: nothing starts once less than the deadline floor " +
-          "(10s = half a chunk, between 10 s and 60 s) remains; ask for more\n",
-      );
+      assert.equal(r.stderr, "fuzzfleet: --for 3s leaves no time for a chunk: none starts with less than 3s left; ask for --for 4s or more\n");
     }
     assert.ok(!existsSync(c.dbPath), "no store was created");
     assert.ok(!existsSync(join(c.outDir, "fuzzfleet.lock")));
