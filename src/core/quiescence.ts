@@ -1,8 +1,10 @@
 // Two-phase quiescence of a multi-master explore campaign, as two pure state machines: the root
 // decides when the whole fleet is out of work, every other master takes part. They consume
 // decoded messages and local observations, and return what to send; the caller owns the
-// sockets, the clock and the frontier refresh. Messages arrive as `unknown` and are checked
-// field by field here; fields beyond the ones named below (a frame `type`, say) are ignored.
+// sockets, the clock and the frontier refresh. Messages arrive already checked against their
+// wire schema (net/messages.ts, the one check of every frame's shape); what is decided here is
+// what a well-formed message means: its sender, its sequence, its token. Fields beyond the ones
+// named below (a frame `type`, say) are ignored.
 //
 // Root (RootQuiescence):
 //   watching   --tick: root idle and every peer status fresh and idle for maxIdleMs--> refreshing
@@ -24,7 +26,7 @@
 // While frozen the caller discovers no new work (no input, corpus or lease-recovery scans): the
 // YES vote is the linearisation point, and whatever arrives later belongs to a later campaign.
 import assert from "node:assert/strict";
-import { asObject, HEX64, isCount } from "./message-checks.ts";
+import { HEX64 } from "./message-checks.ts";
 
 export type Action =
   | { kind: "prepare"; token: string; to: number[] }
@@ -37,9 +39,9 @@ export type Action =
   /** Every peer acknowledged the commit exactly: leave the scheduling loop. */
   | { kind: "committed" };
 
-export type StatusClass = "current" | "stale" | "malformed" | "unowned" | "conflict";
-export type VoteClass = "yes" | "busy" | "stale" | "malformed" | "unowned";
-export type AckClass = "committed" | "rejected" | "stale" | "malformed" | "unowned";
+export type StatusClass = "current" | "stale" | "foreign" | "unowned" | "conflict";
+export type VoteClass = "yes" | "busy" | "stale" | "foreign" | "unowned";
+export type AckClass = "committed" | "rejected" | "stale" | "foreign" | "unowned";
 export type RootPhase = "watching" | "refreshing" | "proposing" | "committing" | "committed" | "conflict";
 
 /** status {rank, sequence, idle}: sequence starts at 1 and strictly increases per sender. */
@@ -128,10 +130,10 @@ export class RootQuiescence {
     return this.reassess(now);
   }
 
-  onStatus(from: number, msg: unknown, now: number): { class: StatusClass; actions: Action[] } {
+  /** "foreign": the status names another rank than the connection it came on. */
+  onStatus(from: number, status: StatusMessage, now: number): { class: StatusClass; actions: Action[] } {
     if (!this.peerSet.has(from)) return { class: this.ignore("status", "unowned"), actions: [] };
-    const status = parseStatus(msg);
-    if (!status || status.rank !== from) return { class: this.ignore("status", "malformed"), actions: [] };
+    if (status.rank !== from) return { class: this.ignore("status", "foreign"), actions: [] };
     const prev = this.statuses.get(from);
     if (prev && status.sequence <= prev.sequence) return { class: this.ignore("status", "stale"), actions: [] };
     this.statuses.set(from, { sequence: status.sequence, idle: status.idle, receivedAt: now });
@@ -181,10 +183,9 @@ export class RootQuiescence {
     return actions;
   }
 
-  onVote(from: number, msg: unknown, now: number): { class: VoteClass; actions: Action[] } {
+  onVote(from: number, vote: VoteMessage, now: number): { class: VoteClass; actions: Action[] } {
     if (!this.peerSet.has(from)) return { class: this.ignore("vote", "unowned"), actions: [] };
-    const vote = parseVote(msg);
-    if (!vote || vote.rank !== from) return { class: this.ignore("vote", "malformed"), actions: [] };
+    if (vote.rank !== from) return { class: this.ignore("vote", "foreign"), actions: [] };
     const proposal = this.proposal;
     if (this.conflictReason !== null || !proposal || vote.token !== proposal.token) {
       return { class: this.ignore("vote", "stale"), actions: [] };
@@ -201,10 +202,9 @@ export class RootQuiescence {
     return { class: "yes", actions: [{ kind: "commit", token: proposal.token, to: [...proposal.to] }] };
   }
 
-  onAck(from: number, msg: unknown): { class: AckClass; actions: Action[] } {
+  onAck(from: number, ack: CommitAckMessage): { class: AckClass; actions: Action[] } {
     if (!this.peerSet.has(from)) return { class: this.ignore("ack", "unowned"), actions: [] };
-    const ack = parseCommitAck(msg);
-    if (!ack || ack.rank !== from) return { class: this.ignore("ack", "malformed"), actions: [] };
+    if (ack.rank !== from) return { class: this.ignore("ack", "foreign"), actions: [] };
     const decision = this.decision;
     if (!decision || ack.token !== decision.token || decision.answered.has(from)) {
       return { class: this.ignore("ack", "stale"), actions: [] };
@@ -296,13 +296,11 @@ export class ParticipantQuiescence {
   /**
    * "refresh": refresh the frontier (inputs, corpus, expired leases), then vote(token, idle).
    * "repeat": the accepted token again; vote(token, idle) with the current idleness, no refresh.
-   * "ignored": not from the root, malformed, a retired token, a different token while one is
+   * "ignored": not from the root, a retired token, a different token while one is
    * accepted, or after the commit; counted.
    */
-  onPrepare(from: number, msg: unknown): { class: PrepareClass; token?: string } {
+  onPrepare(from: number, prepare: DecisionMessage): { class: PrepareClass; token?: string } {
     if (from !== this.root) return this.ignorePrepare("unowned");
-    const prepare = parseDecision(msg);
-    if (!prepare) return this.ignorePrepare("malformed");
     if (this.hasLeft) return this.ignorePrepare("after-commit");
     if (this.accepted !== null) {
       if (prepare.token === this.accepted) return { class: "repeat", token: prepare.token };
@@ -326,10 +324,8 @@ export class ParticipantQuiescence {
   }
 
   /** Only the exact accepted token unfreezes; any other ABORT is idempotent. */
-  onAbort(from: number, msg: unknown): { unfrozen: boolean } {
+  onAbort(from: number, abort: DecisionMessage): { unfrozen: boolean } {
     if (from !== this.root) return this.ignoreAbort("unowned");
-    const abort = parseDecision(msg);
-    if (!abort) return this.ignoreAbort("malformed");
     if (this.hasLeft) return this.ignoreAbort("after-commit");
     if (abort.token === this.requested) this.requested = null;
     this.retired.add(abort.token);
@@ -340,12 +336,10 @@ export class ParticipantQuiescence {
 
   /**
    * committed = the token is the accepted one and this master is locally idle; the reply is
-   * sent either way. A malformed or foreign-sender COMMIT gets no reply.
+   * sent either way. A COMMIT from anyone but the root gets no reply.
    */
-  onCommit(from: number, msg: unknown, locallyIdle: boolean): { reply: CommitAckMessage | null; leave: boolean } {
+  onCommit(from: number, commit: DecisionMessage, locallyIdle: boolean): { reply: CommitAckMessage | null; leave: boolean } {
     if (from !== this.root) return this.ignoreCommit("unowned");
-    const commit = parseDecision(msg);
-    if (!commit) return this.ignoreCommit("malformed");
     const committed = this.accepted !== null && commit.token === this.accepted && locallyIdle;
     if (committed) this.hasLeft = true;
     else this.count("commit.rejected");
@@ -376,29 +370,4 @@ export class ParticipantQuiescence {
   private count(key: string): void {
     this.counters[key] = (this.counters[key] ?? 0) + 1;
   }
-}
-
-function parseStatus(msg: unknown): StatusMessage | null {
-  const o = asObject(msg);
-  if (!o || !isCount(o.rank) || typeof o.idle !== "boolean") return null;
-  if (typeof o.sequence !== "number" || !Number.isSafeInteger(o.sequence) || o.sequence < 1) return null;
-  return { rank: o.rank, sequence: o.sequence, idle: o.idle };
-}
-
-function parseVote(msg: unknown): VoteMessage | null {
-  const o = asObject(msg);
-  if (!o || !isCount(o.rank) || !isQuiescenceToken(o.token) || typeof o.idle !== "boolean") return null;
-  return { rank: o.rank, token: o.token, idle: o.idle };
-}
-
-function parseCommitAck(msg: unknown): CommitAckMessage | null {
-  const o = asObject(msg);
-  if (!o || !isCount(o.rank) || !isQuiescenceToken(o.token) || typeof o.committed !== "boolean") return null;
-  return { rank: o.rank, token: o.token, committed: o.committed };
-}
-
-function parseDecision(msg: unknown): DecisionMessage | null {
-  const o = asObject(msg);
-  if (!o || !isQuiescenceToken(o.token)) return null;
-  return { token: o.token };
 }

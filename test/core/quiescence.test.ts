@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { type Action, ParticipantQuiescence, RootQuiescence } from "../../src/core/quiescence.ts";
+import { FromPeer, FromRoot } from "../../src/net/messages.ts";
 
 const T = (c: string) => c.repeat(64);
 const T1 = T("a");
@@ -212,19 +213,15 @@ test("a rejected commit ACK is a conflict", () => {
   assert.equal(root.phase, "conflict");
 });
 
-test("stale, malformed and foreign messages change nothing and are counted", () => {
+test("stale and foreign messages change nothing and are counted", () => {
   const { root, say } = proposing();
   // Peer 1's last sequence is 4 (reports at 0, 400, 800, 1200).
   assert.equal(root.onStatus(1, { rank: 1, sequence: 4, idle: false }, 1300).class, "stale");
   assert.equal(root.onStatus(1, { rank: 1, sequence: 2, idle: false }, 1300).class, "stale");
-  assert.equal(root.onStatus(1, { rank: 2, sequence: 99, idle: false }, 1300).class, "malformed");
-  assert.equal(root.onStatus(1, { rank: 1, sequence: 0, idle: false }, 1300).class, "malformed");
-  assert.equal(root.onStatus(1, { rank: 1, sequence: 99, idle: "no" }, 1300).class, "malformed");
-  assert.equal(root.onStatus(1, [1, 99, false], 1300).class, "malformed");
+  assert.equal(root.onStatus(1, { rank: 2, sequence: 99, idle: false }, 1300).class, "foreign", "a status naming another rank");
   assert.equal(root.onStatus(9, { rank: 9, sequence: 99, idle: false }, 1300).class, "unowned");
   assert.equal(root.onVote(1, { rank: 1, token: T2, idle: false }, 1300).class, "stale");
-  assert.equal(root.onVote(1, { rank: 2, token: T1, idle: false }, 1300).class, "malformed");
-  assert.equal(root.onVote(1, { rank: 1, token: T1.toUpperCase(), idle: false }, 1300).class, "malformed");
+  assert.equal(root.onVote(1, { rank: 2, token: T1, idle: false }, 1300).class, "foreign");
   assert.equal(root.onVote(9, { rank: 9, token: T1, idle: false }, 1300).class, "unowned");
   assert.equal(root.onAck(1, { rank: 1, token: T1, committed: false }).class, "stale", "no ACK before the decision");
   assert.equal(root.phase, "proposing");
@@ -233,20 +230,40 @@ test("stale, malformed and foreign messages change nothing and are counted", () 
   assert.deepEqual(root.onVote(2, { rank: 2, token: T1, idle: true }, 1300).actions, [{ kind: "commit", token: T1, to: [1, 2] }]);
   assert.equal(root.onAck(1, { rank: 1, token: T2, committed: false }).class, "stale");
   assert.equal(root.onAck(9, { rank: 9, token: T1, committed: false }).class, "unowned");
-  assert.equal(root.onAck(1, { rank: 2, token: T1, committed: false }).class, "malformed");
+  assert.equal(root.onAck(1, { rank: 2, token: T1, committed: false }).class, "foreign");
   assert.equal(root.phase, "committing");
   assert.equal(say(1, true, 1400).class, "current");
   assert.deepEqual(root.counters, {
     "status.stale": 2,
-    "status.malformed": 4,
+    "status.foreign": 1,
     "status.unowned": 1,
     "vote.stale": 1,
-    "vote.malformed": 2,
+    "vote.foreign": 1,
     "vote.unowned": 1,
     "ack.stale": 2,
     "ack.unowned": 1,
-    "ack.malformed": 1,
+    "ack.foreign": 1,
   });
+});
+
+test("malformed quiescence messages never reach the machines: the one wire check refuses them", () => {
+  const refused = [
+    { type: "status", rank: 1, sequence: 0, idle: false },
+    { type: "status", rank: 1, sequence: 99, idle: "no" },
+    { type: "status", rank: -1, sequence: 1, idle: false },
+    [1, 99, false],
+    { type: "vote", rank: 1, token: T1.toUpperCase(), idle: false },
+    { type: "vote", rank: 1, token: T1 },
+    { type: "commit_ack", rank: 1, token: "abc", committed: true },
+    { type: "status", rank: 1, sequence: 5, idle: false, extra: 1 },
+  ];
+  for (const frame of refused) assert.equal(FromPeer.safeParse(frame).success, false, JSON.stringify(frame));
+  for (const frame of [{ type: "probe", token: 7 }, { type: "commit", token: T1.slice(1) }, { type: "abort" }]) {
+    assert.equal(FromRoot.safeParse(frame).success, false, JSON.stringify(frame));
+  }
+  // What the machines are given is what the schema let through, typed.
+  const ok = FromPeer.parse({ type: "status", rank: 1, sequence: 5, idle: true });
+  assert.equal(ok.type === "status" && ok.sequence, 5);
 });
 
 test("the root refuses a malformed PREPARE token and an afterRefresh it did not ask for", () => {
@@ -267,7 +284,7 @@ test("a participant freezes on YES and only the exact ABORT unfreezes it", () =>
   assert.deepEqual(p.onPrepare(0, { token: T2 }), { class: "ignored" }, "a different token while one is accepted");
   assert.deepEqual(p.onAbort(0, { token: T2 }), { unfrozen: false });
   assert.deepEqual(p.onAbort(5, { token: T1 }), { unfrozen: false }, "not from the root");
-  assert.deepEqual(p.onAbort(0, { token: "nope" }), { unfrozen: false });
+  assert.deepEqual(p.onAbort(0, { token: "f".repeat(64) }), { unfrozen: false }, "an ABORT of a token never proposed");
   assert.equal(p.frozen, true);
   assert.deepEqual(p.onAbort(0, { token: T1 }), { unfrozen: true });
   assert.equal(p.frozen, false);
@@ -275,7 +292,7 @@ test("a participant freezes on YES and only the exact ABORT unfreezes it", () =>
   assert.deepEqual(p.onPrepare(0, { token: T1 }), { class: "ignored" }, "an aborted token never comes back");
   assert.deepEqual(p.onPrepare(0, { token: T2 }), { class: "ignored" }, "T2 was aborted too");
   assert.deepEqual(p.onPrepare(0, { token: T3 }), { class: "refresh", token: T3 });
-  assert.deepEqual(p.counters, { "prepare.foreign": 1, "abort.unowned": 1, "abort.malformed": 1, "prepare.retired": 2 });
+  assert.deepEqual(p.counters, { "prepare.foreign": 1, "abort.unowned": 1, "prepare.retired": 2 });
 });
 
 test("a BUSY vote does not freeze the participant", () => {
@@ -303,13 +320,12 @@ test("a participant commits only the accepted token while locally idle, and busy
   assert.deepEqual(p.onCommit(0, { token: T2 }, true), { reply: { rank: 1, token: T2, committed: false }, leave: false });
   assert.deepEqual(p.onCommit(0, { token: T1 }, false), { reply: { rank: 1, token: T1, committed: false }, leave: false });
   assert.deepEqual(p.onCommit(3, { token: T1 }, true), { reply: null, leave: false });
-  assert.deepEqual(p.onCommit(0, { token: 7 }, true), { reply: null, leave: false });
   assert.equal(p.left, false);
   assert.deepEqual(p.onCommit(0, { token: T1 }, true), { reply: { rank: 1, token: T1, committed: true }, leave: true });
   assert.equal(p.left, true);
   assert.deepEqual(p.busyAfterCommit(), { kind: "conflict", reason: "master 1 found work after committing quiescence" });
   assert.deepEqual(p.onPrepare(0, { token: T2 }), { class: "ignored" });
-  assert.deepEqual(p.counters, { "commit.rejected": 2, "commit.unowned": 1, "commit.malformed": 1, "prepare.after-commit": 1 });
+  assert.deepEqual(p.counters, { "commit.rejected": 2, "commit.unowned": 1, "prepare.after-commit": 1 });
 });
 
 test("a COMMIT without any accepted token is refused", () => {
@@ -335,6 +351,7 @@ function run(root: RootQuiescence, parts: Map<number, ParticipantQuiescence>, fi
         p.onAbort(0, { token: a.token });
       } else {
         const r = p.onCommit(0, { token: a.token }, idle.get(rank)!);
+        assert.ok(r.reply, "a COMMIT from the root is always answered");
         queue.push(...root.onAck(rank, r.reply).actions);
       }
     }
