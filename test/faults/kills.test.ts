@@ -140,6 +140,9 @@ test("coordinate and workers, SIGKILLed at random moments and restarted: true bo
         await killAndCheckOrphans(workers[i]!, `worker ${i} (step ${step}, seed ${SEED + 1})`);
         workers[i] = worker(i);
       } else {
+        // Killed after it opened its session (a slow start could otherwise die before the banner), so the session is there to be marked crashed.
+        const opening = coord;
+        await waitFor("the coordinator's session banner", () => (/fuzzfleet coordinate: session \d+/.test(opening.output()) ? true : undefined), 60_000);
         await killAndCheckOrphans(coord, `coordinator (step ${step}, seed ${SEED + 1})`);
         coord = step === lastCoordinator ? coordinate(20) : coordinate();
         // Workers that lost the coordinator exit; start them again (they wait for it).
