@@ -29,7 +29,7 @@ test("a worker that sees a different generator is refused naming it and both has
   try {
     const gen = ownGenerator(c);
     const original = readFileSync(gen);
-    const coord = await startCoordinator(c, ["--for", "20s"]);
+    const coord = await startCoordinator(c, ["--for", "13s"]);
     const master = `127.0.0.1:${coord.port}`;
     appendFileSync(gen, "\n// edited after the coordinator started\n");
     const refused = start(c, ["worker", "--master", master, "-j", "1"]);
@@ -52,7 +52,7 @@ test("a worker that sees a different generator is refused naming it and both has
 test("hostile bytes and frames are refused and logged while a live worker's campaign completes correctly", async () => {
   const c = new Campaign({ extra: distributedTable(), costMs: 1, defaults: { bootstrap_seeds: 60 } });
   try {
-    const coord = await startCoordinator(c, ["--for", "24s"]);
+    const coord = await startCoordinator(c, ["--for", "17s"]);
     const port = coord.port;
     const token = campaignToken(c.outDir);
     const live = start(c, ["worker", "--master", `127.0.0.1:${port}`, "-j", "1"]);
@@ -104,7 +104,7 @@ test("hostile bytes and frames are refused and logged while a live worker's camp
 test("a worker that never acknowledges the stop is named, and the coordinator exits non-zero within the grace", async () => {
   const c = new Campaign({ extra: distributedTable({ stopGrace: 3 }) });
   try {
-    const coord = await startCoordinator(c, ["--for", "12s"]);
+    const coord = await startCoordinator(c, ["--for", "5s"]);
     const token = campaignToken(c.outDir);
     const silent = await fakeWorker(coord.port, token, "mute");
     // It polls like a worker until it is told to stop, then never answers.
@@ -132,7 +132,7 @@ test("a worker that never acknowledges the stop is named, and the coordinator ex
 test("a stop_ack with the wrong token does not count", async () => {
   const c = new Campaign({ extra: distributedTable({ stopGrace: 3 }) });
   try {
-    const coord = await startCoordinator(c, ["--for", "11s"]);
+    const coord = await startCoordinator(c, ["--for", "4s"]);
     const liar = await fakeWorker(coord.port, campaignToken(c.outDir), "liar");
     for (;;) {
       const reply = (await send(liar.conn, { type: "heartbeat", ids: [] })) as { type: string; token?: string };

@@ -80,8 +80,8 @@ test("after SIGKILL of the coordinator, a new one reclaims the lock and re-sweep
     await waitFor("the worker's generator to be gone", () => (processesMentioning(`chunk-${held.id}`).length === 0 ? true : undefined), 30_000);
     assert.equal(c.one<{ cursor: number }>("SELECT cursor FROM lane").cursor, cursor);
 
-    // 18 s: chunks are handed out for 8 s, before the deadline floor (10 s).
-    const again = await startCoordinator(c, ["--for", "18s"]);
+    // 11 s: chunks are handed out for 8 s, before the deadline floor (3 s, the chunk length).
+    const again = await startCoordinator(c, ["--for", "11s"]);
     assert.match(again.output(), /small: [\d,]+ seed\(s\) left uncovered by an earlier session — re-sweeping them first/);
     assert.match(again.output(), /session\(s\) #1 ended without closing \(the process died\): marked crashed/);
     assert.deepEqual(c.one("SELECT status, ended_at FROM session WHERE id = 1"), { status: "crashed", ended_at: null });
@@ -118,7 +118,7 @@ test("coordinate --lane names the uncovered seeds of the lanes it serves only, a
       insertChunk(db, { sessionId: session, laneId, seedFrom: l.baseSeed, seedTo: l.baseSeed + 49, appBuild: null, status: "leased", workerId: null });
     }
     db.close();
-    const coord = await startCoordinator(c, ["--lane", "small", "--for", "11s"]);
+    const coord = await startCoordinator(c, ["--lane", "small", "--for", "4s"]);
     const r = await coord.result;
     assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
     assert.match(r.stdout, /small: 50 seed\(s\) left uncovered by an earlier session/);

@@ -20,7 +20,7 @@ test("a worker started before the coordinator of a new campaign waits for its to
     const waiting = `no campaign token yet: waiting up to 2m00s for ${c.outDir}/fuzzfleet.token`;
     await waitFor("the early worker to say it waits", () => (early.output().includes(waiting) ? true : undefined));
 
-    const coord = await startCoordinator(c, ["--for", "14s", "--port", String(port)]);
+    const coord = await startCoordinator(c, ["--for", "7s", "--port", String(port)]);
     const late = start(c, ["worker", "--master", master, "-j", "1"]);
     const [rc, re, rl] = await Promise.all([coord.result, early.result, late.result]);
     assert.equal(rc.code, exitOwed(c, rc.stdout), `coordinator exit ${rc.code}\n${rc.stdout}\n${rc.stderr}`);

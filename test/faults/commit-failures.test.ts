@@ -34,7 +34,7 @@ test("coordinate: a full disk at commit (SQLITE_FULL) is retried without losing 
   const c = new Campaign({ extra: distributedTable() });
   const trigger = join(c.dir, "fault");
   try {
-    const coord = await startCoordinator(c, ["--for", "24s"], faultEnv(trigger));
+    const coord = await startCoordinator(c, ["--for", "17s"], faultEnv(trigger));
     const workers = [1, 2].map(() => start(c, ["worker", "--master", `127.0.0.1:${coord.port}`, "-j", "1"]));
     await waitFor("two complete chunks", () => (completeChunks(c) >= 2 ? true : undefined), 60_000);
     await injectUntilSeen(trigger, "full", coord, /the disk holding the store .* is full \(SQLITE_FULL\)/);
@@ -55,7 +55,7 @@ test("run: an fsync that fails at commit (SQLITE_IOERR_FSYNC) after the chunk's 
   const c = new Campaign();
   const trigger = join(c.dir, "fault");
   try {
-    const run = start(c, ["run", "--for", "22s", "--yes"], faultEnv(trigger));
+    const run = start(c, ["run", "--for", "15s", "--yes"], faultEnv(trigger));
     await waitFor("a complete chunk", () => (completeChunks(c) >= 1 ? true : undefined), 60_000);
     await injectUntilSeen(trigger, "ioerr", run, /the store .* cannot be written \(SQLITE_IOERR_FSYNC\)/);
     const rc = await finished(run, BOUND_MS, "run");

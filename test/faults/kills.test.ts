@@ -104,8 +104,8 @@ test("run, SIGKILLed at random moments and restarted: true books, no orphaned ge
       const inFlight = c.one<{ id: number }>("SELECT id FROM chunk WHERE status = 'running'").id;
       mkdirSync(join(c.outDir, "tmp", `chunk-${inFlight}`, "failures", "1"), { recursive: true });
     }
-    // The shortest budget that still starts a chunk (the deadline floor is 10 s): the restart is what is checked.
-    const last = c.cli(["run", "--for", "11s", "--yes"]);
+    // A short budget that still starts a chunk (the deadline floor is 5 s): the restart is what is checked.
+    const last = c.cli(["run", "--for", "6s", "--yes"]);
     assert.equal(last.code, exitForSummary(last.stdout), last.stdout + last.stderr);
     if (/removed 1 scratch entry an earlier session left/.test(last.stderr)) removedLines++;
     assert.equal(removedLines, 5, "every restart removed what the killed session left");
@@ -163,7 +163,7 @@ test("coordinate and workers, SIGKILLed at random moments and restarted: true bo
 test("a writer killed mid-commit leaves a hot journal: status and failures still read the last committed state; the next run goes on", async () => {
   const c = new Campaign({ extra: '[store]\njournal = "truncate"\n' });
   try {
-    const first = c.cli(["run", "--for", "11s", "--yes"]);
+    const first = c.cli(["run", "--for", "4s", "--yes"]);
     assert.equal(first.code, exitForSummary(first.stdout), first.stdout + first.stderr);
     const before = c.one<{ n: number; s: number }>("SELECT COUNT(*) AS n, SUM(seconds) AS s FROM chunk");
     const script = `
@@ -184,7 +184,7 @@ test("a writer killed mid-commit leaves a hot journal: status and failures still
     }
     assert.deepEqual(c.one("SELECT COUNT(*) AS n, SUM(seconds) AS s FROM chunk"), before, "the interrupted transaction left nothing behind");
     assert.equal(c.query("SELECT name FROM sqlite_master WHERE name = 'ballast'").length, 0);
-    const next = c.cli(["run", "--for", "11s", "--yes"]);
+    const next = c.cli(["run", "--for", "4s", "--yes"]);
     assert.equal(next.code, exitForSummary(next.stdout), next.stdout + next.stderr);
     assertBooksTrue(c);
   } finally {

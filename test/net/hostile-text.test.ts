@@ -47,7 +47,7 @@ writeFileSync(join(dir, "report.txt"), "report \\x1b[2J head\\nits second line\\
 process.exit(1);
 `,
     );
-    const run = c.cli(["run", "--for", "11s"]);
+    const run = c.cli(["run", "--for", "4s"]);
     assert.equal(run.code, 1, run.stdout + run.stderr);
     // What only a damaged or forged store holds: a bucket, lane arguments and a host the ingest would never write.
     const db = new Database(c.dbPath);

@@ -16,7 +16,7 @@ describe("reports on a swept campaign", () => {
       large: 'base_seed = 1000000\nargs = ["--size", "large"]',
     },
   });
-  before(() => assert.equal(c.cli(["run", "--for", "12s"]).code, 1));
+  before(() => assert.equal(c.cli(["run", "--for", "5s"]).code, 1));
   after(() => c.cleanup());
 
   test("status prints coverage per lane, failures by bucket and sessions; --json carries the same numbers", () => {
@@ -205,8 +205,8 @@ describe("init", () => {
     assert.match(ok.stdout, /wrote .*fuzzfleet\.toml/);
     assert.equal(c.cli(["--config", path, "init"]).code, 3);
     assert.equal(c.cli(["--config", path, "init", "--force"]).code, 0);
-    // Its 10-minute chunks put the deadline floor at 60 s.
-    const run = c.cli(["--config", path, "run", "--for", "61s"], { env: { PLANTED_COST_MS: "0" } });
+    // Its 10-minute chunks are cut to the time left: a 6 s budget sweeps (the deadline floor is 5 s).
+    const run = c.cli(["--config", path, "run", "--for", "6s"], { env: { PLANTED_COST_MS: "0" } });
     assert.ok(existsSync(join(dir, "fuzzfleet.db")));
     assert.equal(run.code, exitOwed({ dbPath: join(dir, "fuzzfleet.db") }, run.stdout), run.stdout + run.stderr);
   });

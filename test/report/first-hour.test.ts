@@ -31,7 +31,7 @@ test("status with a config but no store yet says nothing was swept, and the hint
 });
 
 test("after reset, status lists the configured lanes as not started; reset --lane tells not started from no such lane", () => {
-  const run = c.cli(["run", "--for", "11s", "--lane", "small"]);
+  const run = c.cli(["run", "--for", "4s", "--lane", "small"]);
   assert.notEqual(run.code, null, run.stderr);
   assert.equal(c.cli(["reset", "--yes"]).code, 0);
   const status = c.cli(["status"]);
@@ -61,7 +61,7 @@ test("a broken config does not hide the store's report: status warns with the co
 test("the demo explains its deliberate quarantine in its own words and says where its files stay", () => {
   const dir = mkdtempSync(join(tmpdir(), "fuzzfleet-demo-test-"));
   try {
-    const r = spawnSync(process.execPath, [CLI, "demo", "--for", "11s", "--dir", join(dir, "d")], { encoding: "utf8", env: { ...process.env, PLANTED_COST_MS: "0" } });
+    const r = spawnSync(process.execPath, [CLI, "demo", "--for", "6s", "--dir", join(dir, "d")], { encoding: "utf8", env: { ...process.env, PLANTED_COST_MS: "0" } });
     assert.equal(r.status, 0, r.stdout + r.stderr);
     assert.doesNotMatch(r.stdout, /fix it before trusting its verdicts/);
     assert.doesNotMatch(r.stdout, /QUARANTINE/);

@@ -30,12 +30,12 @@ describe("generator and lane identity", () => {
   after(() => c.cleanup());
 
   test("a changed generator is refused without a terminal and without --yes (exit 3), and nothing changes", () => {
-    const first = c.cli(["run", "--for", "11s"]);
+    const first = c.cli(["run", "--for", "4s"]);
     assert.equal(first.code, exitOwed(c, first.stdout), first.stdout + first.stderr);
     const cursor = c.one<{ cursor: number }>("SELECT cursor FROM lane").cursor;
     assert.ok(cursor > 1);
     appendFileSync(gen, "\n// a change that makes every seed mean something else\n");
-    const r = c.cli(["run", "--for", "11s"]);
+    const r = c.cli(["run", "--for", "4s"]);
     assert.equal(r.code, 3, r.stderr);
     assert.match(r.stderr, /Start a new generation/);
     assert.match(r.stderr, /--yes/);
@@ -47,7 +47,7 @@ describe("generator and lane identity", () => {
   test("with --yes the changed generator starts a new generation; open failures become stale", () => {
     const openBefore = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE state = 'open'").n;
     assert.ok(openBefore > 0, "the first run found something");
-    const r = c.cli(["run", "--for", "11s", "--yes"]);
+    const r = c.cli(["run", "--for", "4s", "--yes"]);
     assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
     assert.match(r.stdout, /new generation/);
     const gens = c.query<{ id: number; note: string }>("SELECT id, note FROM generation ORDER BY id");
@@ -72,11 +72,11 @@ identity = ["gen/planted.mjs"]
 `,
       lanes: { small: 'base_seed = 1\nargs = ["--size", "large"]' },
     });
-    const refused = c.cli(["run", "--for", "11s"]);
+    const refused = c.cli(["run", "--for", "4s"]);
     assert.equal(refused.code, 3, refused.stderr);
     assert.match(refused.stderr, /Restart lane 'small'/);
     assert.equal(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM lane WHERE retired = 0 AND id = ?", old.id).n, 1);
-    const r = c.cli(["run", "--for", "11s", "--yes"]);
+    const r = c.cli(["run", "--for", "4s", "--yes"]);
     assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
     const fresh = c.one<{ id: number; params_json: string }>("SELECT id, params_json FROM lane WHERE retired = 0");
     assert.notEqual(fresh.id, old.id);
@@ -108,10 +108,10 @@ describe("a lock held by another host", () => {
   const lock = () => join(c.outDir, "fuzzfleet.lock");
 
   test("run, resweep and reset are refused (exit 3); status and failures point at --master", () => {
-    const first = c.cli(["run", "--for", "11s"]);
+    const first = c.cli(["run", "--for", "4s"]);
     assert.equal(first.code, exitOwed(c, first.stdout), first.stdout + first.stderr);
     writeFileSync(lock(), `otherhost 4242 2026-01-01T00:00:00Z coordinate 9999\n`);
-    for (const args of [["run", "--for", "11s"], ["resweep"], ["reset", "--yes"]]) {
+    for (const args of [["run", "--for", "4s"], ["resweep"], ["reset", "--yes"]]) {
       const r = c.cli(args);
       assert.equal(r.code, 3, `${args[0]}: ${r.stderr}`);
       assert.match(r.stderr, /otherhost/);
@@ -130,7 +130,7 @@ describe("a lock held by another host", () => {
   });
 
   test("--force-unlock takes over, and the lock is released afterwards", () => {
-    const r = c.cli(["run", "--for", "11s", "--force-unlock"]);
+    const r = c.cli(["run", "--for", "4s", "--force-unlock"]);
     assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
     assert.match(r.stderr, /taking over the lock from otherhost \(pid 4242\)/);
     assert.ok(!existsSync(lock()));
@@ -146,7 +146,7 @@ describe("bad configuration", () => {
   test("an unknown key is exit 2 naming the key and its line", () => {
     const text = readFileSync(config(), "utf8").replace("[defaults]\n", "[defaults]\nchunk_minuets = 3\n");
     writeFileSync(config(), text);
-    const r = c.cli(["run", "--for", "11s"]);
+    const r = c.cli(["run", "--for", "4s"]);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /fuzzfleet\.toml:2: defaults\.chunk_minuets: unknown key/);
     assert.ok(!existsSync(c.dbPath), "no store was created");
@@ -155,20 +155,20 @@ describe("bad configuration", () => {
   test("a wrong type is exit 2 naming the key, its line and the expected type", () => {
     c.writeConfig({ lanes: { small: 'base_seed = 1\nweight = "two"' } });
     const line = readFileSync(config(), "utf8").split("\n").findIndex((l) => l.startsWith("weight")) + 1;
-    const r = c.cli(["run", "--for", "11s"]);
+    const r = c.cli(["run", "--for", "4s"]);
     assert.equal(r.code, 2);
     assert.match(r.stderr, new RegExp(`fuzzfleet\\.toml:${line}: lanes\\.small\\.weight: expected a number`));
   });
 
   test("no lanes is exit 2", () => {
     c.writeConfig({ lanes: {} });
-    const r = c.cli(["run", "--for", "11s"]);
+    const r = c.cli(["run", "--for", "4s"]);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /defines no \[lanes\.NAME\] tables/);
   });
 
   test("a missing file is exit 2 and suggests init", () => {
-    const r = c.cli(["--config", join(c.dir, "nope.toml"), "run", "--for", "11s"]);
+    const r = c.cli(["--config", join(c.dir, "nope.toml"), "run", "--for", "4s"]);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /no config at .*nope\.toml.*fuzzfleet init/);
   });
@@ -181,7 +181,7 @@ describe("bad configuration", () => {
   });
 
   test("an unknown lane name is exit 2 listing the configured lanes", () => {
-    const r = c.cli(["run", "--for", "11s", "--lane", "nosuch"]);
+    const r = c.cli(["run", "--for", "4s", "--lane", "nosuch"]);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /no such lane\(s\): nosuch \(configured: small\)/);
   });

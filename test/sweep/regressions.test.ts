@@ -15,7 +15,7 @@ describe("regressions", () => {
   after(() => c.cleanup());
 
   test("a fixed failure hit again is reopened, and the run exits 1 though nothing is newly distinct", () => {
-    const first = c.cli(["run", "--lane", "a", "--for", "11s"]);
+    const first = c.cli(["run", "--lane", "a", "--for", "4s"]);
     assert.equal(first.code, 1, first.stderr);
     assert.ok(c.one<{ cursor: number }>("SELECT cursor FROM lane WHERE name = 'a'").cursor > 20000);
     const fix = c.cli(["resweep"], { env: { PLANTED_FIX: "crash,wrong-result,hang-detected" } });
@@ -26,7 +26,7 @@ describe("regressions", () => {
     // At >= 5 ms a seed lane b sweeps far fewer than the 20,000 seeds lane a swept; its first
     // chunk, seeds 1..100, holds a find (seeds 90..99).
     c.writeConfig({ lanes, costMs: 5, defaults: { max_shrinks: 100000, bootstrap_seeds: 100 } });
-    const second = c.cli(["run", "--lane", "b", "--for", "11s"]);
+    const second = c.cli(["run", "--lane", "b", "--for", "4s"]);
     assert.equal(second.code, 1, `a regression alerts like a new failure\n${second.stdout}\n${second.stderr}`);
     assert.ok(c.one<{ cursor: number }>("SELECT cursor FROM lane WHERE name = 'b'").cursor <= 20001);
     assert.equal(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n, distinct, "nothing newly distinct");

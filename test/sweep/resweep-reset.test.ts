@@ -11,7 +11,7 @@ describe("resweep and reset", () => {
     defaults: { max_shrinks: 1000 },
   });
   before(() => {
-    const r = c.cli(["run", "--for", "14s"]);
+    const r = c.cli(["run", "--for", "7s"]);
     assert.equal(r.code, 1, r.stderr);
   });
   after(() => c.cleanup());
@@ -40,20 +40,20 @@ describe("resweep and reset", () => {
     assert.equal(now["crash/fixed"], before["crash/open"]);
     assert.equal(now["crash/open"], undefined);
     assert.equal(now["wrong-result/open"], before["wrong-result/open"]);
-    assert.match(r.stdout, new RegExp(`${before["crash/open"]} fixed`));
+    assert.match(r.stdout, new RegExp(`${before["crash/open"]!.toLocaleString("en-US")} fixed`), r.stdout);
     const fixed = c.query<{ resolved_at: string | null }>("SELECT resolved_at FROM failure WHERE state = 'fixed'");
     assert.ok(fixed.every((f) => f.resolved_at !== null));
   });
 
   test("reset --lane restarts the lane, and the reset holds across the next run", () => {
     const old = c.one<{ id: number; cursor: number }>("SELECT id, cursor FROM lane WHERE retired = 0");
-    assert.ok(old.cursor > 1000);
+    assert.ok(old.cursor > 1, `the lane had swept something before the reset (cursor ${old.cursor})`);
     const refused = c.cli(["reset", "--lane", "small"]);
     assert.equal(refused.code, 3, "no terminal and no --yes: refused");
     const r = c.cli(["reset", "--lane", "small", "--yes"]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /lane 'small' reset to 1/);
-    const run = c.cli(["run", "--for", "11s"]);
+    const run = c.cli(["run", "--for", "4s"]);
     assert.equal(run.code, exitOwed(c, run.stdout), run.stdout + run.stderr);
     const lane = c.one<{ id: number; cursor: number }>("SELECT id, cursor FROM lane WHERE retired = 0");
     assert.notEqual(lane.id, old.id);

@@ -35,9 +35,9 @@ describe("run on the bundled generator", () => {
   });
   after(() => c.cleanup());
 
-  test("a 15 s run completes chunks, keeps every cursor a true prefix and dedups failures", () => {
-    // Chunks start for 5 s, until the deadline floor (10 s): two bootstrap chunks and rate-sized ones.
-    const r = c.cli(["run", "--for", "15s"]);
+  test("an 8 s run completes chunks, keeps every cursor a true prefix and dedups failures", () => {
+    // Chunks start for 5 s, until the deadline floor (3 s, the chunk length): two bootstrap chunks and rate-sized ones.
+    const r = c.cli(["run", "--for", "8s"]);
     assert.equal(r.code, 1, `exit 1 = newly distinct failures were recorded\n${r.stdout}\n${r.stderr}`);
     const chunks = c.query<ChunkRow>("SELECT * FROM chunk");
     const complete = chunks.filter((ch) => ch.status === "complete");
@@ -68,7 +68,7 @@ describe("run on the bundled generator", () => {
   test("a second run resumes at the cursor and does not count a seed twice", () => {
     const before = c.query<{ name: string; cursor: number }>("SELECT name, cursor FROM lane WHERE retired = 0");
     const firstNewChunk = c.one<{ n: number }>("SELECT MAX(id) AS n FROM chunk").n + 1;
-    const r = c.cli(["run", "--for", "11s"]);
+    const r = c.cli(["run", "--for", "4s"]);
     assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
     let resumed = 0;
     for (const lane of before) {
@@ -128,7 +128,7 @@ describe("interruptions", () => {
       for (const pid of processesMentioning(`chunk-${chunk.id}`)) process.kill(pid, "SIGKILL");
       assert.ok(existsSync(join(c.outDir, "fuzzfleet.lock")), "the dead run left its lock");
       c.writeConfig({ costMs: 0 });
-      const r = c.cli(["run", "--for", "12s", "--yes"]);
+      const r = c.cli(["run", "--for", "5s", "--yes"]);
       assert.equal(r.code, exitOwed(c, r.stdout), `reclaimed without --force-unlock\n${r.stdout}\n${r.stderr}`);
       assert.match(r.stdout, /left uncovered by an earlier session/);
       assert.match(r.stderr, /session\(s\) #1 ended without closing \(the process died\): marked crashed; 1 chunk\(s\) left in flight marked aborted:lost/);
@@ -166,7 +166,7 @@ describe("a store left behind by a process that died", () => {
   db.close();
 
   test("run marks the dead session crashed and its chunks aborted:lost, and names uncovered seeds only of the lanes it sweeps", () => {
-    const r = c.cli(["run", "--lane", "small", "--for", "11s"]);
+    const r = c.cli(["run", "--lane", "small", "--for", "4s"]);
     assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
     assert.match(r.stdout, /small: 100 seed\(s\) left uncovered by an earlier session/);
     assert.doesNotMatch(r.stdout, /large: .*left uncovered/, "lane large is not swept by this session");
@@ -193,7 +193,7 @@ describe("a store left behind by a process that died", () => {
   });
 
   test("the lane that was not swept still has its lost range queued for the next session that sweeps it", () => {
-    const r = c.cli(["run", "--lane", "large", "--for", "11s"]);
+    const r = c.cli(["run", "--lane", "large", "--for", "4s"]);
     assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
     assert.match(r.stdout, /large: 100 seed\(s\) left uncovered by an earlier session/);
     const first = c.one<ChunkRow>("SELECT c.* FROM chunk c JOIN lane l ON l.id = c.lane_id WHERE l.name = 'large' AND c.session_id = 3 ORDER BY c.id LIMIT 1");

@@ -34,7 +34,7 @@ identity = [${JSON.stringify(PLANTED)}]
 `,
   });
   try {
-    const r = c.cli(["run", "--for", "12s"], { env: { VICTIM: v.dir } });
+    const r = c.cli(["run", "--for", "5s"], { env: { VICTIM: v.dir } });
     // The chunk is aborted (its finds cannot be known) and the lane disabled: every lane is, so exit 4.
     assert.equal(r.code, 4, r.stdout + r.stderr);
     assert.match(r.stdout, /lane 'small' disabled for the rest of this session: the chunk's results could not be read/);
@@ -57,7 +57,7 @@ test("a worker with the token that swaps its scratch directory for a symlink and
   const v = victim();
   const c = new Campaign({ extra: distributedTable(), defaults: { bootstrap_seeds: 20 } });
   try {
-    const coord = await startCoordinator(c, ["--for", "12s"]);
+    const coord = await startCoordinator(c, ["--for", "5s"]);
     const attacker = await fakeWorker(coord.port, campaignToken(c.outDir), "attacker");
     const reply = (await send(attacker.conn, { type: "want", slots: 1 })) as { type: string; chunks?: { chunk_id: number; scratch_dir: string }[] };
     assert.equal(reply.type, "assign", JSON.stringify(reply));
