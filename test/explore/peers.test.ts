@@ -10,7 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { RefusedError, RuntimeFailure } from "../../src/errors.ts";
+import type { ExploreMaster } from "../../src/explore/master/master.ts";
 import { joinRoot, readRoot, RootHub, setupHash, type CampaignSetup, type JoinedRoot, type PeerLink } from "../../src/explore/fleet/peers.ts";
+import { participantStats, rootStats, type Inbox } from "../../src/explore/fleet/stats-round.ts";
 import { Connection } from "../../src/net/connection.ts";
 import { FIRST_FRAME_BYTES } from "../../src/net/frame.ts";
 import { check, PeerHello, type FromPeerT, type FromRootT } from "../../src/net/messages.ts";
@@ -47,8 +49,8 @@ interface Root {
   lost: { rank: number; why: string }[];
 }
 
-/** A root of `masters` masters listening on 127.0.0.1; its nonce file holds `nonceValue`, a submaster reads `nonceOnDisk`. */
-async function root(masters: number, o: { graceMs?: number; nonceOnDisk?: string } = {}): Promise<Root> {
+/** A root of `masters` masters listening on 127.0.0.1; its nonce is "the-nonce", its nonce file holds `nonceOnDisk`. */
+async function root(masters: number, o: { graceMs?: number; nonceOnDisk?: string; inbox?: Inbox } = {}): Promise<Root> {
   const noncePath = join(dir, `nonce-${servers.length}`);
   writeFileSync(noncePath, o.nonceOnDisk ?? "the-nonce\n");
   const r: Root = { hub: null as unknown as RootHub, port: 0, lines: [], frames: [], lost: [] };
@@ -60,7 +62,8 @@ async function root(masters: number, o: { graceMs?: number; nonceOnDisk?: string
     epoch: EPOCH,
     graceMs: o.graceMs ?? 10_000,
     log: (line) => r.lines.push(line),
-    onFrame: (peer: PeerLink, frame) => r.frames.push({ rank: peer.rank, frame }),
+    // With an inbox, frames go there, as the explore command's roles wire them for the statistics round.
+    onFrame: (peer: PeerLink, frame) => (o.inbox ? o.inbox.push({ rank: peer.rank, frame }) : r.frames.push({ rank: peer.rank, frame })),
     onLost: (peer, why) => r.lost.push({ rank: peer.rank, why }),
   });
   const server = createServer(async (socket) => {
@@ -172,5 +175,33 @@ test("a seated submaster that says nothing after the roster is lost once the gra
   assert.deepEqual(r.lost, [{ rank: 1, why: "silent for more than 1s" }]);
   assert.ok(r.hub.peers[0]!.lost);
   a.conn.destroy();
+  r.hub.close();
+});
+
+/** What the statistics round reads of a master: its counters and its external inputs. */
+function counts(observations: number, generated: number): ExploreMaster {
+  return { counters: { observations, generated, claimedChildren: 1 }, external: new Set() } as unknown as ExploreMaster;
+}
+
+// Every wait of the round is 20 s: the test's 10 s bound fails a round that waits for its deadline instead of being woken by the frames.
+test("the statistics round over the links: the root totals every master's counts, the submaster is acknowledged and released, each wait woken by the frame it waits for", { timeout: 10_000 }, async () => {
+  const inbox: { root: Inbox; sub: Inbox } = { root: [], sub: [] };
+  const r = await root(2, { graceMs: 20_000, inbox: inbox.root });
+  const [sub] = await Promise.all([submaster(r.port), r.hub.start(20_000)]);
+  let lost: string | null = null;
+  void readRoot(sub.conn, 20_000, (f) => inbox.sub.push({ rank: 0, frame: f }), (why) => (lost = why));
+  const now = () => performance.now();
+  const [rootOut, subOut] = await Promise.all([
+    rootStats({ hub: r.hub, master: counts(5, 7), late: 0, graceMs: 20_000, inbox: inbox.root, now, log: (l) => r.lines.push(l) }).then((out) => {
+      r.hub.broadcast({ type: "release", token: EPOCH });
+      return out;
+    }),
+    participantStats({ conn: sub.conn, rank: sub.rank, master: counts(3, 4), late: 2, graceMs: 20_000, finalizeMs: 20_000, inbox: inbox.sub, lost: () => lost, log: () => undefined }),
+  ]);
+  assert.deepEqual(rootOut.problems, []);
+  assert.deepEqual(rootOut.totals, { observations: 8, generated: 11, interesting: 2, external: 0, late: 2 });
+  assert.deepEqual(rootOut.byMaster, { 0: 5, 1: 3 });
+  assert.deepEqual(subOut, { problems: [], timedOut: false });
+  sub.conn.destroy();
   r.hub.close();
 });

@@ -121,6 +121,8 @@ export class RootHub {
   private readonly now: () => number;
   /** Wakes start() when a submaster takes a seat. */
   private readonly seated = new WakeablePause();
+  /** Wakes nextEvent() when a submaster's frame was delivered or a submaster was lost. */
+  private readonly activity = new WakeablePause();
   private readonly refusals: RefusalLog;
 
   constructor(private readonly o: RootHubOptions) {
@@ -193,6 +195,11 @@ export class RootHub {
     for (const p of this.peers) if (!to || to.includes(p.rank)) this.send(p, frame);
   }
 
+  /** Resolves when a submaster's frame was delivered or a submaster was lost (since the last call), or after `ms`. */
+  nextEvent(ms: number): Promise<void> {
+    return this.activity.pause(ms);
+  }
+
   close(): void {
     for (const p of this.peers) p.conn.close();
     this.refusals.close();
@@ -203,7 +210,10 @@ export class RootHub {
     const link = new MasterLink(this.o.graceMs, (raw) => check(FromPeer, raw));
     await drive(peer.conn, link, link.start(this.now()), this.now, (a: LinkAction<FromPeerT>) => {
       if (a.kind === "lost") this.lose(peer, a.why);
-      else if (a.kind === "deliver" && !peer.lost) this.o.onFrame(peer, a.frame);
+      else if (a.kind === "deliver" && !peer.lost) {
+        this.o.onFrame(peer, a.frame);
+        this.activity.wake();
+      }
     });
   }
 
@@ -212,6 +222,7 @@ export class RootHub {
     peer.lost = why;
     peer.conn.destroy();
     this.o.onLost(peer, why);
+    this.activity.wake();
   }
 }
 
@@ -264,14 +275,29 @@ export async function joinRoot(o: {
   return outcome.joined;
 }
 
+/** What readRoot brought on each link to the root: a frame delivered, the link lost. */
+const fromRoot = new WeakMap<Connection, WakeablePause>();
+function rootActivity(conn: Connection): WakeablePause {
+  let pause = fromRoot.get(conn);
+  if (!pause) fromRoot.set(conn, (pause = new WakeablePause()));
+  return pause;
+}
+
 /** Reads the root's frames until the connection ends; silence beyond the grace counts as lost. */
 export async function readRoot(conn: Connection, graceMs: number, onFrame: (f: FromRootT) => void, onLost: (why: string) => void): Promise<void> {
   const now = () => performance.now();
   const link = new MasterLink(graceMs, (raw) => check(FromRoot, raw));
+  const activity = rootActivity(conn);
   await drive(conn, link, link.start(now()), now, (a: LinkAction<FromRootT>) => {
     if (a.kind === "lost") onLost(a.why);
     else if (a.kind === "deliver") onFrame(a.frame);
+    activity.wake();
   });
+}
+
+/** Resolves when readRoot delivered a frame from `conn` or lost it (since the last call), or after `ms`. */
+export function nextFromRoot(conn: Connection, ms: number): Promise<void> {
+  return rootActivity(conn).pause(ms);
 }
 
 /** A machine that waits for frames: what it makes of the wait's outcome. */
