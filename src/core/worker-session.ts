@@ -23,10 +23,13 @@
 // The worker's place in the tokenised stop is the shared StopLedger's: admission adds it, a
 // stop_ack is checked against it, leaving removes it (before its stop) or marks it gone (after).
 import assert from "node:assert/strict";
-import { createHash, timingSafeEqual } from "node:crypto";
+import { nonceMismatch, noFrameWithin, protocolMismatch, refusalReason, tokensEqual, WORKER_JOINS, withPrintableHost } from "./handshake-checks.ts";
 import type { StopLedger } from "./lifecycle.ts";
 import { printable } from "./log-lines.ts";
 import { asObject } from "./message-checks.ts";
+
+// The token check and the wording of a wait live with the other handshake checks; net/ imports them from here.
+export { noFrameWithin, tokensEqual };
 
 /** What the machine reads of a validated first frame; the caller's frames carry more. */
 export type FirstFrameView =
@@ -123,23 +126,6 @@ function isFirst<F extends FirstFrameView, T extends FirstFrameView["type"]>(fra
 }
 function isWork<F extends WorkFrameView, T extends WorkFrameView["type"]>(frame: F, ...types: T[]): frame is F & Extract<WorkFrameView, { type: T }> {
   return (types as string[]).includes(frame.type);
-}
-
-/** A host name is the peer's text: made printable once here, every later line is safe. */
-function withPrintableHost<F extends { host: string }>(frame: F): F {
-  return { ...frame, host: printable(frame.host, { max: 255 }) };
-}
-
-/** Constant-time comparison of two tokens (hashing first makes the lengths equal). */
-export function tokensEqual(a: string, b: string): boolean {
-  const ha = createHash("sha256").update(a).digest();
-  const hb = createHash("sha256").update(b).digest();
-  return timingSafeEqual(ha, hb);
-}
-
-/** The wording of a wait that ran out (the machine's deadlines and the connection's timers alike). */
-export function noFrameWithin(peer: string, ms: number): string {
-  return `no frame from ${peer} within ${Math.round(ms / 100) / 10}s`;
 }
 
 export class WorkerSession<First extends FirstFrameView, Prove extends ProveView, Work extends WorkFrameView, Reply> {
@@ -257,9 +243,8 @@ export class WorkerSession<First extends FirstFrameView, Prove extends ProveView
       return [authenticated, { kind: "hand-over", hello: withPrintableHost(frame) }];
     }
     assert.ok(isFirst(frame, "hello"), `validate.first passed a '${frame.type}' frame`);
-    if (frame.protocol !== this.rules.speaks) {
-      return [authenticated, ...this.refuse(`protocol version ${frame.protocol}, this server speaks ${this.rules.speaks}: the worker runs a different fuzzfleet`)];
-    }
+    const otherVersion = protocolMismatch(frame.protocol, this.rules.speaks, WORKER_JOINS);
+    if (otherVersion !== null) return [authenticated, ...this.refuse(otherVersion)];
     const hello = withPrintableHost(frame);
     this.hello = hello;
     this.current = "screening";
@@ -270,12 +255,8 @@ export class WorkerSession<First extends FirstFrameView, Prove extends ProveView
     const checked = this.rules.validate.prove(raw);
     if (!checked.ok) return this.refuse(checked.reason);
     const prove = checked.frame;
-    if (prove.nonce !== this.rules.nonce.value) {
-      return this.refuse(
-        `the worker cannot read the nonce at ${this.rules.nonce.path}${prove.problem ? ` (${prove.problem})` : ""}: ` +
-          "every host must mount the shared campaign directory at the same path",
-      );
-    }
+    const unread = nonceMismatch(prove, this.rules.nonce, WORKER_JOINS);
+    if (unread !== null) return this.refuse(unread);
     this.current = "checking-proof";
     return [{ kind: "ask", question: { to: "proof", prove } }];
   }
@@ -347,7 +328,7 @@ export class WorkerSession<First extends FirstFrameView, Prove extends ProveView
   }
 
   private refusal(reason: string): SessionAction<First, Prove, Work, Reply> {
-    return { kind: "refuse", reason: printable(reason, { max: 2000 }) };
+    return { kind: "refuse", reason: refusalReason(reason) };
   }
 
   private end(actions: SessionAction<First, Prove, Work, Reply>[]): SessionAction<First, Prove, Work, Reply>[] {

@@ -3,19 +3,23 @@
 // ranks in join order and, once all N masters are in, sends every one the roster (epoch, ranks).
 // After that both sides send frames whenever they have something to say; each side reads in its
 // own loop and treats silence longer than the grace, or a closed connection, as a lost master.
+// What each step decides is core/peer-join.ts's machines; this file drives them between the
+// sockets, the clock, the nonce file and the log.
 //
-// Root:        accept peer_hello -> challenge/prove (same shared directory) -> setup must match
-//              -> wait (bounded) for N-1 peers -> roster to each -> read loops
+// Root:        accept peer_hello -> setup must match -> challenge/prove (same shared directory)
+//              -> wait (bounded, woken by each join) for N-1 peers -> roster to each -> read loops
 // Submaster:   dial (waiting for the root) -> peer_hello -> prove -> wait (bounded) for roster
+import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { hostname as osHostname } from "node:os";
 import { performance } from "node:perf_hooks";
 import { z } from "zod";
-import { printable } from "../../core/log-lines.ts";
+import { JoinRoster, MasterLink, RootAdmission, SubmasterJoin, type AdmissionAction, type AdmissionRules, type LinkAction } from "../../core/peer-join.ts";
 import { RefusedError, RuntimeFailure } from "../../errors.ts";
 import { Connection, FrameTimeout, PeerClosed } from "../../net/connection.ts";
 import { encodeFrame, FIRST_FRAME_BYTES } from "../../net/frame.ts";
 import {
+  check,
   FromPeer,
   FromRoot,
   HandshakeReply,
@@ -27,10 +31,12 @@ import {
   type FromPeerT,
   type FromRootT,
   type PeerHelloFrame,
+  type ProveFrame,
 } from "../../net/messages.ts";
 import { RefusalLog } from "../../net/worker-server.ts";
 import { proveIdentity } from "../../generator/identity.ts";
 import { connectWithWait } from "../../net/dial-wait.ts";
+import { WakeablePause } from "../../util/pause.ts";
 
 const HANDSHAKE_MS = 30_000;
 
@@ -98,86 +104,80 @@ export interface RootHubOptions {
   epoch: string;
   /** A peer silent for longer than this is lost. */
   graceMs: number;
+  /** The monotonic clock, in ms (performance.now() unless given). */
+  now?: () => number;
   log: (line: string) => void;
   onFrame: (peer: PeerLink, frame: FromPeerT) => void;
   onLost: (peer: PeerLink, why: string) => void;
 }
 
-/** The root's side: ranks, roster, and one reader per submaster. */
+const RosterOrRefuse = z.discriminatedUnion("type", [Roster, Refuse]);
+
+/** The root's side: seats and roster, and one reader per submaster. */
 export class RootHub {
   readonly peers: PeerLink[] = [];
-  private rosterSent = false;
-  private waiters: (() => void)[] = [];
-
+  private readonly seats: JoinRoster;
+  private readonly rules: AdmissionRules<ProveFrame>;
+  private readonly now: () => number;
+  /** Wakes start() when a submaster takes a seat. */
+  private readonly seated = new WakeablePause();
+  /** Wakes nextEvent() when a submaster's frame was delivered or a submaster was lost. */
+  private readonly activity = new WakeablePause();
   private readonly refusals: RefusalLog;
 
   constructor(private readonly o: RootHubOptions) {
-    this.refusals = new RefusalLog(o.log, () => performance.now(), (n, sec) => `REFUSED ${n} more master connection(s) within ${sec}s, not logged one by one`);
+    this.now = o.now ?? (() => performance.now());
+    this.seats = new JoinRoster(o.masters, o.epoch);
+    const setup = setupHash(o.setup);
+    this.rules = {
+      speaks: PROTOCOL_VERSION,
+      nonce: o.nonce,
+      setup: { hash: setup, differences: (theirs) => setupDifferences(o.setup, theirs) },
+      handshakeMs: HANDSHAKE_MS,
+      validate: { prove: (raw) => check(Prove, raw) },
+    };
+    this.refusals = new RefusalLog(o.log, this.now, (n, sec) => `REFUSED ${n} more master connection(s) within ${sec}s, not logged one by one`);
   }
 
   get ranks(): number[] {
-    return Array.from({ length: this.o.masters }, (_, i) => i);
+    return this.seats.ranks;
   }
 
-  /** The WorkerServer's onPeer hook. */
+  /** The WorkerServer's onPeer hook: drives one submaster's admission until it is seated or refused. */
   async accept(conn: Connection, hello: PeerHelloFrame): Promise<void> {
-    const refuse = (why: string) => {
-      const reason = printable(why, { max: 2000 });
-      this.refusals.write(`REFUSED master ${conn.remote} — ${reason}`);
-      try {
-        conn.send({ type: "refuse", reason });
-      } catch {
-        // gone
+    const admission = new RootAdmission(this.rules, conn.remote, this.seats);
+    await drive(conn, admission, admission.hello(hello, this.now()), this.now, (a: AdmissionAction) => {
+      switch (a.kind) {
+        case "send":
+          sendQuietly(conn, a.frame);
+          return;
+        case "refuse":
+          this.refusals.write(`REFUSED master ${conn.remote} — ${a.reason}`);
+          sendQuietly(conn, { type: "refuse", reason: a.reason });
+          return;
+        case "close":
+          conn.close();
+          return;
+        case "seated":
+          this.peers.push({ rank: a.rank, host: a.host, conn, lost: null });
+          this.o.log(a.line);
+          this.seated.wake();
+          return;
       }
-      conn.close();
-    };
-    if (hello.protocol !== PROTOCOL_VERSION) return refuse(`protocol version ${hello.protocol}, this root speaks ${PROTOCOL_VERSION}`);
-    if (hello.setup !== setupHash(this.o.setup)) {
-      return refuse(`the campaign setup differs — ${setupDifferences(this.o.setup, hello.setup_text)}`);
-    }
-    if (this.rosterSent || this.peers.length >= this.o.masters - 1) {
-      return refuse(`all ${this.o.masters} masters have joined already (start the root with a larger --masters)`);
-    }
-    conn.send({ type: "challenge", nonce_path: this.o.nonce.path, identity: null, app_path: null });
-    let prove;
-    try {
-      prove = await conn.receive(Prove, HANDSHAKE_MS);
-    } catch (err) {
-      return refuse((err as Error).message);
-    }
-    if (prove.nonce !== this.o.nonce.value) {
-      return refuse(`the master cannot read the nonce at ${this.o.nonce.path}: every master must mount the corpus directory at the same path`);
-    }
-    if (this.rosterSent || this.peers.length >= this.o.masters - 1) return refuse("all masters have joined already");
-    const host = printable(hello.host, { max: 255 });
-    const peer: PeerLink = { rank: this.peers.length + 1, host, conn, lost: null };
-    this.peers.push(peer);
-    this.o.log(`master ${host} joined as rank ${peer.rank} (${this.peers.length + 1} of ${this.o.masters})`);
-    for (const w of this.waiters.splice(0)) w();
+    });
   }
 
-  /** Waits (bounded) until every submaster joined, then sends the roster and starts reading. */
+  /** Waits (bounded, woken by every join) until every submaster joined, then sends the roster and starts reading. */
   async start(joinTimeoutMs: number): Promise<void> {
-    const deadline = performance.now() + joinTimeoutMs;
-    while (this.peers.length < this.o.masters - 1) {
-      const left = deadline - performance.now();
-      if (left <= 0) {
-        throw new RuntimeFailure(
-          `only ${this.peers.length + 1} of ${this.o.masters} masters joined within ${Math.round(joinTimeoutMs / 1000)}s; ` +
-            "start the others with --join, or lower --masters",
-        );
-      }
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, Math.min(left, 500));
-        this.waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
+    let step = this.seats.open(this.now(), joinTimeoutMs);
+    while (step.kind === "wait") {
+      await this.seated.pause(Math.max(1, step.deadline - this.now()));
+      step = this.seats.check(this.now());
     }
-    this.rosterSent = true;
-    for (const p of this.peers) {
-      p.conn.send({ type: "roster", epoch: this.o.epoch, rank: p.rank, ranks: this.ranks });
+    if (step.kind === "failed") throw new RuntimeFailure(step.message);
+    for (const frame of step.frames) {
+      const p = this.peers.find((q) => q.rank === frame.rank)!;
+      this.send(p, frame);
       void this.read(p);
     }
   }
@@ -195,23 +195,26 @@ export class RootHub {
     for (const p of this.peers) if (!to || to.includes(p.rank)) this.send(p, frame);
   }
 
+  /** Resolves when a submaster's frame was delivered or a submaster was lost (since the last call), or after `ms`. */
+  nextEvent(ms: number): Promise<void> {
+    return this.activity.pause(ms);
+  }
+
   close(): void {
     for (const p of this.peers) p.conn.close();
     this.refusals.close();
   }
 
   private async read(peer: PeerLink): Promise<void> {
-    for (;;) {
-      let frame: FromPeerT;
-      try {
-        frame = await peer.conn.receive(FromPeer, this.o.graceMs);
-      } catch (err) {
-        this.lose(peer, lostReason(err, this.o.graceMs));
-        return;
+    if (peer.lost) return;
+    const link = new MasterLink(this.o.graceMs, (raw) => check(FromPeer, raw));
+    await drive(peer.conn, link, link.start(this.now()), this.now, (a: LinkAction<FromPeerT>) => {
+      if (a.kind === "lost") this.lose(peer, a.why);
+      else if (a.kind === "deliver" && !peer.lost) {
+        this.o.onFrame(peer, a.frame);
+        this.activity.wake();
       }
-      if (peer.lost) return;
-      this.o.onFrame(peer, printableReason(frame));
-    }
+    });
   }
 
   private lose(peer: PeerLink, why: string): void {
@@ -219,6 +222,7 @@ export class RootHub {
     peer.lost = why;
     peer.conn.destroy();
     this.o.onLost(peer, why);
+    this.activity.wake();
   }
 }
 
@@ -242,44 +246,108 @@ export async function joinRoot(o: {
 }): Promise<JoinedRoot> {
   const conn = await connectWithWait(o);
   if (!conn) throw new RuntimeFailure("interrupted while waiting for the root master");
-  try {
-    const first = await conn.request(peerHello(o.token, osHostname(), o.setup), HandshakeReply, HANDSHAKE_MS);
-    if (first.type === "refuse") throw new RefusedError(`the root master refused this master:\n  ${printable(first.reason, { max: 2000 })}`);
-    if (first.type !== "challenge") throw new RuntimeFailure(`unexpected reply '${first.type}' from the root master`);
-    conn.send(proveIdentity(first));
-    const roster = await conn.receive(z.discriminatedUnion("type", [Roster, Refuse]), o.joinTimeoutMs);
-    if (roster.type === "refuse") throw new RefusedError(`the root master refused this master:\n  ${printable(roster.reason, { max: 2000 })}`);
-    return { conn, epoch: roster.epoch, rank: roster.rank, ranks: roster.ranks };
-  } catch (err) {
-    conn.destroy();
-    if (err instanceof FrameTimeout) throw new RuntimeFailure(`the root master sent no roster within ${Math.round(o.joinTimeoutMs / 1000)}s (are all --masters started?)`);
-    throw err;
-  }
+  const now = () => performance.now();
+  const join = new SubmasterJoin<PeerHelloFrame, z.infer<typeof HandshakeReply>, z.infer<typeof RosterOrRefuse>>({
+    handshakeMs: HANDSHAKE_MS,
+    joinTimeoutMs: o.joinTimeoutMs,
+    validate: { reply: (raw) => check(HandshakeReply, raw), roster: (raw) => check(RosterOrRefuse, raw) },
+  });
+  const outcome: { joined?: JoinedRoot; failure?: Error } = {};
+  await drive(conn, join, join.start(peerHello(o.token, osHostname(), o.setup), now()), now, (a) => {
+    switch (a.kind) {
+      case "send":
+        sendQuietly(conn, a.frame);
+        return;
+      case "prove":
+        sendQuietly(conn, proveIdentity(a.challenge));
+        return;
+      case "joined":
+        outcome.joined = { conn, epoch: a.roster.epoch, rank: a.roster.rank, ranks: a.roster.ranks };
+        return;
+      case "failed":
+        conn.destroy();
+        outcome.failure = a.refused ? new RefusedError(a.message) : new RuntimeFailure(a.message);
+        return;
+    }
+  });
+  if (outcome.failure) throw outcome.failure;
+  assert.ok(outcome.joined, "the join ended neither joined nor failed");
+  return outcome.joined;
+}
+
+/** What readRoot brought on each link to the root: a frame delivered, the link lost. */
+const fromRoot = new WeakMap<Connection, WakeablePause>();
+function rootActivity(conn: Connection): WakeablePause {
+  let pause = fromRoot.get(conn);
+  if (!pause) fromRoot.set(conn, (pause = new WakeablePause()));
+  return pause;
 }
 
 /** Reads the root's frames until the connection ends; silence beyond the grace counts as lost. */
 export async function readRoot(conn: Connection, graceMs: number, onFrame: (f: FromRootT) => void, onLost: (why: string) => void): Promise<void> {
-  for (;;) {
-    let frame: FromRootT;
-    try {
-      frame = await conn.receive(FromRoot, graceMs);
-    } catch (err) {
-      onLost(lostReason(err, graceMs));
-      return;
+  const now = () => performance.now();
+  const link = new MasterLink(graceMs, (raw) => check(FromRoot, raw));
+  const activity = rootActivity(conn);
+  await drive(conn, link, link.start(now()), now, (a: LinkAction<FromRootT>) => {
+    if (a.kind === "lost") onLost(a.why);
+    else if (a.kind === "deliver") onFrame(a.frame);
+    activity.wake();
+  });
+}
+
+/** Resolves when readRoot delivered a frame from `conn` or lost it (since the last call), or after `ms`. */
+export function nextFromRoot(conn: Connection, ms: number): Promise<void> {
+  return rootActivity(conn).pause(ms);
+}
+
+/** A machine that waits for frames: what it makes of the wait's outcome. */
+interface Receiving<A> {
+  frame(raw: unknown, now: number): A[];
+  timeout(now: number): A[];
+  closed(message: string): A[];
+  broken(message: string): A[];
+}
+
+/**
+ * Performs a machine's actions in order until it has nothing more to do. A receive is the last
+ * action of its batch and the only one awaited; what the machine makes of its outcome is the next
+ * batch. Every other action is `perform`'s.
+ */
+async function drive<A extends { kind: string }>(
+  conn: Connection,
+  machine: Receiving<A>,
+  first: A[],
+  now: () => number,
+  perform: (a: Exclude<A, { kind: "receive" }>) => void,
+): Promise<void> {
+  let actions = first;
+  while (actions.length > 0) {
+    let next: A[] = [];
+    for (const a of actions) {
+      if (a.kind === "receive") next = await receive(conn, machine, (a as unknown as { deadline: number }).deadline, now);
+      else perform(a as Exclude<A, { kind: "receive" }>);
     }
-    onFrame(printableReason(frame));
+    actions = next;
   }
 }
 
-/** The free text a master sends (an abandon's or a refusal's reason), made printable before anyone logs it. */
-function printableReason<F extends FromPeerT | FromRootT>(frame: F): F {
-  if (frame.type !== "abandon" && frame.type !== "refuse") return frame;
-  return { ...frame, reason: printable(frame.reason, { max: 2000 }) };
+async function receive<A>(conn: Connection, machine: Receiving<A>, deadline: number, now: () => number): Promise<A[]> {
+  let raw: unknown;
+  try {
+    raw = await conn.receiveRaw(Math.max(0, deadline - now()));
+  } catch (err) {
+    if (err instanceof FrameTimeout) return machine.timeout(now());
+    if (err instanceof PeerClosed) return machine.closed(err.message);
+    return machine.broken((err as Error).message);
+  }
+  return machine.frame(raw, now());
 }
 
-/** Why a master's link ended, for the report that names it. */
-function lostReason(err: unknown, graceMs: number): string {
-  if (err instanceof FrameTimeout) return `silent for more than ${Math.round(graceMs / 1000)}s`;
-  if (err instanceof PeerClosed) return "connection closed";
-  return `protocol error: ${(err as Error).message}`;
+/** A peer that is gone learns nothing more; the machine's next wait reports it gone. */
+function sendQuietly(conn: Connection, frame: Frame): void {
+  try {
+    conn.send(frame);
+  } catch {
+    // Every send is followed by a receive (which fails with PeerClosed) or by the close.
+  }
 }

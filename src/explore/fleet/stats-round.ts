@@ -2,12 +2,12 @@
 // reports once with a random token, the root ACKs each exactly once all have reported) and the
 // final rendezvous (the root's `release` once the shared state is settled). Every wait is bounded;
 // a silent master is named, and the campaign exits 70 (71 when the final rendezvous times out).
+// Each wait is woken by what the masters' links bring (a frame, a loss) or ends at its deadline.
 import { StatsCollector, StatsSender, type MasterStats } from "../../core/stats-exchange.ts";
 import type { Connection } from "../../net/connection.ts";
 import type { ExploreMaster } from "../master/master.ts";
-import type { RootHub } from "./peers.ts";
+import { nextFromRoot, type RootHub } from "./peers.ts";
 import { randomToken } from "./tokens.ts";
-import { setTimeout as sleep } from "node:timers/promises";
 
 export type Inbox = { rank: number; frame: { type: string } & Record<string, unknown> }[];
 
@@ -47,7 +47,7 @@ export async function rootStats(o: {
       });
       return { problems, totals: out.totals, byMaster: out.byMaster };
     }
-    await sleep(20);
+    await o.hub.nextEvent(Math.max(1, deadline - o.now()));
   }
 }
 
@@ -78,7 +78,7 @@ export async function participantStats(o: {
     if (sender.done) break;
     if (o.lost()) return { problems: [`the root master was lost before acknowledging the statistics: ${o.lost()}`], timedOut: false };
     if (performance.now() >= ackDeadline) return { problems: [`the root did not acknowledge the statistics within ${Math.round(o.graceMs / 1000)}s`], timedOut: false };
-    await sleep(20);
+    await nextFromRoot(o.conn, Math.max(1, ackDeadline - performance.now()));
   }
   const releaseDeadline = performance.now() + o.finalizeMs;
   while (!released) {
@@ -88,7 +88,7 @@ export async function participantStats(o: {
       o.log(`the final rendezvous with the root timed out after ${Math.round(o.finalizeMs / 1000)}s`);
       return { problems: [], timedOut: true };
     }
-    await sleep(20);
+    await nextFromRoot(o.conn, Math.max(1, releaseDeadline - performance.now()));
   }
   return { problems: [], timedOut: false };
 }
