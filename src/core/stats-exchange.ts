@@ -1,8 +1,9 @@
 // The bounded end-of-campaign stats exchange between masters, as two pure ledgers. Every
 // non-root master sends its counters once with a random token and waits for the root's exact
 // ACK; the root accepts exactly one valid report per peer, sums them with its own, and ACKs
-// every peer only once all have reported. Anything else is quarantined and counted. The caller
-// sends, receives and owns the deadline; a peer still silent at the deadline is listed as
+// every peer only once all have reported. Anything else is quarantined and counted. Messages
+// arrive already checked against their wire schema (net/messages.ts); the ledgers decide what a
+// well-formed one means. The caller sends, receives and owns the deadline; a peer still silent at the deadline is listed as
 // pending and the exchange is incomplete (the campaign fails instead of hanging).
 import assert from "node:assert/strict";
 import { asObject, HEX64, isCount } from "./message-checks.ts";
@@ -33,7 +34,7 @@ export interface StatsAck {
   token: string;
 }
 
-export type StatsClass = "accepted" | "duplicate" | "malformed" | "unowned";
+export type StatsClass = "accepted" | "duplicate" | "foreign" | "unowned";
 
 export interface StatsOutcome {
   /** Every peer reported exactly once. */
@@ -48,7 +49,7 @@ export interface StatsOutcome {
   totals: MasterStats;
   /** Observations per master rank: the root and every peer that reported. */
   byMaster: Record<number, number>;
-  /** Reports refused (malformed, duplicate, from a non-peer). */
+  /** Reports refused (naming another rank, duplicate, from a non-peer). */
   quarantined: number;
 }
 
@@ -56,7 +57,7 @@ const TOKEN = HEX64;
 const FIELDS = ["observations", "generated", "interesting", "external", "late"] as const;
 
 export class StatsCollector {
-  /** Refused reports by class: `duplicate`, `malformed`, `unowned`. */
+  /** Refused reports by class: `duplicate`, `foreign` (naming another rank than its sender), `unowned`. */
   readonly counters: Record<string, number> = {};
   private readonly rank: number;
   private readonly own: MasterStats;
@@ -83,12 +84,11 @@ export class StatsCollector {
    * Takes one message from peer `from`. The report that completes the set returns the exact ACK
    * for every peer (its rank and its own token); every other call returns no ACKs.
    */
-  onStats(from: number, msg: unknown): { class: StatsClass; acks: StatsAck[] } {
+  onStats(from: number, report: StatsMessage): { class: StatsClass; acks: StatsAck[] } {
     if (!this.peers.includes(from)) return { class: this.quarantine("unowned"), acks: [] };
-    const report = parseStats(msg);
-    if (!report || report.rank !== from) return { class: this.quarantine("malformed"), acks: [] };
+    if (report.rank !== from) return { class: this.quarantine("foreign"), acks: [] };
     if (this.reports.has(from)) return { class: this.quarantine("duplicate"), acks: [] };
-    this.reports.set(from, report);
+    this.reports.set(from, { rank: report.rank, token: report.token, ...pickStats(report) });
     if (!this.complete) return { class: "accepted", acks: [] };
     return { class: "accepted", acks: this.peers.map((p) => ({ rank: p, token: this.reports.get(p)!.token })) };
   }
@@ -119,10 +119,10 @@ export class StatsCollector {
   }
 }
 
-export type StatsAckClass = "exact" | "duplicate" | "foreign" | "malformed";
+export type StatsAckClass = "exact" | "duplicate" | "foreign";
 
 export class StatsSender {
-  /** Refused ACKs by class: `duplicate`, `foreign` (wrong rank or token), `malformed`. */
+  /** Refused ACKs by class: `duplicate`, `foreign` (wrong rank or token). */
   readonly counters: Record<string, number> = {};
   readonly rank: number;
   readonly token: string;
@@ -148,10 +148,8 @@ export class StatsSender {
   }
 
   /** Only {rank: own, token: own} counts; anything else is counted and changes nothing. */
-  onAck(msg: unknown): StatsAckClass {
-    const o = asObject(msg);
-    if (!o || !isCount(o.rank) || typeof o.token !== "string" || !TOKEN.test(o.token)) return this.refuse("malformed");
-    if (o.rank !== this.rank || o.token !== this.token) return this.refuse("foreign");
+  onAck(ack: StatsAck): StatsAckClass {
+    if (ack.rank !== this.rank || ack.token !== this.token) return this.refuse("foreign");
     if (this.acked) return this.refuse("duplicate");
     this.acked = true;
     return "exact";
@@ -174,10 +172,4 @@ function isMasterStats(v: unknown): v is MasterStats {
 
 function pickStats(s: MasterStats): MasterStats {
   return { observations: s.observations, generated: s.generated, interesting: s.interesting, external: s.external, late: s.late };
-}
-
-function parseStats(msg: unknown): StatsMessage | null {
-  const o = asObject(msg);
-  if (!o || !isCount(o.rank) || typeof o.token !== "string" || !TOKEN.test(o.token) || !isMasterStats(o)) return null;
-  return { rank: o.rank, token: o.token, ...pickStats(o) };
 }

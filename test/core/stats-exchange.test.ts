@@ -1,8 +1,9 @@
 // The stats exchange: one valid report per peer, exact ACKs only when all reported, totals and
-// per-master breakdown, quarantine of anything else, and a bounded wait that names the silent.
+// per-master breakdown, quarantine of anything else (malformed frames are the wire schema's), and a bounded wait that names the silent.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { StatsCollector, StatsSender } from "../../src/core/stats-exchange.ts";
+import { FromPeer, FromRoot } from "../../src/net/messages.ts";
 
 const T = (c: string) => c.repeat(64);
 
@@ -47,29 +48,42 @@ test("the root sums every report with its own and acknowledges each peer with it
   }
 });
 
-test("malformed and duplicate reports are quarantined and change nothing", () => {
+test("foreign and duplicate reports are quarantined and change nothing", () => {
   const c = new StatsCollector({ rank: 0, own: ROOT, peers: [1, 2] });
   const good = { rank: 1, token: T("a"), ...PEER1 };
-  assert.equal(c.onStats(1, { ...good, generated: -1 }).class, "malformed");
-  assert.equal(c.onStats(1, { ...good, interesting: 1.5 }).class, "malformed");
-  assert.equal(c.onStats(1, { ...good, external: true }).class, "malformed");
-  assert.equal(c.onStats(1, { ...good, observations: undefined }).class, "malformed");
-  assert.equal(c.onStats(1, { ...good, token: "abc" }).class, "malformed");
-  assert.equal(c.onStats(1, { ...good, rank: 2 }).class, "malformed", "rank must be the sender");
-  assert.equal(c.onStats(1, "stats").class, "malformed");
+  assert.equal(c.onStats(1, { ...good, rank: 2 }).class, "foreign", "rank must be the sender");
   assert.equal(c.onStats(7, { ...good, rank: 7 }).class, "unowned");
   assert.equal(c.onStats(1, good).class, "accepted", "a peer whose bad reports were refused may still report");
   assert.equal(c.onStats(1, { ...good, generated: 999 }).class, "duplicate");
   assert.equal(c.onStats(1, good).class, "duplicate");
-  assert.deepEqual(c.counters, { malformed: 7, unowned: 1, duplicate: 2 });
+  assert.deepEqual(c.counters, { foreign: 1, unowned: 1, duplicate: 2 });
   const out = c.outcome(0, 1000);
-  assert.deepEqual([out.received, out.pending, out.totals.generated, out.quarantined], [[1], [2], 14, 10]);
+  assert.deepEqual([out.received, out.pending, out.totals.generated, out.quarantined], [[1], [2], 14, 4]);
+});
+
+test("malformed statistics frames never reach the ledgers: the one wire check refuses them", () => {
+  const good = { type: "stats", rank: 1, token: T("a"), ...PEER1 };
+  for (const bad of [
+    { ...good, generated: -1 },
+    { ...good, interesting: 1.5 },
+    { ...good, external: true },
+    { ...good, observations: undefined },
+    { ...good, token: "abc" },
+    { ...good, extra: 0 },
+    "stats",
+  ]) {
+    assert.equal(FromPeer.safeParse(bad).success, false, JSON.stringify(bad));
+  }
+  assert.equal(FromPeer.safeParse(good).success, true);
+  for (const bad of [{ type: "stats_ack", rank: 2, token: "b" }, { type: "stats_ack", rank: "2", token: T("b") }, null]) {
+    assert.equal(FromRoot.safeParse(bad).success, false, JSON.stringify(bad));
+  }
 });
 
 test("a silent peer is listed as pending and the exchange settles incomplete at the deadline", () => {
   const c = new StatsCollector({ rank: 0, own: ROOT, peers: [1, 2] });
   c.onStats(1, { rank: 1, token: T("a"), ...PEER1 });
-  c.onStats(2, { rank: 2, token: "bad", ...PEER2 });
+  c.onStats(2, { rank: 1, token: T("b"), ...PEER2 });
   assert.deepEqual(c.outcome(149, 150), {
     complete: false,
     settled: false,
@@ -86,7 +100,7 @@ test("a silent peer is listed as pending and the exchange settles incomplete at 
 
 test("a root without the peers' reports never hands out ACKs", () => {
   const c = new StatsCollector({ rank: 3, own: ROOT, peers: [0] });
-  assert.deepEqual(c.onStats(0, { rank: 0, token: T("c"), ...PEER1, generated: "4" }), { class: "malformed", acks: [] });
+  assert.deepEqual(c.onStats(0, { rank: 2, token: T("c"), ...PEER1 }), { class: "foreign", acks: [] });
   assert.deepEqual(c.onStats(0, { rank: 0, token: T("c"), ...PEER1 }), { class: "accepted", acks: [{ rank: 0, token: T("c") }] });
   assert.deepEqual(c.outcome(0, 0).byMaster, { 3: 7, 0: 3 });
 });
@@ -96,15 +110,12 @@ test("a participant accepts only the ACK with its own rank and token", () => {
   assert.deepEqual(s.message(PEER2), { rank: 2, token: T("b"), ...PEER2 });
   assert.equal(s.onAck({ rank: 2, token: T("c") }), "foreign");
   assert.equal(s.onAck({ rank: 1, token: T("b") }), "foreign");
-  assert.equal(s.onAck({ rank: 2, token: "b" }), "malformed");
-  assert.equal(s.onAck({ rank: "2", token: T("b") }), "malformed");
-  assert.equal(s.onAck(null), "malformed");
   assert.equal(s.done, false);
   assert.deepEqual(s.outcome(99, 100), { complete: false, settled: false });
   assert.equal(s.onAck({ rank: 2, token: T("b") }), "exact");
   assert.equal(s.done, true);
   assert.equal(s.onAck({ rank: 2, token: T("b") }), "duplicate");
-  assert.deepEqual(s.counters, { foreign: 2, malformed: 3, duplicate: 1 });
+  assert.deepEqual(s.counters, { foreign: 2, duplicate: 1 });
   assert.deepEqual(s.outcome(99, 100), { complete: true, settled: true });
 });
 

@@ -5,11 +5,13 @@
 // Each wait is woken by what the masters' links bring (a frame, a loss) or ends at its deadline.
 import { StatsCollector, StatsSender, type MasterStats } from "../../core/stats-exchange.ts";
 import type { Connection } from "../../net/connection.ts";
+import type { FromPeerT, FromRootT } from "../../net/messages.ts";
 import type { ExploreMaster } from "../master/master.ts";
 import { nextFromRoot, type RootHub } from "./peers.ts";
 import { randomToken } from "./tokens.ts";
 
-export type Inbox = { rank: number; frame: { type: string } & Record<string, unknown> }[];
+/** Frames of the final rounds, as the wire schemas checked them, by the rank they came from. */
+export type Inbox = { rank: number; frame: FromPeerT | FromRootT }[];
 
 function ownStats(master: ExploreMaster, late: number): MasterStats {
   const c = master.counters;
