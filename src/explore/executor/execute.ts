@@ -16,13 +16,9 @@ import { copyHashing, FileProblem, type Budgets } from "../state/corpus.ts";
 import { lstatOrNull } from "../state/durable.ts";
 import { simulateMutants, seededRandom } from "./simulate.ts";
 import { BudgetError, collectOutputs, stageOutputs } from "../state/staging.ts";
-import { classifyRun, TAIL_BYTES, type RunFinding } from "../state/findings.ts";
+import { classifyRun, TAIL_BYTES, type ExecutedResult } from "../state/findings.ts";
 
-/**
- * A result as an executor produces it: the wire's result frame and, for a run that crashed or
- * hung, its finding (carried to the master by local slots directly, by workers on the wire).
- */
-export type ExecutedResult = ResultFrame & { finding?: RunFinding | null };
+export type { ExecutedResult } from "../state/findings.ts";
 
 /** The scratch file that receives the target's stdout and stderr. */
 const OUTPUT = "output";

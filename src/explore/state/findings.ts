@@ -19,6 +19,7 @@ import { constants as osConstants } from "node:os";
 import { join } from "node:path";
 import { HEX64 } from "../../core/message-checks.ts";
 import { PinnedDir } from "../../files/pinned-dir.ts";
+import type { ResultFrame } from "../../net/messages.ts";
 import { mkdirDurable, writeFileAtomic } from "./durable.ts";
 import { withFileLock } from "./file-lock.ts";
 
@@ -41,6 +42,12 @@ export interface RunFinding {
   /** The last TAIL_BYTES bytes of the run's output (stdout and stderr), as UTF-8 (invalid bytes replaced). */
   stderr_tail: string;
 }
+
+/**
+ * A result as an executor produces it: the wire's result frame and, for a run that crashed or
+ * hung, its finding (carried to the master by local slots directly, by workers on the wire).
+ */
+export type ExecutedResult = ResultFrame & { finding?: RunFinding | null };
 
 export interface FindingRecord extends RunFinding {
   schema: typeof SCHEMA;

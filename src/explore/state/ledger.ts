@@ -90,6 +90,7 @@ export class ExploredLedger {
  */
 export function campaignBaseline(workDir: string, corpusNow: () => string[]): Set<string> {
   const path = join(workDir, "preexisting");
+  mkdirDurable(workDir);
   const pin = PinnedDir.openNoFollow(workDir);
   try {
     if (pin.lstat("preexisting") === null) {
