@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { formatDuration } from "../config/duration.ts";
 import { disposeScratch, executeTask, type ExecuteSetup } from "../explore/executor/execute.ts";
+import { describeFinding } from "../explore/state/findings.ts";
 import { Result, type CoordinatorReplyT, type ExploreSetupT, type Frame, type TaskItemT } from "../net/messages.ts";
 
 /** Whether result frames carry a finding on this version of the wire. */
@@ -45,7 +46,7 @@ export class ExploreRunner implements UnitRunner<TaskItemT> {
   async run(t: TaskItemT, signal: AbortSignal): Promise<Frame> {
     const { finding, ...r } = await executeTask(t, this.setup, signal);
     if (r.staging_id) this.staged.set(t.task_id, join(this.setup.stageRoot, r.staging_id));
-    if (finding) this.log(`  task ${t.task_id}: ${finding.kind}${finding.signal !== null ? ` (signal ${finding.signal})` : finding.exit_code !== null ? ` (exit ${finding.exit_code})` : ""}`);
+    if (finding) this.log(`  task ${t.task_id}: ${describeFinding(finding)}`);
     return (WIRE_CARRIES_FINDINGS ? { ...r, finding: finding ?? null } : r) as Frame;
   }
 

@@ -22,7 +22,7 @@ import { owner as rendezvousOwner } from "../../core/rendezvous.ts";
 import type { ResultFrame, TaskItemT } from "../../net/messages.ts";
 import type { Budgets } from "../defaults.ts";
 import { FileProblem, IntegrityError, listCorpus, STAGE_ID_RE, verifyPublic } from "../state/corpus.ts";
-import { type ExecutedResult, FindingsStore, findingsDir } from "../state/findings.ts";
+import { describeFinding, type ExecutedResult, FindingsStore, findingsDir } from "../state/findings.ts";
 import { campaignBaseline, ExploredLedger, ledgerDir } from "../state/ledger.ts";
 import { stateDir, workDir } from "../state/work-dir.ts";
 import type { LeaseTable, Origin } from "../state/lease-table.ts";
@@ -403,8 +403,7 @@ export class ExploreMaster {
     if (outcome === "already") return;
     this.found.recorded++;
     if (outcome === "new") this.found.newInputs++;
-    const how = r.finding.kind === "hang" ? "hang (timeout)" : r.finding.signal !== null ? `crash (signal ${r.finding.signal})` : `crash (exit ${r.finding.exit_code})`;
-    this.o.log(`finding: ${task.hash.slice(0, 12)} ${how}${outcome === "again" ? ", seen before" : ""}`);
+    this.o.log(`finding: ${task.hash.slice(0, 12)} ${describeFinding(r.finding)}${outcome === "again" ? ", seen before" : ""}`);
   }
 
   private refuseResult(executor: string, task: ActiveTask, why: string, removeStage: () => void): string {

@@ -96,6 +96,11 @@ export function normaliseLine(line: string): string {
     .slice(0, 200);
 }
 
+/** "crash (signal 6)", "crash (exit 1)", "hang (timeout)". */
+export function describeFinding(f: RunFinding): string {
+  return f.kind === "hang" ? "hang (timeout)" : f.signal !== null ? `crash (signal ${f.signal})` : `crash (exit ${f.exit_code})`;
+}
+
 /** The group a finding belongs to. */
 export function signatureOf(f: RunFinding): string {
   const summary = SUMMARY.exec(f.stderr_tail);
