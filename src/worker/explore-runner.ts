@@ -1,12 +1,18 @@
 // Explore units: one target execution per task, run by the same executeTask as the master's
 // local slots. Scratch space is private to this process; stages go to the directory the master
-// named in `welcome`.
+// named in `welcome`. A run that crashed or hung reports its finding in the result frame, as the
+// master needs it to record the finding; a wire that has no `finding` field yet gets the frame
+// without it (the master then records nothing for that run).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { formatDuration } from "../config/duration.ts";
 import { disposeScratch, executeTask, type ExecuteSetup } from "../explore/executor/execute.ts";
-import type { CoordinatorReplyT, ExploreSetupT, Frame, TaskItemT } from "../net/messages.ts";
+import { describeFinding } from "../explore/state/findings.ts";
+import { Result, type CoordinatorReplyT, type ExploreSetupT, type Frame, type TaskItemT } from "../net/messages.ts";
+
+/** Whether result frames carry a finding on this version of the wire. */
+const WIRE_CARRIES_FINDINGS = "finding" in Result.shape;
 import type { UnitRunner } from "./loop.ts";
 
 export class ExploreRunner implements UnitRunner<TaskItemT> {
@@ -38,9 +44,10 @@ export class ExploreRunner implements UnitRunner<TaskItemT> {
   }
 
   async run(t: TaskItemT, signal: AbortSignal): Promise<Frame> {
-    const r = await executeTask(t, this.setup, signal);
+    const { finding, ...r } = await executeTask(t, this.setup, signal);
     if (r.staging_id) this.staged.set(t.task_id, join(this.setup.stageRoot, r.staging_id));
-    return r;
+    if (finding) this.log(`  task ${t.task_id}: ${describeFinding(finding)}`);
+    return (WIRE_CARRIES_FINDINGS ? { ...r, finding: finding ?? null } : r) as Frame;
   }
 
   finished(t: TaskItemT, report: Frame, note: string): string {

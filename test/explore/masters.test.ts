@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
+import { campaignStateLeft } from "./leftovers.ts";
 import { fileURLToPath } from "node:url";
 import { owner } from "../../src/core/rendezvous.ts";
 import { processesMentioning, waitFor } from "../helpers/campaign.ts";
@@ -45,7 +46,8 @@ test("two masters x two slots: one seed is observed once, not twice", async () =
     assert.equal(s.code, 0, f.subs[0]!.output());
     const st = e.stats();
     assert.equal(st.observations, 1);
-    assert.deepEqual(e.entries(), [sha256("hello\n")], "no hidden state left");
+    assert.deepEqual(e.corpusFiles(), [sha256("hello\n")]);
+    assert.deepEqual(campaignStateLeft(e.corpus), [], "no hidden state left but the ledger");
     assert.match(f.root.output(), /global quiescence committed by all masters/);
     assert.match(f.subs[0]!.output(), /voted YES — discovery frozen/);
   } finally {

@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
+import { campaignStateLeft } from "./leftovers.ts";
 import { pathToFileURL } from "node:url";
 import { processesMentioning, waitFor } from "../helpers/campaign.ts";
 import { ExploreDir, MAZE, MAZE_SEEDS } from "../helpers/explore.ts";
@@ -55,7 +56,7 @@ test("the maze reaches quiescence with the same unique inputs at -j 1 and -j 2, 
       assert.equal(s.generated, want.generated, "children counted once per committed execution");
       assert.equal(s.interesting, want.hashes.length - want.seeds);
       assert.deepEqual(e.corpusFiles().sort(), want.hashes);
-      assert.deepEqual(e.entries().filter((n) => n.startsWith(".")), [], "no hidden state after a clean end");
+      assert.deepEqual(campaignStateLeft(e.corpus), [], "no hidden state after a clean end");
       sets.push(e.corpusFiles().sort());
     } finally {
       e.cleanup();
@@ -93,7 +94,7 @@ test("a SIGKILLed master resumed with --resume EPOCH finishes the frontier, ever
     assert.equal(s.observations, want.hashes.length, "every unique input committed, none twice");
     assert.equal(s.generated, want.generated, "no commit was counted twice");
     assert.deepEqual(e.corpusFiles().sort(), want.hashes);
-    assert.deepEqual(e.entries().filter((n) => n.startsWith(".")), [], "no hidden state after the resumed campaign ended cleanly");
+    assert.deepEqual(campaignStateLeft(e.corpus), [], "no hidden state after the resumed campaign ended cleanly");
   } finally {
     e.cleanup();
   }

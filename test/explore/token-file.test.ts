@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
+import { campaignStateLeft } from "./leftovers.ts";
 import { CLI, freePort, waitFor } from "../helpers/campaign.ts";
 import { ExploreDir } from "../helpers/explore.ts";
 
@@ -50,7 +51,7 @@ test("a worker started before an explore master waits for its token file, then r
     assert.match(early.output(), /\(committed\)/, "the early worker ran tasks");
     assert.match(late.output(), /attached to 127\.0\.0\.1:\d+ as #\d+ \(explore session/);
     assert.equal(e.stats().observations, 8);
-    assert.deepEqual(e.entries().filter((n) => n.startsWith(".")), [], "the token file went with the hidden state");
+    assert.deepEqual(campaignStateLeft(e.corpus), [], "the token file went with the hidden state");
   } finally {
     e.cleanup();
   }
@@ -80,7 +81,7 @@ test("submasters started before and after their root find its token in the share
     assert.equal(e.stats().observations, 6);
     for (const m of [root, early, late]) assert.ok(!m.output().includes(token), "no master prints the secret");
     assert.doesNotMatch(late.output(), /no campaign token yet/, "the late submaster found the token at once");
-    assert.deepEqual(e.entries().filter((n) => n.startsWith(".")), [], "no hidden state, token included, after the clean end");
+    assert.deepEqual(campaignStateLeft(e.corpus), [], "no hidden state, token included, after the clean end");
   } finally {
     e.cleanup();
   }
@@ -119,7 +120,7 @@ test("a token from FUZZFLEET_TOKEN stays out of the banner and out of the corpus
     assert.equal((await fromEnv.done).code, 0, fromEnv.output());
     assert.match(fromEnv.output(), /fuzzfleet worker --master 127\.0\.0\.1:\d+ -j 1 {2}\(with this master's FUZZFLEET_TOKEN in the environment\)\n/);
     assert.ok(!fromEnv.output().includes(secret));
-    assert.deepEqual(e.entries().filter((n) => n.startsWith(".")), [], "no token file was written");
+    assert.deepEqual(campaignStateLeft(e.corpus), [], "no token file was written");
 
     const flag = "flag-secret-0123456789";
     const fromFlag = e.start(["-j", "1", "--port", "0", "--bind", "127.0.0.1", "--max-idle", "1", "--token", flag], ["/bin/true"]);

@@ -1,7 +1,11 @@
 // The final statistics of an explore campaign, computed from durable state where it exists: the
 // lease table's `done` records are the commits (they survive a crash and a --resume), the public
-// corpus is what was published.
+// corpus is what was published, the findings store holds every crash and hang found on this corpus
+// (by any master, in any campaign). Throughput is this session's: the work of this process (or,
+// at the root of several masters, what every master reported) over this session's time.
+import { printable } from "../../core/log-lines.ts";
 import { listCorpus } from "../state/corpus.ts";
+import type { FindingKind } from "../state/findings.ts";
 import type { LeaseTable } from "../state/lease-table.ts";
 import type { ExploreMaster } from "../master/master.ts";
 
@@ -12,15 +16,25 @@ export interface ExploreStats {
   generated: number;
   /** Public corpus objects that came from the input directory. */
   external_inputs: number;
-  /** Public corpus objects that did not: unique published children. */
+  /** Public corpus objects published by this campaign that did not: unique new children (never what the corpus held before). */
   interesting: number;
-  /** generated / elapsed_seconds. */
+  /** Children that were not new (generated − interesting, not below 0): duplicates and content already known. */
+  redundant: number;
+  /** This session's work (after a --resume, the resumed session's only). */
+  session: { observations: number; generated: number };
+  /** session.generated / elapsed_seconds. */
   throughput: number;
+  /** Content an earlier campaign on this corpus completed, skipped (run again with --fresh). */
+  skipped_explored: number;
+  /** Input entries refused (symlinks, special files: each name once) and input directory replacements. */
+  refused_inputs: number;
+  findings: FindingsStats;
   /** Master rank -> observations it committed. */
   by_master: Record<string, number>;
   elapsed_seconds: number;
   masters: number;
-  executors: { local_slots: number; remote_workers: number };
+  /** Every executor of this master: local slots and remote workers (`total` = both). */
+  executors: { local_slots: number; remote_workers: number; total: number };
   invalid_results: number;
   stale_results: number;
   recovered_leases: number;
@@ -28,6 +42,16 @@ export interface ExploreStats {
   budget_errors: number;
   integrity_errors: number;
   late_inputs: number;
+}
+
+export interface FindingsStats {
+  crashes: number;
+  hangs: number;
+  /** Findings recorded by this session (this master, or with several masters this master's share). */
+  recorded_this_session: number;
+  /** One entry per signature, largest group first. */
+  groups: { signature: string; kind: FindingKind; count: number; inputs: string[] }[];
+  inputs: { input_hash: string; kind: FindingKind; signal: number | null; exit_code: number | null; signature: string; first_seen: string; times_seen: number; stderr_tail: string }[];
 }
 
 /** The counts every master reported in the statistics exchange (several masters). */
@@ -59,8 +83,11 @@ export function computeStats(s: StatsSources): ExploreStats {
   let observations = 0;
   let generated = 0;
   let byMaster: Record<string, number> = {};
+  const c = master.counters;
+  let session = { observations: c.observations, generated: c.generated };
   if (exchanged) {
     ({ observations, generated, byMaster } = exchanged);
+    session = { observations, generated };
   } else {
     for (const r of leases.snapshot()) {
       if (r.status !== "done" || !r.commit || r.commit.worker === "budget") continue;
@@ -72,17 +99,38 @@ export function computeStats(s: StatsSources): ExploreStats {
   }
   const corpus = listCorpus(corpusDir);
   const external = corpus.filter((h) => master.external.has(h)).length;
-  const c = master.counters;
+  const interesting = corpus.filter((h) => !master.external.has(h) && !master.baseline.has(h)).length;
+  const records = master.findings.list();
   return {
     observations,
     generated,
     external_inputs: external,
-    interesting: corpus.length - external,
-    throughput: elapsedSeconds > 0 ? generated / elapsedSeconds : 0,
+    interesting,
+    redundant: Math.max(0, generated - interesting),
+    session,
+    throughput: elapsedSeconds > 0 ? session.generated / elapsedSeconds : 0,
+    skipped_explored: master.skippedExplored,
+    refused_inputs: c.refusedInputs,
+    findings: {
+      crashes: records.filter((r) => r.kind === "crash").length,
+      hangs: records.filter((r) => r.kind === "hang").length,
+      recorded_this_session: master.found.recorded,
+      groups: master.findings.groups(records).map((g) => ({ signature: g.signature, kind: g.kind, count: g.inputs.length, inputs: g.inputs })),
+      inputs: records.map((r) => ({
+        input_hash: r.input_hash,
+        kind: r.kind,
+        signal: r.signal,
+        exit_code: r.exit_code,
+        signature: r.signature,
+        first_seen: r.first_seen,
+        times_seen: r.times_seen,
+        stderr_tail: r.stderr_tail,
+      })),
+    },
     by_master: byMaster,
     elapsed_seconds: elapsedSeconds,
     masters,
-    executors: { local_slots: executors.local, remote_workers: executors.remote },
+    executors: { local_slots: executors.local, remote_workers: executors.remote, total: executors.local + executors.remote },
     invalid_results: c.invalidResults,
     stale_results: c.staleResults,
     recovered_leases: c.recovered,
@@ -104,11 +152,15 @@ export function renderStats(s: ExploreStats): string {
     `  test cases generated:    ${String(s.generated).padStart(8)}`,
     `  external input objects:  ${String(s.external_inputs).padStart(8)}`,
     `  new interesting inputs:  ${String(s.interesting).padStart(8)}`,
-    `  throughput:              ${s.throughput.toFixed(1).padStart(8)} generated/s`,
+    `  redundant children:      ${String(s.redundant).padStart(8)}${s.generated > 0 ? ` (${((100 * s.redundant) / s.generated).toFixed(1)}% of generated)` : ""}`,
+    `  already explored:        ${String(s.skipped_explored).padStart(8)} skipped (earlier campaigns; --fresh runs them again)`,
+    `  throughput:              ${s.throughput.toFixed(1).padStart(8)} generated/s (this session: ${s.session.generated} in ${s.elapsed_seconds.toFixed(1)} s)`,
     `  elapsed:                 ${s.elapsed_seconds.toFixed(3).padStart(8)} s`,
     `  masters used:            ${String(s.masters).padStart(8)}`,
-    `  executors:               ${s.executors.local_slots} local slot(s), ${s.executors.remote_workers} remote worker(s)`,
+    `  executors:               ${String(s.executors.total).padStart(8)} (${s.executors.local_slots} local slot(s), ${s.executors.remote_workers} remote worker(s))`,
     `  Analysis by master:      ${by || "-"}`,
+    `  findings:                ${String(s.findings.crashes).padStart(8)} crash(es), ${s.findings.hangs} hang(s) under ${s.findings.groups.length} signature(s)`,
+    ...renderFindings(s.findings),
   ];
   const diag = [
     ["invalid results", s.invalid_results],
@@ -117,7 +169,21 @@ export function renderStats(s: ExploreStats): string {
     ["replayed commits", s.replayed_commits],
     ["budget errors", s.budget_errors],
     ["integrity errors", s.integrity_errors],
+    ["refused inputs (symlinks or special files)", s.refused_inputs],
   ].filter(([, n]) => (n as number) > 0);
   if (diag.length) lines.push(`  diagnostics:             ${diag.map(([k, n]) => `${k} ${n}`).join(", ")}`);
   return lines.join("\n");
+}
+
+/** One line per signature (bounded, escaped), with one example input and the tail's last line. */
+function renderFindings(f: FindingsStats): string[] {
+  const lines: string[] = [];
+  for (const g of f.groups.slice(0, 20)) {
+    const first = f.inputs.find((i) => i.input_hash === g.inputs[0]);
+    const last = first?.stderr_tail.split("\n").filter((l) => l.trim() !== "").at(-1) ?? "";
+    lines.push(`    ${g.kind} x${g.count}: ${printable(g.signature, { max: 160 })}`);
+    lines.push(`      e.g. ${g.inputs[0]}${last ? `: ${printable(last, { max: 160 })}` : ""}`);
+  }
+  if (f.groups.length > 20) lines.push(`    … ${f.groups.length - 20} more signature(s)`);
+  return lines;
 }

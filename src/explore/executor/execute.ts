@@ -5,7 +5,9 @@
 // promotes after the parent passed its commit fence. The target may replace anything in its scratch
 // directory with a symlink: after a run, the executor reaches the scratch only through the pin it
 // opened when it created it, so nothing is read, copied or removed through such a link.
-import { mkdirSync, rmdirSync } from "node:fs";
+// The target's output (stdout and stderr) goes to a file in the scratch directory; a run that
+// crashed or hung reports its finding with the tail of that output (state/findings.ts).
+import { closeSync, constants, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
 import { runChild } from "../../exec/run-child.ts";
 import { PinnedDir, type DirIdentity } from "../../files/pinned-dir.ts";
@@ -14,6 +16,12 @@ import { copyHashing, FileProblem, type Budgets } from "../state/corpus.ts";
 import { lstatOrNull } from "../state/durable.ts";
 import { simulateMutants, seededRandom } from "./simulate.ts";
 import { BudgetError, collectOutputs, stageOutputs } from "../state/staging.ts";
+import { classifyRun, TAIL_BYTES, type ExecutedResult } from "../state/findings.ts";
+
+export type { ExecutedResult } from "../state/findings.ts";
+
+/** The scratch file that receives the target's stdout and stderr. */
+const OUTPUT = "output";
 
 export interface ExecuteSetup {
   corpusDir: string;
@@ -45,6 +53,8 @@ interface Scratch {
   identity: DirIdentity;
   input: string;
   out: string;
+  /** The target's output file (appended by runChild, emptied after each run through the pin). */
+  output: string;
   fileMode: boolean;
   argv: readonly string[];
   env: NodeJS.ProcessEnv;
@@ -66,7 +76,7 @@ function acquireScratch(root: string, target: readonly string[]): Scratch {
   if (fileMode) env.SYMCC_INPUT_FILE = input;
   else delete env.SYMCC_INPUT_FILE;
   const argv = fileMode ? target.map((a) => a.replaceAll("@@", input)) : target;
-  return { dir, pin, identity: pin.identity(), input, out, fileMode, argv, env: Object.freeze(env) };
+  return { dir, pin, identity: pin.identity(), input, out, output: join(dir, OUTPUT), fileMode, argv, env: Object.freeze(env) };
 }
 
 /** `out` is the run's output directory when the run opened it already (it stays the caller's to close). */
@@ -74,6 +84,9 @@ function releaseScratch(root: string, scratch: Scratch, out: PinnedDir | null): 
   try {
     const input = scratch.pin.lstat("input");
     if (input !== null && !input.isFile()) scratch.pin.remove("input");
+    // The next run's output is appended to this name: it must be a regular file or absent.
+    const output = scratch.pin.lstat(OUTPUT);
+    if (output !== null && !output.isFile()) scratch.pin.remove(OUTPUT);
     const dir = out ?? scratch.pin.openDir("out");
     try {
       for (const e of dir.list()) dir.remove(e.name);
@@ -117,7 +130,38 @@ export function usesFileMode(target: readonly string[]): boolean {
   return target.some((a) => a.includes("@@"));
 }
 
-export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: AbortSignal): Promise<ResultFrame> {
+/**
+ * Empties the run's output file through the pin (never through a symlink) and returns its last
+ * TAIL_BYTES bytes when `want`, else "". A missing or odd file reads as "".
+ */
+function takeOutput(scratch: Scratch, want: boolean): string {
+  const st = scratch.pin.lstat(OUTPUT);
+  if (st === null || !st.isFile() || st.size === 0) return "";
+  let fd: number;
+  try {
+    fd = openSync(scratch.pin.entry(OUTPUT), constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return "";
+  }
+  try {
+    const now = fstatSync(fd);
+    if (!now.isFile()) return "";
+    let tail = "";
+    if (want) {
+      const n = Math.min(TAIL_BYTES, now.size);
+      const buf = Buffer.alloc(n);
+      const got = readSync(fd, buf, 0, n, now.size - n);
+      // The scratch path differs by slot and host: one name for it keeps signatures comparable.
+      tail = buf.subarray(0, got).toString("utf8").replaceAll(scratch.dir, "<scratch>");
+    }
+    ftruncateSync(fd, 0);
+    return tail;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: AbortSignal): Promise<ExecutedResult> {
   const base: ResultFrame = {
     type: "result",
     task_id: task.task_id,
@@ -151,18 +195,24 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
       return { ...base, input_hash: copied.hash, protocol_error: "input-copy-error", detail: "the corpus file's content does not match its name" };
     }
     const withInput = { ...base, input_hash: copied.hash };
+    // A file left by an earlier target under the output's name must not receive this run's output.
+    const before = scratch.pin.lstat(OUTPUT);
+    if (before !== null && !before.isFile()) scratch.pin.remove(OUTPUT);
     const r = await runChild({
       argv: scratch.argv,
       cwd: s.targetCwd,
       env: scratch.env,
-      // The target's own output is not kept (as SymCC's runner does); its children are what count.
-      logPath: null,
+      // The output is kept only until the run is classified: a finding keeps its tail.
+      logPath: scratch.output,
       hardTimeoutMs: task.timeout * 1000,
       stdin: scratch.fileMode ? "ignore" : scratch.input,
       signal,
       killGraceMs: s.killGraceMs ?? 5000,
     });
-    const ran = { ...withInput, retcode: r.exitCode ?? -1, elapsed: r.seconds };
+    // The tail is read only when the outcome may make the run a finding (a sanitizer's exit needs it to tell).
+    const tail = takeOutput(scratch, r.outcome === "timeout" || r.signal !== null || (r.exitCode ?? 0) !== 0);
+    const finding = classifyRun(r, () => tail);
+    const ran: ExecutedResult = { ...withInput, retcode: r.exitCode ?? -1, elapsed: r.seconds, ...(finding ? { finding } : {}) };
     if (r.outcome === "interrupted") return { ...ran, protocol_error: "interrupted", detail: "the execution was interrupted" };
     if (r.outcome === "error") return { ...ran, protocol_error: "execution-error", detail: (r.error ?? "the target could not run").slice(0, 2000) };
     // A timed-out run still produced whatever children it wrote before the deadline.

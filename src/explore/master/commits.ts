@@ -84,9 +84,9 @@ export function completeOverBudget(ctx: CommitContext, task: { hash: string; fen
 /**
  * Redoes every commit that passed its fence but did not finish (a crashed master's): promotes
  * the manifest's children from the stage if it is still there (else they must be public already)
- * and completes the task. `onReplayed(children)` follows each completed one. Returns how many.
+ * and completes the task. `onReplayed(children, id)` follows each completed one. Returns how many.
  */
-export function replayCommits(ctx: CommitContext, staging: StagingArea, onReplayed: (children: string[]) => void): number {
+export function replayCommits(ctx: CommitContext, staging: StagingArea, onReplayed: (children: string[], id: string) => void): number {
   let n = 0;
   for (const c of ctx.leases.recoverCommitting()) {
     let stage: OpenStage | null = null;
@@ -106,7 +106,7 @@ export function replayCommits(ctx: CommitContext, staging: StagingArea, onReplay
       if (r === "completed") {
         n++;
         stage?.remove();
-        onReplayed(c.commit.hashes);
+        onReplayed(c.commit.hashes, c.id);
       }
     } finally {
       stage?.close();

@@ -22,6 +22,8 @@ export interface MasterCounters {
   refusedInputs: number;
   /** Generated children this master claimed first (new to the campaign). */
   claimedChildren: number;
+  /** Content completed by an earlier campaign on this corpus, passed over (unique hashes). */
+  skippedExplored: number;
 }
 
 export function noCounts(): MasterCounters {
@@ -39,5 +41,6 @@ export function noCounts(): MasterCounters {
     lateInputs: 0,
     refusedInputs: 0,
     claimedChildren: 0,
+    skippedExplored: 0,
   };
 }

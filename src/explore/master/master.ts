@@ -11,13 +11,20 @@
 //
 // Stages are never followed through a symlink: a stage is reached from the staging root this
 // master created (StagingArea); inputs are read as admission.ts says.
+//
+// What outlives the campaign is recorded as tasks end: every completed task in the explored
+// ledger (content earlier campaigns completed is skipped unless `fresh`), every committed run
+// that crashed or hung in the findings store (state/ledger.ts, state/findings.ts).
 import { readdirSync } from "node:fs";
 import { printable } from "../../core/log-lines.ts";
 import { HEX64 } from "../../core/message-checks.ts";
 import { owner as rendezvousOwner } from "../../core/rendezvous.ts";
 import type { ResultFrame, TaskItemT } from "../../net/messages.ts";
 import type { Budgets } from "../defaults.ts";
-import { FileProblem, IntegrityError, STAGE_ID_RE, verifyPublic } from "../state/corpus.ts";
+import { FileProblem, IntegrityError, listCorpus, STAGE_ID_RE, verifyPublic } from "../state/corpus.ts";
+import { describeFinding, type ExecutedResult, FindingsStore, findingsDir } from "../state/findings.ts";
+import { campaignBaseline, ExploredLedger, ledgerDir } from "../state/ledger.ts";
+import { stateDir, workDir } from "../state/work-dir.ts";
 import type { LeaseTable, Origin } from "../state/lease-table.ts";
 import { type OpenStage, StagingArea, verifyStage } from "../state/staging.ts";
 import { InputAdmission } from "./admission.ts";
@@ -45,6 +52,8 @@ export interface MasterOptions {
   /** Wall-clock ms (lease records compare across processes). */
   wallNow: () => number;
   log: (line: string) => void;
+  /** Run everything again, content earlier campaigns completed included (default false). */
+  fresh?: boolean;
 }
 
 export class ExploreMaster {
@@ -65,12 +74,28 @@ export class ExploreMaster {
   private readonly everyoneOwns: boolean;
   /** While frozen (a quiescence vote is pending), no new work is discovered. */
   frozen = false;
+  /** The inputs that crashed or hung the target, of every campaign on this corpus. */
+  readonly findings: FindingsStore;
+  /** Corpus objects that were there before this epoch's campaign began (never counted as new). */
+  readonly baseline: ReadonlySet<string>;
+  private readonly ledger: ExploredLedger;
+  /** Content completed by earlier campaigns (empty when fresh). */
+  private readonly earlier: ReadonlySet<string>;
+  /** Content of `earlier` this master passed over. */
+  private readonly skipped = new Set<string>();
+  /** Findings this master recorded in this session, and how many of them were new inputs. */
+  readonly found = { recorded: 0, newInputs: 0 };
 
   constructor(private readonly o: MasterOptions) {
     this.staging = new StagingArea(o.stagingRoot);
     this.ownerName = `${o.epoch.slice(0, 16)}:${o.rank}`;
     this.everyoneOwns = o.ownership === "broadcast" || new Set(o.ranks).size === 1;
     this.tasks = new Dispatch(o.timeoutSeconds);
+    const state = stateDir(o.corpusDir);
+    this.findings = new FindingsStore(findingsDir(state));
+    this.ledger = new ExploredLedger(ledgerDir(state), o.epoch, o.rank, o.leases.durability === "all");
+    this.earlier = o.fresh ? new Set() : this.ledger.loadEarlier();
+    this.baseline = campaignBaseline(workDir(state, o.epoch), () => listCorpus(o.corpusDir));
     this.commits = { leases: o.leases, corpusDir: o.corpusDir, maxInputBytes: o.budgets.maxInputBytes, wallNow: o.wallNow };
     this.admission = new InputAdmission({
       inputDir: o.inputDir,
@@ -197,8 +222,9 @@ export class ExploreMaster {
 
   /** Redoes commits that passed their fence but were not finished (a crashed master's). */
   replayCommitting(): number {
-    return replayCommits(this.commits, this.staging, (children) => {
+    return replayCommits(this.commits, this.staging, (children, id) => {
       this.counters.replayedCommits++;
+      this.ledger.add(id);
       for (const child of children) this.claimChild(child);
     });
   }
@@ -225,8 +251,23 @@ export class ExploreMaster {
     this.tasks.dropLost(lost);
   }
 
+  /** Content earlier campaigns completed that this master passed over. */
+  get skippedExplored(): number {
+    return this.skipped.size;
+  }
+
+  /** Closes the explored ledger (its last lines are fsynced). */
+  close(): void {
+    this.ledger.close();
+  }
+
   private claim(hash: string, origin: Origin): boolean {
     if (!this.owns(hash) || this.tasks.holds(hash)) return false;
+    if (this.earlier.has(hash)) {
+      this.skipped.add(hash);
+      this.counters.skippedExplored = this.skipped.size;
+      return false;
+    }
     const fence = this.o.leases.claim(hash, { hash, origin }, this.ownerName, {
       now: this.o.wallNow(),
       ttlMs: this.o.leaseTtlMs,
@@ -281,7 +322,7 @@ export class ExploreMaster {
    * Consumes one result (also during shutdown: late results are never dropped). Returns the note
    * for the worker's ack.
    */
-  consumeResult(executor: string, r: ResultFrame): string {
+  consumeResult(executor: string, r: ExecutedResult): string {
     const stageId = STAGE_ID_RE.test(r.staging_id) ? r.staging_id : null;
     // Before the stage is opened it is removed through a fresh walk, after that through its pin.
     let stage: OpenStage | null = null;
@@ -327,12 +368,14 @@ export class ExploreMaster {
   }
 
   /** What the master holds and counts after the commit of `r` came out as `outcome`; the note for the ack. */
-  private settle(task: ActiveTask, r: ResultFrame, outcome: CommitOutcome): string {
+  private settle(task: ActiveTask, r: ExecutedResult, outcome: CommitOutcome): string {
     this.tasks.forget(task.hash);
     switch (outcome.kind) {
       case "committed":
         this.counters.observations++;
         this.counters.generated += r.num_generated;
+        this.ledger.add(task.hash);
+        this.recordFinding(task, r);
         for (const child of outcome.children) this.claimChild(child);
         return "committed";
       case "stale":
@@ -340,9 +383,27 @@ export class ExploreMaster {
         return outcome.note;
       case "deferred":
         // The record stays `committing`: any master (or --resume) redoes it from the manifest.
+        // Its fence passed, so the run counts: its finding is recorded now.
+        this.recordFinding(task, r);
         this.problem(`promoting the children of ${task.hash.slice(0, 12)} failed: ${outcome.error.message}`);
         return "commit deferred";
     }
+  }
+
+  /** Records the finding of a committed run, once per fence (the store refuses a repeated fence). */
+  private recordFinding(task: ActiveTask, r: ExecutedResult): void {
+    if (!r.finding) return;
+    let outcome: "new" | "again" | "already";
+    try {
+      outcome = this.findings.record(task.hash, task.fence, r.finding, new Date(this.o.wallNow()));
+    } catch (err) {
+      this.problem(`the finding of ${task.hash.slice(0, 12)} could not be recorded in ${this.findings.dir}: ${(err as Error).message}`);
+      return;
+    }
+    if (outcome === "already") return;
+    this.found.recorded++;
+    if (outcome === "new") this.found.newInputs++;
+    this.o.log(`finding: ${task.hash.slice(0, 12)} ${describeFinding(r.finding)}${outcome === "again" ? ", seen before" : ""}`);
   }
 
   private refuseResult(executor: string, task: ActiveTask, why: string, removeStage: () => void): string {
@@ -369,6 +430,7 @@ export class ExploreMaster {
       `task ${task.hash.slice(0, 12)}: ${r.protocol_error}${b ? ` (${b.resource}: ${b.observed} > ${b.limit})` : ""}; it is completed without children`,
     );
     completeOverBudget(this.commits, task);
+    this.ledger.add(task.hash);
     this.tasks.forget(task.hash);
     return "budget exceeded";
   }

@@ -6,9 +6,10 @@ import { HEX64 } from "../../core/message-checks.ts";
 import type { ResultFrame } from "../../net/messages.ts";
 import type { Budgets } from "../defaults.ts";
 import { STAGE_ID_RE } from "../state/corpus.ts";
+import { findingProblem } from "../state/findings.ts";
 
 /** Why `r` cannot be committed for the task (hash, fence) it names, or null. */
-export function resultProblem(task: { hash: string; fence: string }, r: ResultFrame, budgets: Budgets): string | null {
+export function resultProblem(task: { hash: string; fence: string }, r: ResultFrame & { finding?: unknown }, budgets: Budgets): string | null {
   if (r.fence !== task.fence) return "the fence does not match the task's";
   if (r.protocol_error !== "") return `the worker reported ${r.protocol_error}${r.detail ? `: ${printable(r.detail, { max: 500 })}` : ""}`;
   if (r.input_hash !== task.hash) return `input hash ${r.input_hash ?? "(none)"} is not the assigned ${task.hash}`;
@@ -18,5 +19,9 @@ export function resultProblem(task: { hash: string; fence: string }, r: ResultFr
   if (r.new_hashes.length > 0 && !STAGE_ID_RE.test(r.staging_id)) return "children without a stage id";
   if (r.staged_bytes > budgets.maxResultBytes) return `${r.staged_bytes} staged bytes exceed the budget of ${budgets.maxResultBytes}`;
   if (!r.new_hashes.every((h) => HEX64.test(h))) return "a child hash is not 64 lowercase hex";
+  if (r.finding !== undefined && r.finding !== null) {
+    const bad = findingProblem(r.finding);
+    if (bad !== null) return bad;
+  }
   return null;
 }

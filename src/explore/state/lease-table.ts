@@ -79,7 +79,8 @@ export class LeaseTable {
   private readonly shardCount: number;
   private readonly lockTimeoutMs: number;
   private readonly readyShards = new Set<number>();
-  private readonly durability: "all" | "fence";
+  /** Which record writes are fsynced; other durable files of the campaign follow the same rule. */
+  readonly durability: "all" | "fence";
 
   constructor(opts: LeaseTableOptions) {
     const { root, shardCount = 64, lockTimeoutMs = 30_000, durability = "all" } = opts;

@@ -1,0 +1,218 @@
+// Findings of explore campaigns: the inputs that crashed or hung the target. A run is a finding
+// when it ended by a signal, by a sanitizer's error exit, or by the per-run timeout. Findings are
+// kept beside the corpus in the hidden state directory, outside every campaign's work directory,
+// so they outlive the campaign that found them:
+//
+//   <corpus>/.fuzzfleet/findings/<input hash>.json        one record per input (dedup by hash)
+//   <corpus>/.fuzzfleet/findings/<input hash>.json.lock   its flock, never unlinked (file-lock.ts)
+//
+// A record is written whole (temp file + fsync + rename + directory fsync) under its lock: a
+// finding is an outcome, so it is durable at once, whatever the lease table's durability. It is
+// counted once per commit fence: the fences it was counted under are kept, and recording the same
+// fence again (a replayed or repeated result) changes nothing. Every master of a campaign records
+// into the same directory, so the view is fleet-wide. Records are grouped by a signature (a
+// sanitizer's SUMMARY line and top frames, else the signal or timeout and the last non-empty line
+// of output with addresses and numbers normalised), computed here from the reported tail and
+// never taken from an executor.
+import { readdirSync } from "node:fs";
+import { constants as osConstants } from "node:os";
+import { join } from "node:path";
+import { HEX64 } from "../../core/message-checks.ts";
+import { PinnedDir } from "../../files/pinned-dir.ts";
+import type { ResultFrame } from "../../net/messages.ts";
+import { mkdirDurable, writeFileAtomic } from "./durable.ts";
+import { withFileLock } from "./file-lock.ts";
+
+/** How much of the end of a run's output a finding keeps (bytes). */
+export const TAIL_BYTES = 2048;
+/** How many fences a record remembers (the last ones): enough to refuse any replay of a recent commit. */
+const MAX_FENCES = 64;
+const SCHEMA = "fuzzfleet-finding-v1";
+const RECORD_BYTES = 64 * 1024;
+
+export type FindingKind = "crash" | "hang";
+
+/** What an executor reports about a run that crashed or hung (validated by the master). */
+export interface RunFinding {
+  kind: FindingKind;
+  /** The signal number that ended the target (crash), else null. */
+  signal: number | null;
+  /** The exit code of a sanitizer's error exit, else null. */
+  exit_code: number | null;
+  /** The last TAIL_BYTES bytes of the run's output (stdout and stderr), as UTF-8 (invalid bytes replaced). */
+  stderr_tail: string;
+}
+
+/**
+ * A result as an executor produces it: the wire's result frame and, for a run that crashed or
+ * hung, its finding (carried to the master by local slots directly, by workers on the wire).
+ */
+export type ExecutedResult = ResultFrame & { finding?: RunFinding | null };
+
+export interface FindingRecord extends RunFinding {
+  schema: typeof SCHEMA;
+  input_hash: string;
+  signature: string;
+  /** ISO time of the first commit that recorded it. */
+  first_seen: string;
+  last_seen: string;
+  times_seen: number;
+  fences: string[];
+}
+
+export interface FindingGroup {
+  signature: string;
+  kind: FindingKind;
+  inputs: string[];
+}
+
+/** Whether the outcome of a run makes it a finding, and which. `tail` is read only when it may matter. */
+export function classifyRun(run: { outcome: string; exitCode: number | null; signal: string | null }, tail: () => string): RunFinding | null {
+  if (run.outcome === "timeout") return { kind: "hang", signal: null, exit_code: null, stderr_tail: tail() };
+  if (run.outcome !== "complete") return null;
+  if (run.signal !== null) {
+    const n = (osConstants.signals as Record<string, number>)[run.signal] ?? null;
+    return { kind: "crash", signal: n, exit_code: null, stderr_tail: tail() };
+  }
+  if (run.exitCode !== null && run.exitCode !== 0) {
+    const t = tail();
+    if (SANITIZER_ERROR.test(t)) return { kind: "crash", signal: null, exit_code: run.exitCode, stderr_tail: t };
+  }
+  return null;
+}
+
+const SANITIZER_ERROR = /(^|\n)(==\d+==ERROR: \w*Sanitizer|SUMMARY: \w*Sanitizer)/;
+const SUMMARY = /^SUMMARY: (\w*Sanitizer: .*)$/m;
+const FRAME = /^\s*#\d+ 0x[0-9a-fA-F]+ in (\S+)/gm;
+
+/** Addresses, hex and decimal numbers replaced, whitespace collapsed, bounded. */
+export function normaliseLine(line: string): string {
+  return line
+    .replace(/0x[0-9a-fA-F]+/g, "<addr>")
+    .replace(/\b[0-9a-fA-F]{8,}\b/g, "<hex>")
+    .replace(/\d+/g, "<n>")
+    .replace(/\s+/g, " ")
+    .trim()
+    .slice(0, 200);
+}
+
+/** "crash (signal 6)", "crash (exit 1)", "hang (timeout)". */
+export function describeFinding(f: RunFinding): string {
+  return f.kind === "hang" ? "hang (timeout)" : f.signal !== null ? `crash (signal ${f.signal})` : `crash (exit ${f.exit_code})`;
+}
+
+/** The group a finding belongs to. */
+export function signatureOf(f: RunFinding): string {
+  const summary = SUMMARY.exec(f.stderr_tail);
+  if (summary) {
+    const frames = [...f.stderr_tail.matchAll(FRAME)].slice(0, 3).map((m) => m[1]);
+    return [normaliseLine(summary[1]), ...frames].join(" | ");
+  }
+  const head = f.kind === "hang" ? "timeout" : f.signal !== null ? `signal ${f.signal}` : `exit ${f.exit_code}`;
+  const last = f.stderr_tail.split("\n").map((l) => l.trim()).filter((l) => l !== "").at(-1);
+  return last === undefined ? head : `${head} | ${normaliseLine(last)}`;
+}
+
+/** The fields of a finding an executor reported, checked; the problem in words, or null. */
+export function findingProblem(f: unknown): string | null {
+  if (typeof f !== "object" || f === null) return "the finding is not an object";
+  const x = f as Record<string, unknown>;
+  if (x.kind !== "crash" && x.kind !== "hang") return `finding kind ${JSON.stringify(x.kind)} is neither "crash" nor "hang"`;
+  const small = (v: unknown, max: number) => v === null || (Number.isInteger(v) && (v as number) >= 0 && (v as number) <= max);
+  if (!small(x.signal, 128)) return "finding signal must be null or an integer from 0 to 128";
+  if (!small(x.exit_code, 255)) return "finding exit_code must be null or an integer from 0 to 255";
+  if (typeof x.stderr_tail !== "string" || x.stderr_tail.length > 2 * TAIL_BYTES) return `finding stderr_tail must be a string of at most ${2 * TAIL_BYTES} characters`;
+  if (x.kind === "crash" && x.signal === null && x.exit_code === null) return "a crash finding names its signal or its exit code";
+  return null;
+}
+
+export function findingsDir(stateDir: string): string {
+  return join(stateDir, "findings");
+}
+
+export class FindingsStore {
+  private ready = false;
+
+  constructor(
+    readonly dir: string,
+    private readonly lockTimeoutMs = 30_000,
+  ) {}
+
+  /**
+   * Records that the input `hash` was found crashing or hanging by the commit under `fence`.
+   * "new": first record of this input; "again": seen before, under other fences; "already": this
+   * fence was recorded before (nothing changes).
+   */
+  record(hash: string, fence: string, f: RunFinding, now: Date): "new" | "again" | "already" {
+    if (!HEX64.test(hash)) throw new Error(`not a content hash: ${hash}`);
+    if (!this.ready) {
+      mkdirDurable(this.dir);
+      this.ready = true;
+    }
+    const path = join(this.dir, `${hash}.json`);
+    return withFileLock(`${path}.lock`, this.lockTimeoutMs, () => {
+      const old = this.read(hash);
+      if (old?.fences.includes(fence)) return "already";
+      const at = now.toISOString();
+      const next: FindingRecord = old
+        ? { ...old, last_seen: at, times_seen: old.times_seen + 1, fences: [...old.fences, fence].slice(-MAX_FENCES) }
+        : { schema: SCHEMA, input_hash: hash, ...pick(f), signature: signatureOf(f), first_seen: at, last_seen: at, times_seen: 1, fences: [fence] };
+      writeFileAtomic(path, JSON.stringify(next) + "\n");
+      return old ? "again" : "new";
+    });
+  }
+
+  /** Every valid record, sorted by first_seen then hash. Records that do not validate are left out (and left alone). */
+  list(): FindingRecord[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch {
+      return [];
+    }
+    const out: FindingRecord[] = [];
+    for (const n of names) {
+      const m = /^([0-9a-f]{64})\.json$/.exec(n);
+      if (!m) continue;
+      const r = this.read(m[1]);
+      if (r) out.push(r);
+    }
+    return out.sort((a, b) => a.first_seen.localeCompare(b.first_seen) || a.input_hash.localeCompare(b.input_hash));
+  }
+
+  /** The records grouped by signature, largest group first. */
+  groups(records = this.list()): FindingGroup[] {
+    const by = new Map<string, FindingGroup>();
+    for (const r of records) {
+      const g = by.get(r.signature) ?? { signature: r.signature, kind: r.kind, inputs: [] };
+      g.inputs.push(r.input_hash);
+      by.set(r.signature, g);
+    }
+    return [...by.values()].sort((a, b) => b.inputs.length - a.inputs.length || a.signature.localeCompare(b.signature));
+  }
+
+  /** A record, read without following a symlink; null when absent or invalid. */
+  private read(hash: string): FindingRecord | null {
+    let pin: PinnedDir;
+    try {
+      pin = PinnedDir.openNoFollow(this.dir);
+    } catch {
+      return null;
+    }
+    try {
+      const { bytes } = pin.readFile(`${hash}.json`, RECORD_BYTES);
+      const r = JSON.parse(bytes.toString("utf8")) as FindingRecord;
+      if (r.schema !== SCHEMA || r.input_hash !== hash || findingProblem(r) !== null) return null;
+      if (!Number.isInteger(r.times_seen) || !Array.isArray(r.fences) || typeof r.signature !== "string") return null;
+      return r;
+    } catch {
+      return null;
+    } finally {
+      pin.close();
+    }
+  }
+}
+
+function pick(f: RunFinding): RunFinding {
+  return { kind: f.kind, signal: f.signal, exit_code: f.exit_code, stderr_tail: f.stderr_tail };
+}
