@@ -15,6 +15,7 @@ import { action } from "./action.ts";
 import { EXIT } from "../exit-codes.ts";
 import { makeConfirm } from "./prompt.ts";
 import { bundledExample } from "./package-root.ts";
+import { withSignalStop } from "./stop-signals.ts";
 
 export function demoConfig(plantedPath: string): string {
   const gen = JSON.stringify(plantedPath);
@@ -68,10 +69,7 @@ async function exploreDemo(dir: string): Promise<number> {
   say(`demo explore campaign in ${dir}`);
   say(`$ fuzzfleet explore -i ${seeds} -o ${corpus} -j 2 --max-idle 1 -- ${target.join(" ")}\n`);
   const { explore } = await import("../explore/command/run.ts");
-  const controller = new AbortController();
-  const onSignal = () => controller.abort();
-  process.on("SIGINT", onSignal);
-  try {
+  return withSignalStop(async ({ signal }) => {
     const code = await explore({
       inputDir: seeds,
       corpusDir: corpus,
@@ -87,15 +85,13 @@ async function exploreDemo(dir: string): Promise<number> {
       statsJson: join(dir, "stats.json"),
       resumeEpoch: null,
       leaseTtlSeconds: null,
-      signal: controller.signal,
+      signal,
     });
     say(`\nThe corpus holds every unique input the maze can reach, each executed once: ls ${corpus}`);
     say("Two of them crash the maze (exit 134 and 139); the README of examples/maze explains them.");
     say(keptAt(dir));
     return code;
-  } finally {
-    process.off("SIGINT", onSignal);
-  }
+  });
 }
 
 export function registerDemo(program: Command): void {

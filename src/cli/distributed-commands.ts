@@ -9,6 +9,7 @@ import { campaignPaths } from "../config/paths.ts";
 import { parseHostPort } from "../net/address.ts";
 import { action, collect, intAtLeast, portNumber } from "./action.ts";
 import { makeConfirm } from "./prompt.ts";
+import { withSignalStop } from "./stop-signals.ts";
 
 export function registerDistributedCommands(program: Command): void {
   program
@@ -41,17 +42,24 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
         async (o) => {
           // Loaded here: a worker never needs the store, the config loader or the engine.
           const { coordinate } = await import("../sweep/coordinate.ts");
-          return coordinate({
-            paths: campaignPaths(o),
-            seconds: parseDuration(o.for),
-            laneNames: o.lane,
-            allowStaleApp: o.allowStaleApp ?? false,
-            forceUnlock: o.forceUnlock ?? false,
-            confirm: makeConfirm(o.yes ?? false),
-            port: o.port ?? null,
-            bind: o.bind ?? null,
-            token: o.token,
-          });
+          const { clock } = await import("../report/sweep-console.ts");
+          const again = () => process.stdout.write(`[${clock()}] already stopping; waiting for workers (bounded by the drain and stop graces)\n`);
+          return withSignalStop(
+            ({ signal }) =>
+              coordinate({
+                paths: campaignPaths(o),
+                seconds: parseDuration(o.for),
+                laneNames: o.lane,
+                allowStaleApp: o.allowStaleApp ?? false,
+                forceUnlock: o.forceUnlock ?? false,
+                confirm: makeConfirm(o.yes ?? false),
+                port: o.port ?? null,
+                bind: o.bind ?? null,
+                token: o.token,
+                signal,
+              }),
+            { again },
+          );
         },
       ),
     );
@@ -84,26 +92,19 @@ open to others, not yours), or no token file within --wait,
       action<{ master: string; jobs: number; slots: number; token?: string; tokenFile?: string; wait: number }>(async (o) => {
         const { host, port } = parseHostPort(o.master);
         const paths = campaignPaths(o);
-        const controller = new AbortController();
-        const onSignal = () => controller.abort();
-        process.on("SIGINT", onSignal);
-        process.on("SIGTERM", onSignal);
-        const { runWorker } = await import("../worker/client.ts");
-        try {
-          return await runWorker({
+        return withSignalStop(async ({ signal }) => {
+          const { runWorker } = await import("../worker/client.ts");
+          return runWorker({
             host,
             port,
             jobs: o.jobs,
             slots: o.slots,
             token: { flag: o.token, file: o.tokenFile === undefined ? undefined : resolve(o.tokenFile), outDir: paths.outDir },
             waitSeconds: o.wait,
-            signal: controller.signal,
+            signal,
             log: (line) => process.stdout.write(line + "\n"),
           });
-        } finally {
-          process.off("SIGINT", onSignal);
-          process.off("SIGTERM", onSignal);
-        }
+        });
       }),
     );
 }

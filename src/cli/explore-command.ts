@@ -4,6 +4,8 @@ import { UsageError } from "../errors.ts";
 import { DEFAULT_BUDGETS, DEFAULT_FINALIZE_SECONDS, DEFAULT_JOIN_TIMEOUT_SECONDS } from "../explore/defaults.ts";
 import { action, intAtLeast, portNumber } from "./action.ts";
 import { parseHostPort } from "../net/address.ts";
+import { DEFAULT_STOP_GRACE_SECONDS } from "../net/worker-service.ts";
+import { signalLabel, withSignalStop } from "./stop-signals.ts";
 
 function seconds(flag: string, min: number) {
   return (value: string): number => {
@@ -36,6 +38,7 @@ export function registerExplore(program: Command): void {
     .option("--join <host:port>", "be a submaster of the root master at this address (same command line otherwise)")
     .addOption(new Option("--ownership <mode>", "rendezvous: each content has one owning master; broadcast: every master runs everything (for comparison)").choices(["rendezvous", "broadcast"]).default("rendezvous"))
     .option("--grace <sec>", "a master silent for this long is lost; also bounds the statistics exchange (default max(120, 4 x -t))", seconds("--grace", 0.1))
+    .option("--stop-grace <sec>", "at the end, how long remote workers have to acknowledge the stop (as a sweep's stop_grace_seconds)", seconds("--stop-grace", 0.1), DEFAULT_STOP_GRACE_SECONDS)
     .option("--join-timeout <sec>", "how long the root waits for every master to join, and a submaster for the roster", seconds("--join-timeout", 0.1), DEFAULT_JOIN_TIMEOUT_SECONDS)
     .option("--finalize-timeout <sec>", "how long a submaster waits, after its statistics were acknowledged, for the root's final release (then exit 71)", seconds("--finalize-timeout", 0.1), DEFAULT_FINALIZE_SECONDS)
     .addOption(
@@ -60,6 +63,8 @@ CORPUS_DIR/.fuzzfleet/fuzzfleet.token, which a serving master creates (mode 0600
 removes after a clean end. The banner names that file instead of printing the secret: workers
 take it with --token-file, and a --join master with the same -o reads it by itself (waiting for
 it if the root is not up yet). A lone master without --port uses no token.
+At the end every remote worker is stopped with a fresh token and has --stop-grace seconds to
+finish its runs, clean up and acknowledge exactly; one that does not is named (exit 70).
 Several masters: start the root with --masters N --port P, then each other master with the same
 command line and --join ROOT_HOST:P (the root prints it). Each content hash has one
 owning master (rendezvous hashing); leases make any takeover safe; the campaign ends only when
@@ -90,6 +95,7 @@ conflict), 71 final rendezvous timed out.`,
         join?: string;
         ownership: "rendezvous" | "broadcast";
         grace?: number;
+        stopGrace: number;
         joinTimeout: number;
         finalizeTimeout: number;
         sync: "fence" | "all";
@@ -103,49 +109,43 @@ conflict), 71 final rendezvous timed out.`,
         const join = o.join ? parseHostPort(o.join, "--join") : null;
         if (o.maxResultBytes > o.maxInputBytes) throw new UsageError("--max-result-bytes must not exceed --max-input-bytes: every child becomes an input");
         const { explore } = await import("../explore/command/run.ts");
-        const controller = new AbortController();
-        const onSignal = (sig: NodeJS.Signals) => {
-          if (controller.signal.aborted) {
-            process.stdout.write(`${sig}: already stopping (every wait is bounded)\n`);
-            return;
-          }
-          process.stdout.write(
-            `${sig === "SIGINT" ? "Ctrl-C" : sig}: stopping — local executions are stopped and requeued, remote workers finish theirs and acknowledge; the state is kept for --resume\n`,
-          );
-          controller.abort();
+        const words = {
+          stopping: (sig: NodeJS.Signals) =>
+            process.stdout.write(
+              `${signalLabel(sig)}: stopping — local executions are stopped and requeued, remote workers finish theirs and acknowledge; the state is kept for --resume\n`,
+            ),
+          again: (sig: NodeJS.Signals) => process.stdout.write(`${sig}: already stopping (every wait is bounded)\n`),
         };
-        process.on("SIGINT", onSignal);
-        process.on("SIGTERM", onSignal);
-        try {
-          return await explore({
-            inputDir: o.inputDir,
-            corpusDir: o.outputDir,
-            target,
-            slots: o.jobs,
-            timeoutSeconds: o.timeout,
-            maxIdleSeconds: o.maxIdle,
-            wallTimeoutSeconds: o.wallTimeout,
-            simulate: o.simulate ?? false,
-            port: o.port ?? null,
-            bind: o.bind ?? null,
-            token: o.token,
-            statsJson: o.statsJson ?? null,
-            resumeEpoch: o.resume ?? null,
-            leaseTtlSeconds: o.leaseTtl ?? null,
-            budgets: { maxChildren: o.maxChildren, maxResultBytes: o.maxResultBytes, maxInputBytes: o.maxInputBytes },
-            ownership: o.ownership,
-            masters: o.masters,
-            join,
-            graceSeconds: o.grace ?? null,
-            joinTimeoutSeconds: o.joinTimeout,
-            finalizeSeconds: o.finalizeTimeout,
-            durability: o.sync,
-            signal: controller.signal,
-          });
-        } finally {
-          process.off("SIGINT", onSignal);
-          process.off("SIGTERM", onSignal);
-        }
+        return withSignalStop(
+          ({ signal }) =>
+            explore({
+              inputDir: o.inputDir,
+              corpusDir: o.outputDir,
+              target,
+              slots: o.jobs,
+              timeoutSeconds: o.timeout,
+              maxIdleSeconds: o.maxIdle,
+              wallTimeoutSeconds: o.wallTimeout,
+              simulate: o.simulate ?? false,
+              port: o.port ?? null,
+              bind: o.bind ?? null,
+              token: o.token,
+              statsJson: o.statsJson ?? null,
+              resumeEpoch: o.resume ?? null,
+              leaseTtlSeconds: o.leaseTtl ?? null,
+              budgets: { maxChildren: o.maxChildren, maxResultBytes: o.maxResultBytes, maxInputBytes: o.maxInputBytes },
+              ownership: o.ownership,
+              masters: o.masters,
+              join,
+              graceSeconds: o.grace ?? null,
+              stopGraceSeconds: o.stopGrace,
+              joinTimeoutSeconds: o.joinTimeout,
+              finalizeSeconds: o.finalizeTimeout,
+              durability: o.sync,
+              signal,
+            }),
+          words,
+        );
       }),
     );
 }

@@ -1,19 +1,16 @@
 // `coordinate`: one distributed sweep session. The same SweepEngine as `run`, driven by remote
 // workers instead of the local executor; this process sweeps nothing itself.
-import { rmSync, writeFileSync } from "node:fs";
-import { isIP } from "node:net";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { formatDuration } from "../config/duration.ts";
 import { formatInt } from "../config/format.ts";
 import type { CampaignPaths } from "../config/paths.ts";
-import { RuntimeFailure } from "../errors.ts";
 import { EXIT } from "../exit-codes.ts";
 import { SweepWorkerProtocol } from "../engine/worker-protocol.ts";
 import type { ReadService } from "../net/worker-server.ts";
 import { SweepEngine } from "../engine/sweep-engine.ts";
-import { serverToken } from "../net/token.ts";
+import { serverToken, type FoundToken } from "../net/token.ts";
+import { joinBanner, listenForWorkers, removeNonce, stopOutcomeWords, writeNonce, type AddressFlags, type Listening, type Nonce } from "../net/worker-service.ts";
 import { failuresData, renderFailures } from "../report/failures.ts";
 import { renderLive, type LiveData } from "../report/live.ts";
 import { saveSessionSummary, sessionSummary } from "../report/session-summary.ts";
@@ -22,7 +19,6 @@ import { clock, SweepConsole } from "../report/sweep-console.ts";
 import { setSessionPort } from "../store/sessions.ts";
 import type { Confirm } from "./campaign.ts";
 import { closeSweepSession, openSweepSession, sessionBudgetLines, sessionHeadLines, type SweepSession } from "./session.ts";
-import { randomHex } from "../util/random-hex.ts";
 
 export interface CoordinateOptions {
   paths: CampaignPaths;
@@ -37,7 +33,12 @@ export interface CoordinateOptions {
   write?: (line: string) => void;
   /** Seconds between live reports on the console. */
   liveReportSeconds?: number;
+  /** Aborted by Ctrl-C or SIGTERM (cli/stop-signals.ts): the session drains, then stops its workers. */
+  signal: AbortSignal;
 }
+
+/** How a coordinator's user changes where it listens. */
+const ADDRESS_FLAGS: AddressFlags = { port: "--port (or [distributed] port in the config)", bind: "--bind (or [distributed] bind in the config)" };
 
 export async function coordinate(o: CoordinateOptions): Promise<number> {
   const write = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
@@ -57,21 +58,15 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
   const bind = o.bind ?? (d.bind || hostname());
   const startMs = performance.now();
   const deadlineMs = startMs + o.seconds * 1000;
-  const controller = new AbortController();
+  const signal = o.signal;
   let status: "done" | "interrupted" = "interrupted";
-  const nonce = { path: join(s.outDir, "tmp", `nonce-${s.sessionId}`), value: randomHex(16) };
-  const onSignal = () => {
-    if (!controller.signal.aborted) controller.abort();
-    else write(`[${clock()}] already stopping; waiting for workers (bounded by the drain and stop graces)`);
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  let nonce: Nonce | null = null;
   let liveTimer: NodeJS.Timeout | null = null;
   // Closed in `finally` too: a coordinator that fails midway must not keep listening.
   let closeRemote: (() => void) | null = null;
   try {
-    const { token, source } = serverToken({ flag: o.token, outDir: s.outDir });
-    writeFileSync(nonce.path, nonce.value + "\n");
+    const found = serverToken({ flag: o.token, outDir: s.outDir });
+    nonce = writeNonce(join(s.outDir, "tmp", `nonce-${s.sessionId}`));
     const out = new SweepConsole({ live: null, write, remaining: () => (deadlineMs - performance.now()) / 1000, showWorker: true });
     const engine = new SweepEngine({
       db: s.db,
@@ -134,7 +129,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
     const remote = new SweepWorkerProtocol({
       session: s,
       engine,
-      token,
+      token: found.token,
       leaseSeconds: d.leaseSeconds,
       heartbeatSeconds: Math.min(5, d.leaseSeconds / 4),
       drainGraceSeconds: d.drainGraceMinutes * 60,
@@ -146,23 +141,17 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
       storePath: o.paths.dbPath,
     });
     closeRemote = () => remote.close();
-    let addr;
-    try {
-      addr = await remote.listen(bind, port);
-    } catch (err) {
-      throw new RuntimeFailure(`could not listen on ${bind}:${port} — ${(err as Error).message}`, { cause: err });
-    }
-    const shown = isIP(bind) ? addr.address : bind;
-    where = `${shown}:${addr.port}`;
-    s.lock.setPort(addr.port);
-    setSessionPort(s.db, s.sessionId, addr.port);
-    banner(write, s, o.seconds, addr.address, addr.port, shown, source);
+    const at = await listenForWorkers(remote, bind, port, ADDRESS_FLAGS);
+    where = `${at.shown}:${at.port}`;
+    s.lock.setPort(at.port);
+    setSessionPort(s.db, s.sessionId, at.port);
+    banner(write, s, o.seconds, at, found);
     liveTimer = setInterval(() => out.line("\n" + renderLive(live())), (o.liveReportSeconds ?? 300) * 1000);
     liveTimer.unref();
 
-    const report = await remote.run(controller.signal);
+    const report = await remote.run(signal);
     clearInterval(liveTimer);
-    status = controller.signal.aborted ? "interrupted" : "done";
+    status = signal.aborted ? "interrupted" : "done";
     const extra: string[] = [];
     if (report.scratchRemoved > 0) extra.push(`  scratch:       ${report.scratchRemoved} leftover chunk director(ies) removed`);
     const workers = remote.everyone;
@@ -170,14 +159,8 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
     for (const w of workers) {
       extra.push(`    ${w.label.padEnd(20)} -j ${String(w.jobs).padEnd(3)} ${formatInt(w.chunks)} chunk(s), ${formatInt(w.seeds)} seeds`);
     }
-    const oc = report.outcome;
-    const problems = [
-      ...oc.pending.map((n) => `worker ${n} did not acknowledge the stop within ${formatDuration(d.stopGraceSeconds)}`),
-      ...oc.gone.map((g) => `worker ${g.name} left before acknowledging the stop (${g.why})`),
-    ];
-    if (oc.acked.length > 0 || problems.length > 0) {
-      extra.push(problems.length === 0 ? `  shutdown:      all ${oc.acked.length} worker(s) acknowledged the stop` : "  SHUTDOWN INCOMPLETE:");
-    }
+    const { summary: stopped, problems } = stopOutcomeWords(report.outcome, d.stopGraceSeconds);
+    if (stopped !== null) extra.push(problems.length === 0 ? `  shutdown:      ${stopped}` : `  SHUTDOWN INCOMPLETE: ${stopped}`);
     for (const p of problems) extra.push(`    ${p}`);
     const summary = sessionSummary(s.db, {
       sessionId: s.sessionId,
@@ -196,23 +179,16 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
   } finally {
     closeRemote?.();
     if (liveTimer) clearInterval(liveTimer);
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
-    rmSync(nonce.path, { force: true });
+    removeNonce(nonce);
     closeSweepSession(s, status);
   }
 }
 
-function banner(write: (l: string) => void, s: SweepSession, seconds: number, ip: string, port: number, shown: string, tokenSource: string): void {
+/** The session's head, the worker service's join banner (net/worker-service.ts) and the budget, aligned under the head. */
+function banner(write: (l: string) => void, s: SweepSession, seconds: number, at: Listening, token: FoundToken): void {
   for (const line of sessionHeadLines(s, "coordinate")) write(line);
-  write(`         listening on ${ip}:${port} (${hostname()})`);
-  if (ip.startsWith("127.") || ip === "::1") {
-    write("         !! that is a LOOPBACK address — workers on other hosts cannot reach it.");
-    write('            Set [distributed] bind = "<this host\'s LAN address>" in the config, or pass --bind.');
-    write("            (Debian and Ubuntu map the host name to 127.0.1.1 in /etc/hosts: the usual cause.)");
-  }
-  write(`         token from ${tokenSource}`);
+  const b = joinBanner(at, { token, tokenFileIsWorkersDefault: true, workerNote: "-j: that host's cores by default", answersStatus: true, flags: ADDRESS_FLAGS });
+  for (const line of b.listening) write(`         ${line}`);
   for (const line of sessionBudgetLines(s, seconds)) write(line);
-  write(`         start workers:  fuzzfleet worker --master ${shown}:${port}   (-j: that host's cores by default)`);
-  write(`         watch it:       fuzzfleet status --master ${shown}:${port}`);
+  for (const line of b.commands) write(`         ${line}`);
 }

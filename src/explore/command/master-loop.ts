@@ -11,6 +11,7 @@
 import type { ExploreMaster } from "../master/master.ts";
 import { IdleWindow, type EndReason, type Ending } from "../fleet/endings.ts";
 import type { ExploreWorkerProtocol } from "../fleet/worker-protocol.ts";
+import { stopOutcomeWords } from "../../net/worker-service.ts";
 import { WakeablePause } from "../../util/pause.ts";
 import { LocalSlots, type LocalSlotsOptions } from "./local-slots.ts";
 
@@ -24,8 +25,6 @@ const INPUT_SCAN_MS = 1000;
  */
 export const ADMIT_BATCH = 256;
 const CORPUS_SCAN_MS = 250;
-/** How long the shutdown waits for remote workers' exact ACKs. */
-const STOP_WAIT_MS = 15_000;
 
 export interface MasterLoopOptions {
   master: ExploreMaster;
@@ -37,6 +36,8 @@ export interface MasterLoopOptions {
   /** 0: no wall budget. */
   wallTimeoutSeconds: number;
   leaseTtlMs: number;
+  /** How long the shutdown waits for remote workers' exact ACKs (--stop-grace). */
+  stopGraceSeconds: number;
   /** Other masters publish into the same corpus: scan it for their children. */
   multiMaster: boolean;
   /** The monotonic clock, in ms. */
@@ -120,11 +121,11 @@ export class MasterLoop {
     await this.slots.settled();
     const problems: string[] = [];
     if (remote) {
-      const outcome = await remote.server.stopAll(STOP_WAIT_MS);
+      const grace = this.o.stopGraceSeconds;
+      const words = stopOutcomeWords(await remote.server.stopAll(grace * 1000), grace);
       remote.server.close();
-      for (const n of outcome.pending) problems.push(`worker ${n} did not acknowledge the stop`);
-      for (const g of outcome.gone) problems.push(`worker ${g.name} left before acknowledging the stop (${g.why})`);
-      if (outcome.acked.length) this.o.log(`worker shutdown: ${outcome.acked.length} exact ACK(s)`);
+      problems.push(...words.problems);
+      if (words.summary !== null) this.o.log(`worker shutdown: ${words.summary}`);
     }
     this.o.master.heartbeat();
     this.slots.dispose();

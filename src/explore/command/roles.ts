@@ -160,9 +160,9 @@ async function startRoot(masters: number, m: StartedMaster, links: Links): Promi
 }
 
 async function serve(m: StartedMaster, onPeer: ListenOptions["onPeer"]): Promise<{ remote: ExploreWorkerProtocol; port: number }> {
-  const { listenForWorkers } = await import("../fleet/listen.ts");
+  const { serveWorkers } = await import("../fleet/listen.ts");
   const { options: o, budgets } = m;
-  return listenForWorkers({
+  return serveWorkers({
     master: m.master,
     found: m.found!,
     nonce: m.nonce,

@@ -17,7 +17,7 @@ import { UsageError } from "../../errors.ts";
 import { EXIT } from "../../exit-codes.ts";
 import { CampaignLock } from "../../lock/campaign-lock.ts";
 import { serverToken } from "../../net/token.ts";
-import { randomHex } from "../../util/random-hex.ts";
+import { DEFAULT_STOP_GRACE_SECONDS, removeNonce, writeNonce, type Nonce } from "../../net/worker-service.ts";
 import { DEFAULT_BUDGETS, DEFAULT_FINALIZE_SECONDS, type Budgets } from "../defaults.ts";
 import { usesFileMode } from "../executor/execute.ts";
 import type { EndReason } from "../fleet/endings.ts";
@@ -52,6 +52,8 @@ export interface ExploreOptions {
   join?: { host: string; port: number } | null;
   /** Lost-master and shutdown grace (seconds); default max(120, 4 x timeout). */
   graceSeconds?: number | null;
+  /** How long remote workers have to acknowledge the stop (seconds); default DEFAULT_STOP_GRACE_SECONDS. */
+  stopGraceSeconds?: number;
   /** How long the root waits for every master to join, and a submaster for the roster. */
   joinTimeoutSeconds?: number;
   /** Bound of the final rendezvous (seconds). */
@@ -106,6 +108,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
   // The root and a single master own the campaign state; a submaster borrows the root's.
   const lock = role.kind === "participant" ? null : CampaignLock.acquire(state, { mode: "explore", port: o.port });
   let tokenFile: string | null = null;
+  let nonce: Nonce | null = null;
   let keepState = true;
   // Closed in `finally` too: a campaign that fails early must not keep listening (nor the process alive).
   const links: Links = { hub: null, remote: null, rootLink: null };
@@ -138,12 +141,12 @@ export async function explore(o: ExploreOptions): Promise<number> {
       timeoutSeconds: o.timeoutSeconds,
       wallTimeoutSeconds: o.wallTimeoutSeconds,
       leaseTtlMs,
+      stopGraceSeconds: o.stopGraceSeconds ?? DEFAULT_STOP_GRACE_SECONDS,
       multiMaster: ranks.length > 1,
       now,
       log,
     });
-    const nonce = { path: join(workDir, `nonce-r${rank}`), value: randomHex(16) };
-    writeFileSync(nonce.path, nonce.value + "\n", { mode: 0o600 });
+    nonce = writeNonce(join(workDir, `nonce-r${rank}`));
     const started: StartedMaster = { options: o, budgets, master, loop, found, nonce, setup, epoch, rank, graceMs, leaseTtlMs, now, log, write, rounds };
     const ending = await startEnding(role, started, links);
 
@@ -181,6 +184,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     links.hub?.close();
     links.remote?.server.close();
     links.rootLink?.destroy();
+    removeNonce(nonce);
     lock?.release();
     if (!keepState) removeIfEmpty(state);
   }
