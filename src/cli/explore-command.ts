@@ -38,6 +38,7 @@ export function registerExplore(program: Command): void {
     .option("--join <host:port>", "be a submaster of the root master at this address (same command line otherwise)")
     .addOption(new Option("--ownership <mode>", "rendezvous: each content has one owning master; broadcast: every master runs everything (for comparison)").choices(["rendezvous", "broadcast"]).default("rendezvous"))
     .option("--grace <sec>", "a master silent for this long is lost; also bounds the statistics exchange (default max(120, 4 x -t))", seconds("--grace", 0.1))
+    .option("--fresh", "run content that earlier campaigns on this corpus already explored again (by default it is skipped and counted)")
     .option("--stop-grace <sec>", "at the end, how long remote workers have to acknowledge the stop (as a sweep's stop_grace_seconds)", seconds("--stop-grace", 0.1), DEFAULT_STOP_GRACE_SECONDS)
     .option("--join-timeout <sec>", "how long the root waits for every master to join, and a submaster for the roster", seconds("--join-timeout", 0.1), DEFAULT_JOIN_TIMEOUT_SECONDS)
     .option("--finalize-timeout <sec>", "how long a submaster waits, after its statistics were acknowledged, for the root's final release (then exit 71)", seconds("--finalize-timeout", 0.1), DEFAULT_FINALIZE_SECONDS)
@@ -96,6 +97,7 @@ conflict), 71 final rendezvous timed out.`,
         ownership: "rendezvous" | "broadcast";
         grace?: number;
         stopGrace: number;
+        fresh?: boolean;
         joinTimeout: number;
         finalizeTimeout: number;
         sync: "fence" | "all";
@@ -139,6 +141,7 @@ conflict), 71 final rendezvous timed out.`,
               join,
               graceSeconds: o.grace ?? null,
               stopGraceSeconds: o.stopGrace,
+              fresh: o.fresh === true,
               joinTimeoutSeconds: o.joinTimeout,
               finalizeSeconds: o.finalizeTimeout,
               durability: o.sync,

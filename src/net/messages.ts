@@ -155,6 +155,14 @@ export const Task = z.strictObject({ type: z.literal("task"), tasks: z.array(Tas
 
 export const ProtocolErrorKind = z.enum(["", "input-copy-error", "input-budget-exceeded", "result-budget-exceeded", "execution-error", "corpus-publication", "interrupted"]);
 
+/** How a target run that is a finding ended (a crash or a hang), as a worker saw it. */
+export const RunFinding = z.strictObject({
+  kind: z.enum(["crash", "hang"]),
+  signal: z.number().int().min(0).max(128).nullable(),
+  exit_code: z.number().int().min(0).max(255).nullable(),
+  stderr_tail: text(4096),
+});
+
 export const Result = z.strictObject({
   type: z.literal("result"),
   task_id: id,
@@ -172,6 +180,8 @@ export const Result = z.strictObject({
   protocol_error: ProtocolErrorKind,
   budget: z.strictObject({ resource: text(32), observed: z.number().min(0), limit: z.number().min(0) }).nullable(),
   detail: text(2000).nullable(),
+  /** Set when the run crashed or hung the target; the master records the finding. */
+  finding: RunFinding.nullable().optional(),
 });
 export type ResultFrame = z.infer<typeof Result>;
 

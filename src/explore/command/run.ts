@@ -54,6 +54,8 @@ export interface ExploreOptions {
   graceSeconds?: number | null;
   /** How long remote workers have to acknowledge the stop (seconds); default DEFAULT_STOP_GRACE_SECONDS. */
   stopGraceSeconds?: number;
+  /** Run content that earlier campaigns on this corpus already explored again (their ledgers are ignored). */
+  fresh?: boolean;
   /** How long the root waits for every master to join, and a submaster for the roster. */
   joinTimeoutSeconds?: number;
   /** Bound of the final rendezvous (seconds). */
@@ -162,6 +164,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
 
     const end = await loop.run(links.remote, ending);
     const stop = await loop.shutdown(links.remote, end);
+    master.close(); // the explored ledger is made durable before the statistics say what was explored
     const elapsed = (now() - startMs) / 1000;
     const problems = [...ending.problems, ...master.problems, ...stop];
     const late = end === "idle" || end === "quiescence" ? master.countLateInputs() : 0;
@@ -222,6 +225,7 @@ function openMaster(m: {
     ownership: m.ownership,
     budgets: m.budgets,
     timeoutSeconds: m.o.timeoutSeconds,
+    fresh: m.o.fresh ?? false,
     leaseTtlMs: m.leaseTtlMs,
     wallNow: () => Date.now(),
     log: m.log,
