@@ -28,9 +28,6 @@ import type { StopLedger } from "./lifecycle.ts";
 import { printable } from "./log-lines.ts";
 import { asObject } from "./message-checks.ts";
 
-// The token check and the wording of a wait live with the other handshake checks; net/ imports them from here.
-export { noFrameWithin, tokensEqual };
-
 /** What the machine reads of a validated first frame; the caller's frames carry more. */
 export type FirstFrameView =
   | { type: "hello"; protocol: number; host: string; slots: number }

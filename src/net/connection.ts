@@ -15,7 +15,7 @@ import assert from "node:assert/strict";
 import { connect as netConnect, type Socket } from "node:net";
 import type { z } from "zod";
 import { FrameTimeout, PeerClosed, ProtocolError } from "../errors.ts";
-import { noFrameWithin } from "../core/worker-session.ts";
+import { noFrameWithin } from "../core/handshake-checks.ts";
 import { encodeFrame, FrameDecoder, MAX_FRAME_BYTES } from "./frame.ts";
 import { check, type Frame } from "./messages.ts";
 

@@ -220,4 +220,4 @@ function createTokenFile(path: string): string | null {
 }
 
 // The constant-time comparison lives with the one machine that checks tokens.
-export { tokensEqual } from "../core/worker-session.ts";
+export { tokensEqual } from "../core/handshake-checks.ts";
