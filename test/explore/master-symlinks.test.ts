@@ -15,6 +15,7 @@ import { scratchDirs, sha256 } from "../helpers/scratch.ts";
 /** The corpus directory's entries but the hidden state directory (the master keeps its ledger there). */
 const publicNames = (dir: string) => readdirSync(dir).filter((n) => n !== ".fuzzfleet");
 import { snapshot } from "../helpers/tree-snapshot.ts";
+import { problem } from "../../src/core/problems.ts";
 
 const { freshDir } = scratchDirs("master-links");
 const STAGE = "a".repeat(32);
@@ -111,7 +112,7 @@ describe("ExploreMaster and symlinked stages", () => {
     const before = snapshot(victim, true);
     symlinkSync(victim, join(s.stagingRoot, "w1"));
     assert.equal(s.master.consumeResult("w1", result(task, children)), "refused");
-    assert.match(s.master.problems.join("\n"), /stage a{32}: .*staging\/w1 is a symbolic link/);
+    assert.match(s.master.problems.map((p) => p.message).join("\n"), /stage a{32}: .*staging\/w1 is a symbolic link/);
     assert.deepEqual(snapshot(victim, true), before, "the stage behind the link is still there, every file in place");
     assert.deepEqual(publicNames(s.corpusDir), [sha256("seed\n")]);
   });
@@ -125,7 +126,7 @@ describe("ExploreMaster and symlinked stages", () => {
     mkdirSync(join(s.stagingRoot, "local-0", STAGE), { recursive: true });
     symlinkSync(join(victim, sha256("theirs 1")), join(s.stagingRoot, "local-0", STAGE, sha256("theirs 1")));
     assert.equal(s.master.consumeResult("local-0", result(task, ["theirs 1"])), "refused");
-    assert.match(s.master.problems.join("\n"), /symbolic link/);
+    assert.match(s.master.problems.map((p) => p.message).join("\n"), /symbolic link/);
     assert.deepEqual(snapshot(victim, true), before);
     assert.deepEqual(publicNames(s.corpusDir), [sha256("seed\n")]);
   });
@@ -190,7 +191,7 @@ describe("ExploreMaster and symlinked inputs", () => {
     assert.equal(s.master.admitInputs(), 0);
     assert.equal(s.master.countLateInputs(), 0);
     assert.deepEqual(s.master.problems, [
-      `the input directory ${s.inputDir} was replaced since the campaign started (it now leads to another directory); nothing is read from it until the original is back: restore it, or start a new campaign on the new directory`,
+      problem("master", `the input directory ${s.inputDir} was replaced since the campaign started (it now leads to another directory); nothing is read from it until the original is back: restore it, or start a new campaign on the new directory`),
     ]);
     assert.equal(s.master.counters.refusedInputs, 1);
     assert.deepEqual(publicNames(s.corpusDir), [sha256("first\n")]);

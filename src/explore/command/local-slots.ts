@@ -13,6 +13,7 @@ import type { TaskItemT } from "../../net/messages.ts";
 import type { Budgets } from "../defaults.ts";
 import { disposeScratch, executeTask, type ExecuteSetup } from "../executor/execute.ts";
 import type { ExploreMaster } from "../master/master.ts";
+import { problem } from "../../core/problems.ts";
 
 export interface LocalSlotsOptions {
   slots: number;
@@ -94,11 +95,11 @@ export class LocalSlots {
           } catch (err) {
             // The slot may hold its next task already, so nothing is released here; the task of
             // this result stays with its lease (committing or leased) for --resume or takeover.
-            master.problems.push(`local slot ${i}: the result of task ${task.task_id} could not be committed: ${(err as Error).message}`);
+            master.problems.push(problem("executor", `local slot ${i}: the result of task ${task.task_id} could not be committed: ${(err as Error).message}`));
           }
         },
         (err) => {
-          master.problems.push(`local slot ${i} failed: ${(err as Error).message}`);
+          master.problems.push(problem("executor", `local slot ${i} failed: ${(err as Error).message}`));
           master.release(key);
         },
       )

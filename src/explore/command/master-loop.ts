@@ -14,6 +14,7 @@ import type { ExploreWorkerProtocol } from "../fleet/worker-protocol.ts";
 import { stopOutcomeWords } from "../../net/worker-service.ts";
 import { WakeablePause } from "../../util/pause.ts";
 import { LocalSlots, type LocalSlotsOptions } from "./local-slots.ts";
+import { problem, type Problem } from "../../core/problems.ts";
 
 const INPUT_SCAN_MS = 1000;
 /**
@@ -100,7 +101,7 @@ export class MasterLoop {
       if (this.dispatchOpen()) this.slots.fill();
       else if (this.o.wallTimeoutSeconds > 0 && master.activeCount === 0) return "wall budget";
       if (!remote && this.slots.count > 0 && master.quarantined.size >= this.slots.count && master.pendingCount > 0) {
-        master.problems.push("every executor was quarantined: no usable executor left");
+        master.problems.push(problem("executor", "every executor was quarantined: no usable executor left"));
         return "no usable executor";
       }
       const end = ending.step(t, found);
@@ -114,17 +115,17 @@ export class MasterLoop {
   }
 
   /** Stops dispatch, settles local slots and remote workers. Returns the problems it saw. */
-  async shutdown(remote: ExploreWorkerProtocol | null, end: EndReason): Promise<string[]> {
+  async shutdown(remote: ExploreWorkerProtocol | null, end: EndReason): Promise<Problem[]> {
     this.closing = true;
     if (remote) remote.closing = end;
     if (end !== "idle" && end !== "quiescence") this.slots.abort();
     await this.slots.settled();
-    const problems: string[] = [];
+    const problems: Problem[] = [];
     if (remote) {
       const grace = this.o.stopGraceSeconds;
       const words = stopOutcomeWords(await remote.server.stopAll(grace * 1000), grace);
       remote.server.close();
-      problems.push(...words.problems);
+      problems.push(...words.problems.map((m) => problem("shutdown", m)));
       if (words.summary !== null) this.o.log(`worker shutdown: ${words.summary}`);
     }
     this.o.master.heartbeat();

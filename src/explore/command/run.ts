@@ -28,6 +28,7 @@ import { openEpoch, removeIfEmpty, SHARD_COUNT, stateDir, workDir as workDirOf }
 import { ADMIT_BATCH, MasterLoop } from "./master-loop.ts";
 import { JOIN_WAIT_SECONDS, joinRootEpoch, roleOf, rootToken, startEnding, type EndRounds, type Links, type Role, type StartedMaster } from "./roles.ts";
 import { computeStats, renderStats, type ExploreStats } from "./stats.ts";
+import { renderProblems, type Problem } from "../../core/problems.ts";
 
 export interface ExploreOptions {
   inputDir: string;
@@ -238,7 +239,7 @@ interface Ended {
   started: StartedMaster;
   end: EndReason;
   elapsed: number;
-  problems: string[];
+  problems: Problem[];
   late: number;
   workDir: string;
   corpusDir: string;
@@ -305,10 +306,8 @@ function banner(write: (line: string) => void, o: ExploreOptions, b: { place: Pl
 }
 
 /** The campaign ends incomplete (exit 70): its problems, and where its state was kept. */
-function report(write: (l: string) => void, problems: string[], workDir: string, epoch: string): number {
-  write(`campaign incomplete (${problems.length} problem(s)):`);
-  for (const p of problems.slice(0, 20)) write(`  ${p}`);
-  if (problems.length > 20) write(`  … ${problems.length - 20} more`);
+function report(write: (l: string) => void, problems: readonly Problem[], workDir: string, epoch: string): number {
+  for (const line of renderProblems(problems)) write(line);
   if (existsSync(workDir)) write(`hidden state kept in ${workDir} for inspection; resume with --resume ${epoch}`);
   return EXIT.lifecycle;
 }

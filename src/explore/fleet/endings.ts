@@ -15,6 +15,7 @@ import type { FromPeerT, FromRootT } from "../../net/messages.ts";
 import type { ExploreMaster } from "../master/master.ts";
 import type { PeerLink, RootHub } from "./peers.ts";
 import { randomToken } from "./tokens.ts";
+import { problem, type Problem } from "../../core/problems.ts";
 
 export type EndReason =
   | "idle"
@@ -28,7 +29,7 @@ export type EndReason =
 export interface Ending {
   step(now: number, found: number): EndReason | null;
   /** Problems that make the campaign fail (exit 70), in order. */
-  readonly problems: string[];
+  readonly problems: Problem[];
 }
 
 /** How often a master says whether it is idle (also its keepalive). */
@@ -37,7 +38,7 @@ export const STATUS_INTERVAL_MS = 125;
 export const STATUS_FRESH_MS = Math.max(1000, 10 * STATUS_INTERVAL_MS);
 
 export class IdleWindow implements Ending {
-  readonly problems: string[] = [];
+  readonly problems: Problem[] = [];
   private idleSince: number | null = null;
 
   constructor(
@@ -82,7 +83,7 @@ export interface RootEndingOptions {
 }
 
 export class RootEnding implements Ending {
-  readonly problems: string[] = [];
+  readonly problems: Problem[] = [];
   private readonly q: RootQuiescence;
   private ended: EndReason | null = null;
   private lastStatus = 0;
@@ -180,15 +181,15 @@ export class RootEnding implements Ending {
     this.hub.broadcast(frame, a.to);
   }
 
-  private fail(reason: EndReason, problem: string): void {
-    this.problems.push(problem);
-    this.log(problem);
+  private fail(reason: EndReason, message: string): void {
+    this.problems.push(problem("masters", message));
+    this.log(message);
     this.ended ??= reason;
   }
 }
 
 export class ParticipantEnding implements Ending {
-  readonly problems: string[] = [];
+  readonly problems: Problem[] = [];
   private readonly p: ParticipantQuiescence;
   private ended: EndReason | null = null;
   private sequence = 0;
@@ -276,9 +277,9 @@ export class ParticipantEnding implements Ending {
     }
   }
 
-  private fail(reason: EndReason, problem: string): void {
-    this.problems.push(problem);
-    this.log(problem);
+  private fail(reason: EndReason, message: string): void {
+    this.problems.push(problem("masters", message));
+    this.log(message);
     this.ended ??= reason;
   }
 }

@@ -9,6 +9,7 @@ import type { FromPeerT, FromRootT } from "../../net/messages.ts";
 import type { ExploreMaster } from "../master/master.ts";
 import { nextFromRoot, type RootHub } from "./peers.ts";
 import { randomToken } from "./tokens.ts";
+import { problem, type Problem } from "../../core/problems.ts";
 
 /** Frames of the final rounds, as the wire schemas checked them, by the rank they came from. */
 export type Inbox = { rank: number; frame: FromPeerT | FromRootT }[];
@@ -26,7 +27,7 @@ export async function rootStats(o: {
   inbox: Inbox;
   now: () => number;
   log: (line: string) => void;
-}): Promise<{ problems: string[]; totals: MasterStats; byMaster: Record<number, number> }> {
+}): Promise<{ problems: Problem[]; totals: MasterStats; byMaster: Record<number, number> }> {
   const collector = new StatsCollector({ rank: 0, own: ownStats(o.master, o.late), peers: o.hub.peers.map((p) => p.rank) });
   const deadline = o.now() + o.graceMs;
   for (;;) {
@@ -45,7 +46,7 @@ export async function rootStats(o: {
     if (out.settled || !waitingOnLive) {
       const problems = out.pending.map((r) => {
         const peer = o.hub.peers.find((p) => p.rank === r);
-        return `master rank ${r}${peer ? ` (${peer.host})` : ""} sent no statistics${peer?.lost ? ` (lost: ${peer.lost})` : ` within ${Math.round(o.graceMs / 1000)}s`}`;
+        return problem("statistics", `master rank ${r}${peer ? ` (${peer.host})` : ""} sent no statistics${peer?.lost ? ` (lost: ${peer.lost})` : ` within ${Math.round(o.graceMs / 1000)}s`}`);
       });
       return { problems, totals: out.totals, byMaster: out.byMaster };
     }
@@ -63,12 +64,12 @@ export async function participantStats(o: {
   inbox: Inbox;
   lost: () => string | null;
   log: (line: string) => void;
-}): Promise<{ problems: string[]; timedOut: boolean }> {
+}): Promise<{ problems: Problem[]; timedOut: boolean }> {
   const sender = new StatsSender(o.rank, randomToken());
   try {
     o.conn.send({ type: "stats", ...sender.message(ownStats(o.master, o.late)) });
   } catch (err) {
-    return { problems: [`could not send statistics to the root: ${(err as Error).message}`], timedOut: false };
+    return { problems: [problem("statistics", `could not send statistics to the root: ${(err as Error).message}`)], timedOut: false };
   }
   const ackDeadline = performance.now() + o.graceMs;
   let released = false;
@@ -78,8 +79,8 @@ export async function participantStats(o: {
       if (item.frame.type === "release") released = true;
     }
     if (sender.done) break;
-    if (o.lost()) return { problems: [`the root master was lost before acknowledging the statistics: ${o.lost()}`], timedOut: false };
-    if (performance.now() >= ackDeadline) return { problems: [`the root did not acknowledge the statistics within ${Math.round(o.graceMs / 1000)}s`], timedOut: false };
+    if (o.lost()) return { problems: [problem("statistics", `the root master was lost before acknowledging the statistics: ${o.lost()}`)], timedOut: false };
+    if (performance.now() >= ackDeadline) return { problems: [problem("statistics", `the root did not acknowledge the statistics within ${Math.round(o.graceMs / 1000)}s`)], timedOut: false };
     await nextFromRoot(o.conn, Math.max(1, ackDeadline - performance.now()));
   }
   const releaseDeadline = performance.now() + o.finalizeMs;

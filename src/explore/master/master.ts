@@ -32,6 +32,7 @@ import { noCounts, type MasterCounters } from "./counters.ts";
 import { commitResult, completeOverBudget, replayCommits, type CommitContext, type CommitOutcome } from "./commits.ts";
 import { Dispatch, type ActiveTask } from "./dispatch.ts";
 import { resultProblem } from "./result-checks.ts";
+import { problem, type Problem } from "../../core/problems.ts";
 
 export type Ownership = "rendezvous" | "broadcast";
 
@@ -60,7 +61,7 @@ export class ExploreMaster {
   readonly counters: MasterCounters = noCounts();
   readonly quarantined = new Map<string, string>();
   /** Problems that make the campaign end non-zero (integrity, invalid results…), in order. */
-  readonly problems: string[] = [];
+  readonly problems: Problem[] = [];
   private readonly tasks: Dispatch;
   private readonly admission: InputAdmission;
   /** Corpus names already considered (claimed, or not ours to claim). */
@@ -427,7 +428,7 @@ export class ExploreMaster {
     this.counters.budgetErrors++;
     const b = r.budget;
     this.problems.push(
-      `task ${task.hash.slice(0, 12)}: ${r.protocol_error}${b ? ` (${b.resource}: ${b.observed} > ${b.limit})` : ""}; it is completed without children`,
+      problem("budget", `task ${task.hash.slice(0, 12)}: ${r.protocol_error}${b ? ` (${b.resource}: ${b.observed} > ${b.limit})` : ""}; it is completed without children`),
     );
     completeOverBudget(this.commits, task);
     this.ledger.add(task.hash);
@@ -437,7 +438,7 @@ export class ExploreMaster {
 
   private invalid(executor: string, why: string): void {
     this.counters.invalidResults++;
-    this.problems.push(`invalid result from ${executor}: ${why}`);
+    this.problems.push(problem("invalid-result", `invalid result from ${executor}: ${why}`));
     if (!this.quarantined.has(executor)) {
       this.quarantined.set(executor, why);
       this.o.log(`executor ${executor} quarantined: ${printable(why)}`);
@@ -446,12 +447,12 @@ export class ExploreMaster {
 
   private integrity(message: string): void {
     this.counters.integrityErrors++;
-    this.problems.push(message);
+    this.problems.push(problem("integrity", message));
     this.o.log(message);
   }
 
   private problem(message: string): void {
-    this.problems.push(message);
+    this.problems.push(problem("master", message));
     this.o.log(message);
   }
 }
