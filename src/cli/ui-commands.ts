@@ -10,6 +10,7 @@ import { refuseIfRemoteCampaign } from "../lock/campaign-lock.ts";
 import { clientToken } from "../net/token.ts";
 import { SweepDashboardSource } from "../report/dashboard-sweep.ts";
 import { openStore } from "../store/db.ts";
+import { staticReportHtml, writeStaticReport } from "../report/static-report.ts";
 import { parseUiAddress } from "../ui/address.ts";
 import { isLoopbackHost, startDashboard } from "../ui/server.ts";
 import { action } from "./action.ts";
@@ -49,6 +50,26 @@ export function registerUiCommands(program: Command): void {
             process.on("SIGTERM", stop);
           });
           await server.close();
+          return EXIT.ok;
+        } finally {
+          db.close();
+        }
+      }),
+    );
+
+  program
+    .command("report")
+    .description("write the dashboard's page and plots as one static HTML file, from the store alone")
+    .requiredOption("-o, --output <dir>", "directory to write index.html into (created if missing)")
+    .action(
+      action<{ output: string }>((o) => {
+        const paths = campaignPaths(o);
+        refuseIfRemoteCampaign(paths.outDir, "report");
+        storeOrRefuse(paths.dbPath);
+        const db = openStore(paths.dbPath, { readonly: true });
+        try {
+          const path = writeStaticReport(o.output, staticReportHtml(db, paths.outDir, `fuzzfleet report — ${paths.configPath.replace(/\/[^/]*$/, "")}`));
+          process.stdout.write(`wrote ${path}\n`);
           return EXIT.ok;
         } finally {
           db.close();

@@ -4,7 +4,7 @@
 // Then `fuzzfleet ui` serves the finished campaign read-only, and off loopback refuses a request
 // without the campaign token.
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
@@ -102,5 +102,48 @@ describe("the dashboard", { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is
       assert.equal(await ui.done, 0);
     }
     assert.ok(readFileSync(c.dbPath).length > 0);
+  });
+
+  test("report -o DIR writes one static page with the same lanes, plots and failures, readable offline", async () => {
+    const dir = join(c.dir, "report");
+    const r = c.cli(["report", "-o", dir]);
+    assert.equal(r.code, 0, r.stderr);
+    const html = readFileSync(join(dir, "index.html"), "utf8");
+    assert.doesNotMatch(html, /<script src=|<link rel="stylesheet" href=/, "nothing is loaded from elsewhere");
+    const profile = mkdtempSync(join(tmpdir(), "fuzzfleet-chromium-"));
+    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    const problems: string[] = [];
+    try {
+      const page = await context.newPage();
+      page.on("console", (m) => {
+        if (m.type() === "error") problems.push(`console: ${m.text()}`);
+      });
+      page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+      page.on("request", (req) => {
+        if (!req.url().startsWith("file:") && !req.url().startsWith("data:")) problems.push(`request: ${req.url()}`);
+      });
+      await page.goto(`file://${join(dir, "index.html")}`);
+      const cursors = c.query<{ name: string; cursor: number }>("SELECT name, cursor FROM lane WHERE retired = 0 ORDER BY id");
+      for (const l of cursors) {
+        assert.match((await page.textContent(`#lanes .lane[data-lane="${l.name}"] .lane-text`))!, new RegExp(`\\.\\.${l.cursor.toLocaleString("en-US")} `), `${l.name}'s cursor`);
+      }
+      assert.ok(await page.$("#rate-chart canvas"));
+      assert.equal(await page.$$eval("#failures tbody tr[data-id]", (rows) => rows.length), c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n);
+      await page.click("#failures tbody tr[data-id]");
+      assert.match((await page.textContent("#detail"))!, /repro: node /);
+      assert.equal(await page.textContent("#mode"), "static report");
+      assert.deepEqual(problems, []);
+    } finally {
+      await context.close();
+    }
+    // An index.html planted as a symlink is refused, never written through.
+    const target = join(c.dir, "victim.txt");
+    writeFileSync(target, "keep");
+    rmSync(join(dir, "index.html"));
+    symlinkSync(target, join(dir, "index.html"));
+    const refused = c.cli(["report", "-o", dir]);
+    assert.equal(refused.code, 4);
+    assert.match(refused.stderr, /is a symbolic link/);
+    assert.equal(readFileSync(target, "utf8"), "keep");
   });
 });
