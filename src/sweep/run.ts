@@ -7,6 +7,8 @@ import { runLocal } from "../engine/local.ts";
 import { CommitQueue } from "../engine/commit-queue.ts";
 import { saveSessionSummary, sessionSummary } from "../report/session-summary.ts";
 import { SweepConsole } from "../report/sweep-console.ts";
+import { findsSoFar } from "../report/chunk-progress.ts";
+import { resultsDir } from "../generator/command.ts";
 import { EXIT } from "../exit-codes.ts";
 import type { Confirm } from "./campaign.ts";
 import { closeSweepSession, openSweepSession, sessionBudgetLines, sessionHeadLines } from "./session.ts";
@@ -27,6 +29,8 @@ export interface RunSweepOptions {
   quarantineNote?: string;
   /** Where plain lines go (default stdout). */
   write?: (line: string) => void;
+  /** Without a terminal: one status line this often (seconds); 0 = none. */
+  statusEverySeconds?: number;
   /** Serve the live dashboard here (`--ui`); null = no dashboard. */
   ui?: UiAddress | null;
 }
@@ -68,7 +72,14 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
   };
   // log-update is only loaded when there is a terminal to redraw on.
   const live = o.live ? (await import("log-update")).default : null;
-  const out = new SweepConsole({ live, write, remaining: () => (deadlineMs - performance.now()) / 1000, quarantineExpected: o.quarantineNote !== undefined });
+  const out = new SweepConsole({
+    live,
+    write,
+    remaining: () => (deadlineMs - performance.now()) / 1000,
+    quarantineExpected: o.quarantineNote !== undefined,
+    chunkFinds: (a) => findsSoFar(s.outDir, resultsDir(s.config, a.scratchDir)),
+    statusEverySeconds: o.statusEverySeconds ?? 0,
+  });
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   // Stays "interrupted" unless the loop ends normally, so an exception never records "done".
