@@ -99,15 +99,18 @@ export class SweepConsole implements EngineEvents {
     if (r.unshrunk > 0) parts.push(`${formatInt(r.unshrunk)} unshrunk`);
     if (r.quarantine > 0) parts.push(`${formatInt(r.quarantine)} ${this.o.quarantineExpected ? "quarantined" : "QUARANTINE"}`);
     if (r.malformed.length > 0) parts.push(`${formatInt(r.malformed.length)} MALFORMED (kept in ${r.malformed[0]!.keptAt})`);
+    // On a coordinator lines of many workers interleave: each names its chunk, lane and range.
+    const which = this.o.showWorker ? `chunk ${f.chunkId} ${f.lane} ${formatInt(f.seedFrom)}..${formatInt(f.seedTo)}: ` : "";
     const from = this.o.showWorker ? ` from ${worker.label}` : "";
-    this.line(`       ${parts.join(", ")} in ${formatDuration(seconds)} (${rate.toFixed(1)} seeds/s)${from}`);
+    this.line(`       ${which}${parts.join(", ")} in ${formatDuration(seconds)} (${rate.toFixed(1)} seeds/s)${from}`);
     for (const m of r.malformed) this.line(`       malformed failure entry ${printable(m.entry, { max: 255 })}: ${printable(m.reason, { max: REASON_MAX_CHARS })}`);
   }
 
   chunkAborted(f: InFlight, worker: WorkerView, why: string, seconds: number, logKept: boolean): void {
     this.current = null;
     const on = this.o.showWorker ? ` on ${worker.label}` : "";
-    this.line(`       chunk ${f.chunkId} aborted${on} (${printable(why, { max: REASON_MAX_CHARS })}) after ${formatDuration(seconds)} — range will be re-swept`);
+    const range = this.o.showWorker ? ` (${f.lane} ${formatInt(f.seedFrom)}..${formatInt(f.seedTo)})` : "";
+    this.line(`       chunk ${f.chunkId}${range} aborted${on} (${printable(why, { max: REASON_MAX_CHARS })}) after ${formatDuration(seconds)} — range will be re-swept`);
     if (logKept) this.line(`       see ${f.logPath}`);
   }
 
