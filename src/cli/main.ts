@@ -17,6 +17,7 @@ const GROUPS: { commands: string[]; load: () => Promise<Register> }[] = [
   { commands: ["coordinate", "worker"], load: async () => (await import("./distributed-commands.ts")).registerDistributedCommands },
   { commands: ["explore"], load: async () => (await import("./explore-command.ts")).registerExplore },
   { commands: ["demo"], load: async () => (await import("./demo.ts")).registerDemo },
+  { commands: ["ui", "report"], load: async () => (await import("./ui-commands.ts")).registerUiCommands },
 ];
 
 /** Global options that take a value, so their value is not mistaken for the command. */
@@ -62,6 +63,9 @@ Getting started:
   fuzzfleet run --for 2h              sweep; Ctrl-C stops cleanly, the next run resumes
   fuzzfleet status                    coverage per lane, failures, recent sessions
   fuzzfleet failures -v               the distinct failures, with their reports
+  fuzzfleet run --for 2h --ui 8080    sweep with a live dashboard at http://127.0.0.1:8080/
+  fuzzfleet ui                        browse a campaign's dashboard while nothing runs
+  fuzzfleet report -o DIR             the same plots as a static HTML file
   fuzzfleet coordinate --for 12h      serve a sweep to workers on other hosts
   fuzzfleet worker --master H:P       pull and run chunks (or explore tasks) from a master
   fuzzfleet explore -i seeds -o corpus -j 2 -- ./target @@

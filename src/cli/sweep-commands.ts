@@ -11,6 +11,7 @@ import { action, collect, intAtLeast } from "./action.ts";
 import { EXIT } from "../exit-codes.ts";
 import { makeConfirm } from "./prompt.ts";
 import { bundledExample } from "./package-root.ts";
+import { parseUiAddress } from "../ui/address.ts";
 
 export function registerSweepCommands(program: Command): void {
   program
@@ -43,6 +44,8 @@ export function registerSweepCommands(program: Command): void {
     .option("-y, --yes", "answer yes to prompts (new generation, lane restart); needed without a terminal")
     .option("--allow-stale-app", "sweep even if [app] sources are newer than the app")
     .option("--force-unlock", "take over the campaign lock (only when you know its holder is dead)")
+    .option("--status-every <duration>", "without a terminal: one status line this often (e.g. 30s, 5m; 0 = none)", "60s")
+    .option("--ui <[host:]port>", "serve the live dashboard and /metrics here (a bare port is 127.0.0.1; 0 = a free port); off loopback it needs the campaign token (docs/dashboard.md)")
     .addHelpText(
       "after",
       `
@@ -56,7 +59,9 @@ config or flag, 3 refused (lock held, stale app, generator or lane changed witho
 4 runtime error, or every lane got disabled (timeouts, unexpected generator exits).`,
     )
     .action(
-      action<{ for: string; lane: string[]; yes?: boolean; allowStaleApp?: boolean; forceUnlock?: boolean }>(async (o) => {
+      action<{ for: string; lane: string[]; yes?: boolean; allowStaleApp?: boolean; forceUnlock?: boolean; ui?: string; statusEvery: string }>(async (o) => {
+        const ui = o.ui === undefined ? null : parseUiAddress(o.ui);
+        const statusEverySeconds = /^\s*(0+|off)\s*$/i.test(o.statusEvery) ? 0 : parseDuration(o.statusEvery);
         const { runSweep } = await import("../sweep/run.ts");
         return runSweep({
           paths: campaignPaths(o),
@@ -65,7 +70,9 @@ config or flag, 3 refused (lock held, stale app, generator or lane changed witho
           allowStaleApp: o.allowStaleApp ?? false,
           forceUnlock: o.forceUnlock ?? false,
           confirm: makeConfirm(o.yes ?? false),
-          live: process.stdout.isTTY === true,
+          live: process.stdout.isTTY === true && (process.stdout.columns ?? 0) > 0,
+          statusEverySeconds,
+          ui,
         });
       }),
     );

@@ -1,6 +1,9 @@
 // What a sweep prints while it runs: one line when a chunk starts, one when it lands, and on a
-// terminal a live status line redrawn in place (lane, seeds/s, finds, time left). Without a
-// terminal only the plain lines are written, so logs stay free of cursor escape codes. Lines
+// terminal a live view of a few lines redrawn in place every second: the chunk in hand with its
+// progress (elapsed against the chunk's expected time, finds counted as they appear in its
+// failures/), the session's rate and finds, the time left. Without a terminal the plain lines
+// are written, plus one concise status line every `statusEverySeconds`, so logs stay free of
+// cursor escape codes. Lines
 // carry text from workers and generators (abort reasons, malformed entries), so every line goes
 // through printable(): only the live redraw writes escape codes.
 import { printable } from "../core/log-lines.ts";
@@ -33,11 +36,18 @@ export interface ConsoleOptions {
   showWorker?: boolean;
   /** The generator quarantines on purpose (the demo): the count is shown without the alarm's capitals. */
   quarantineExpected?: boolean;
+  /** Finds of a running chunk so far (its failures/ entries), or null when unknown. */
+  chunkFinds?: (a: Assignment) => number | null;
+  /** Without a terminal: one status line this often (seconds); 0 or absent = none. */
+  statusEverySeconds?: number;
 }
+
+/** The width of the live view's progress bar, in cells. */
+const BAR_CELLS = 24;
 
 export class SweepConsole implements EngineEvents {
   private readonly write: (line: string) => void;
-  private current: { lane: string; from: number; to: number; startedMs: number } | null = null;
+  private current: { assignment: Assignment; startedMs: number } | null = null;
   private finds = 0;
   private newFailures = 0;
   private seeds = 0;
@@ -48,6 +58,9 @@ export class SweepConsole implements EngineEvents {
     this.write = o.write ?? ((line) => process.stdout.write(line + "\n"));
     if (o.live) {
       this.timer = setInterval(() => this.redraw(), 1000);
+      this.timer.unref();
+    } else if ((o.statusEverySeconds ?? 0) > 0) {
+      this.timer = setInterval(() => this.write(printable(this.statusLine(), { max: LINE_MAX_CHARS })), o.statusEverySeconds! * 1000);
       this.timer.unref();
     }
   }
@@ -66,7 +79,7 @@ export class SweepConsole implements EngineEvents {
   }
 
   chunkStarted(a: Assignment, worker: WorkerView, remainingSeconds: number): void {
-    this.current = { lane: a.lane, from: a.seedFrom, to: a.seedTo, startedMs: Date.now() };
+    this.current = { assignment: a, startedMs: Date.now() };
     const to = this.o.showWorker ? `  -> ${worker.label}` : "";
     this.line(
       `[${clock()}] ${a.lane.padEnd(16)} seeds ${formatInt(a.seedFrom)}..${formatInt(a.seedTo)} (n=${formatInt(
@@ -86,15 +99,18 @@ export class SweepConsole implements EngineEvents {
     if (r.unshrunk > 0) parts.push(`${formatInt(r.unshrunk)} unshrunk`);
     if (r.quarantine > 0) parts.push(`${formatInt(r.quarantine)} ${this.o.quarantineExpected ? "quarantined" : "QUARANTINE"}`);
     if (r.malformed.length > 0) parts.push(`${formatInt(r.malformed.length)} MALFORMED (kept in ${r.malformed[0]!.keptAt})`);
+    // On a coordinator lines of many workers interleave: each names its chunk, lane and range.
+    const which = this.o.showWorker ? `chunk ${f.chunkId} ${f.lane} ${formatInt(f.seedFrom)}..${formatInt(f.seedTo)}: ` : "";
     const from = this.o.showWorker ? ` from ${worker.label}` : "";
-    this.line(`       ${parts.join(", ")} in ${formatDuration(seconds)} (${rate.toFixed(1)} seeds/s)${from}`);
+    this.line(`       ${which}${parts.join(", ")} in ${formatDuration(seconds)} (${rate.toFixed(1)} seeds/s)${from}`);
     for (const m of r.malformed) this.line(`       malformed failure entry ${printable(m.entry, { max: 255 })}: ${printable(m.reason, { max: REASON_MAX_CHARS })}`);
   }
 
   chunkAborted(f: InFlight, worker: WorkerView, why: string, seconds: number, logKept: boolean): void {
     this.current = null;
     const on = this.o.showWorker ? ` on ${worker.label}` : "";
-    this.line(`       chunk ${f.chunkId} aborted${on} (${printable(why, { max: REASON_MAX_CHARS })}) after ${formatDuration(seconds)} — range will be re-swept`);
+    const range = this.o.showWorker ? ` (${f.lane} ${formatInt(f.seedFrom)}..${formatInt(f.seedTo)})` : "";
+    this.line(`       chunk ${f.chunkId}${range} aborted${on} (${printable(why, { max: REASON_MAX_CHARS })}) after ${formatDuration(seconds)} — range will be re-swept`);
     if (logKept) this.line(`       see ${f.logPath}`);
   }
 
@@ -107,18 +123,44 @@ export class SweepConsole implements EngineEvents {
     this.line(`[${clock()}] chunk ${f.chunkId} (${f.lane} ${formatInt(f.seedFrom)}..${formatInt(f.seedTo)}) reissued: ${printable(why, { max: REASON_MAX_CHARS })}`);
   }
 
+  /** The chunk in hand: its range, elapsed against expected, finds so far. */
+  private chunkProgress(): { text: string; fraction: number } | null {
+    if (!this.current) return null;
+    const a = this.current.assignment;
+    const elapsed = (Date.now() - this.current.startedMs) / 1000;
+    const fraction = Math.min(1, elapsed / Math.max(1, a.targetSeconds));
+    const finds = this.o.chunkFinds?.(a) ?? null;
+    return {
+      fraction,
+      text: `${a.lane} ${formatInt(a.seedFrom)}..${formatInt(a.seedTo)}  ${Math.round(fraction * 100)}% of ~${formatDuration(a.targetSeconds)} (${formatDuration(
+        Math.round(elapsed),
+      )})  finds so far ${finds === null ? "?" : formatInt(finds)}`,
+    };
+  }
+
+  private sessionText(): string {
+    const elapsed = Math.max(1, (Date.now() - this.startedMs) / 1000);
+    return `${(this.seeds / elapsed).toFixed(1)} seeds/s | ${formatInt(this.seeds)} seeds | finds ${formatInt(this.finds)} (${formatInt(this.newFailures)} new) | ${formatDuration(
+      Math.max(0, this.o.remaining()),
+    )} left`;
+  }
+
+  /** The concise line written every few seconds without a terminal. */
+  statusLine(): string {
+    const chunk = this.chunkProgress();
+    return `[${clock()}] status: ${chunk ? chunk.text : "between chunks"} | ${this.sessionText()}`;
+  }
+
   private redraw(): void {
     if (!this.o.live) return;
-    const elapsed = Math.max(1, (Date.now() - this.startedMs) / 1000);
-    const lane = this.current
-      ? `${this.current.lane} ${formatInt(this.current.from)}..${formatInt(this.current.to)} (${formatDuration(
-          (Date.now() - this.current.startedMs) / 1000,
-        )})`
-      : "between chunks";
+    const chunk = this.chunkProgress();
+    const filled = chunk ? Math.round(chunk.fraction * BAR_CELLS) : 0;
+    const bar = `[${"#".repeat(filled)}${".".repeat(BAR_CELLS - filled)}]`;
     this.o.live(
-      `  > ${lane} | ${(this.seeds / elapsed).toFixed(1)} seeds/s | finds ${this.finds} (${this.newFailures} new) | ${formatDuration(
-        Math.max(0, this.o.remaining()),
-      )} left`,
+      [
+        `  chunk    ${chunk ? `${bar} ${chunk.text}` : "between chunks"}`,
+        `  session  ${this.sessionText()}`,
+      ].join("\n"),
     );
   }
 }

@@ -7,10 +7,14 @@ import { runLocal } from "../engine/local.ts";
 import { CommitQueue } from "../engine/commit-queue.ts";
 import { saveSessionSummary, sessionSummary } from "../report/session-summary.ts";
 import { SweepConsole } from "../report/sweep-console.ts";
+import { findsSoFar } from "../report/chunk-progress.ts";
+import { resultsDir } from "../generator/command.ts";
 import { EXIT } from "../exit-codes.ts";
 import type { Confirm } from "./campaign.ts";
 import { closeSweepSession, openSweepSession, sessionBudgetLines, sessionHeadLines } from "./session.ts";
 import type { SessionEnd } from "../store/sessions.ts";
+import type { UiAddress } from "../ui/address.ts";
+import type { Dashboard } from "../ui/server.ts";
 
 export interface RunSweepOptions {
   paths: CampaignPaths;
@@ -25,6 +29,10 @@ export interface RunSweepOptions {
   quarantineNote?: string;
   /** Where plain lines go (default stdout). */
   write?: (line: string) => void;
+  /** Without a terminal: one status line this often (seconds); 0 = none. */
+  statusEverySeconds?: number;
+  /** Serve the live dashboard here (`--ui`); null = no dashboard. */
+  ui?: UiAddress | null;
 }
 
 /**
@@ -64,11 +72,19 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
   };
   // log-update is only loaded when there is a terminal to redraw on.
   const live = o.live ? (await import("log-update")).default : null;
-  const out = new SweepConsole({ live, write, remaining: () => (deadlineMs - performance.now()) / 1000, quarantineExpected: o.quarantineNote !== undefined });
+  const out = new SweepConsole({
+    live,
+    write,
+    remaining: () => (deadlineMs - performance.now()) / 1000,
+    quarantineExpected: o.quarantineNote !== undefined,
+    chunkFinds: (a) => findsSoFar(s.outDir, resultsDir(s.config, a.scratchDir)),
+    statusEverySeconds: o.statusEverySeconds ?? 0,
+  });
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   // Stays "interrupted" unless the loop ends normally, so an exception never records "done".
   let status: SessionEnd = "interrupted";
+  let dashboard: { server: Dashboard; banner: string[] } | null = null;
   try {
     const engine = new SweepEngine({
       db: s.db,
@@ -91,6 +107,19 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
       path: o.paths.dbPath,
     });
     for (const line of [...sessionHeadLines(s, "run", ` on ${hostname()}`), ...sessionBudgetLines(s, o.seconds)]) write(line);
+    if (o.ui) {
+      const { serveSweepDashboard } = await import("./dashboard.ts");
+      dashboard = await serveSweepDashboard({
+        address: o.ui,
+        session: s,
+        engine,
+        budgetSeconds: o.seconds,
+        now: () => performance.now(),
+        startMs,
+        log: (line) => out.line(`fuzzfleet: ${line}`),
+      });
+      for (const line of dashboard.banner) write(line);
+    }
     await runLocal(engine, books, localWorker(s.lanes, s.lastCounts), controller.signal);
     const allDisabled = engine.draining === "all lanes disabled" && !controller.signal.aborted;
     if (allDisabled) out.line("all lanes disabled — stopping early");
@@ -120,6 +149,7 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
     if (alarming) return EXIT.newFailures;
     return allDisabled ? EXIT.runtime : EXIT.ok;
   } finally {
+    await dashboard?.server.close();
     books?.close();
     out.close();
     process.off("SIGINT", onSignal);

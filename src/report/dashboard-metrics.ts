@@ -1,0 +1,45 @@
+// A sweep's Prometheus families (docs/metrics.md lists every one), derived from the same
+// snapshot the dashboard shows, so a scrape and the page never disagree.
+import type { MetricFamily, Sample } from "../ui/metrics.ts";
+import type { DashboardSnapshot } from "../ui/source.ts";
+
+export function sweepMetrics(s: DashboardSnapshot): MetricFamily[] {
+  const v = s.sweep;
+  const lanes = v?.lanes ?? [];
+  const perLane = (value: (l: (typeof lanes)[number]) => number | null): Sample[] =>
+    lanes.flatMap((l) => {
+      const x = value(l);
+      return x === null ? [] : [{ labels: { lane: l.name }, value: x }];
+    });
+  const flights = new Map<string, { lane: string; worker: string; n: number; oldest: number }>();
+  for (const l of lanes) {
+    for (const f of l.inFlight) {
+      const key = `${l.name}\0${f.worker}`;
+      const e = flights.get(key) ?? { lane: l.name, worker: f.worker, n: 0, oldest: 0 };
+      e.n++;
+      e.oldest = Math.max(e.oldest, f.runningSeconds);
+      flights.set(key, e);
+    }
+  }
+  const families: MetricFamily[] = [
+    { name: "fuzzfleet_up", help: "1 while a campaign runs; 0 for a store browsed while nothing runs.", type: "gauge", samples: [{ value: s.live ? 1 : 0 }] },
+    { name: "fuzzfleet_generation", help: "The current generation's id.", type: "gauge", samples: v ? [{ value: v.generation }] : [] },
+    { name: "fuzzfleet_lane_base_seed", help: "The lane's base_seed: where its coverage starts.", type: "gauge", samples: perLane((l) => l.baseSeed) },
+    { name: "fuzzfleet_lane_cursor", help: "The lane's cursor: coverage is [base_seed, cursor).", type: "gauge", samples: perLane((l) => l.cursor) },
+    { name: "fuzzfleet_lane_covered_seeds_total", help: "Seeds in the lane's covered prefix (cursor - base_seed); resets when the lane restarts.", type: "counter", samples: perLane((l) => l.cursor - l.baseSeed) },
+    { name: "fuzzfleet_lane_done_ahead_seeds", help: "Seeds swept at or above the cursor, not yet coverage.", type: "gauge", samples: perLane((l) => l.doneAhead) },
+    { name: "fuzzfleet_lane_queued_seeds", help: "Seeds handed back to be swept again (aborted or reissued chunks); only while a campaign runs.", type: "gauge", samples: perLane((l) => l.queued) },
+    { name: "fuzzfleet_lane_rate_seeds_per_second", help: "The lane's seeds/s estimate (EWMA of complete chunks).", type: "gauge", samples: perLane((l) => l.seedsPerSecond) },
+    { name: "fuzzfleet_lane_finds_total", help: "Failing seeds found by the lane's complete chunks.", type: "counter", samples: perLane((l) => l.finds) },
+    { name: "fuzzfleet_seeds_swept_total", help: "Distinct seeds swept by complete chunks of the generation.", type: "counter", samples: v ? [{ value: v.totals.seedsSwept }] : [] },
+    { name: "fuzzfleet_chunks_completed_total", help: "Complete chunks of the generation.", type: "counter", samples: v ? [{ value: v.totals.chunksComplete }] : [] },
+    { name: "fuzzfleet_finds_total", help: "Failing seeds found by complete chunks of the generation.", type: "counter", samples: v ? [{ value: v.totals.finds }] : [] },
+    { name: "fuzzfleet_failures", help: "Distinct failures of the generation, by state.", type: "gauge", samples: v ? Object.entries(v.totals.byState).map(([state, n]) => ({ labels: { state }, value: n })) : [] },
+    { name: "fuzzfleet_failure_hits_total", help: "Distinct (failure, seed) pairs of the generation's failures.", type: "counter", samples: v ? [{ value: v.totals.hits }] : [] },
+    { name: "fuzzfleet_chunks_in_flight", help: "Chunks running now, by lane and worker.", type: "gauge", samples: [...flights.values()].map((f) => ({ labels: { lane: f.lane, worker: f.worker }, value: f.n })) },
+    { name: "fuzzfleet_chunk_oldest_running_seconds", help: "How long the oldest chunk in flight has run, by lane and worker.", type: "gauge", samples: [...flights.values()].map((f) => ({ labels: { lane: f.lane, worker: f.worker }, value: Math.round(f.oldest * 1000) / 1000 })) },
+    { name: "fuzzfleet_session_elapsed_seconds", help: "Time since the running session started.", type: "gauge", samples: s.status.elapsedSeconds === null ? [] : [{ value: Math.round(s.status.elapsedSeconds * 1000) / 1000 }] },
+    { name: "fuzzfleet_session_budget_seconds", help: "The running session's --for budget.", type: "gauge", samples: s.status.budgetSeconds === null ? [] : [{ value: s.status.budgetSeconds }] },
+  ];
+  return families;
+}

@@ -1,0 +1,179 @@
+// The dashboard's source for a sweep campaign: the store (read-only queries on the caller's
+// connection) plus, while `run` or `coordinate` drives it, the engine's memory (chunks in
+// flight, ranges queued again, the drain reason). Without a live engine it shows the campaign as
+// the store left it (`fuzzfleet ui`, the static report).
+//
+// A snapshot is never taken inside an open transaction of the same connection (the group commit
+// may hold one across turns while the store refuses writes): reads there would show books that
+// are not on disk yet, so the previous snapshot is returned instead.
+import { relative, sep } from "node:path";
+import { PinnedDir } from "../files/pinned-dir.ts";
+import { FileProblem } from "../files/file-problem.ts";
+import { resolveStorePath } from "../generator/ingest.ts";
+import type { InFlight, SessionCounts, EngineLane, DrainReason } from "../engine/sweep-engine.ts";
+import { stmt, type Db } from "../store/db.ts";
+import { FAILURE_STATES, listFailures } from "../store/failures.ts";
+import { currentGeneration, seedsSwept } from "../store/generations.ts";
+import { activeLanes, doneAheadOfCursor } from "../store/lanes.ts";
+import { recentSessions } from "../store/sessions.ts";
+import type { MetricFamily } from "../ui/metrics.ts";
+import type { DashboardSnapshot, DashboardSource, FailureDetail, LaneView, SweepView } from "../ui/source.ts";
+import { sweepMetrics } from "./dashboard-metrics.ts";
+import { sweepSeries } from "./sweep-timeline.ts";
+
+/** Rows of the failures table; `fuzzfleet failures` lists them all. */
+const FAILURES_SHOWN = 200;
+const SESSIONS_SHOWN = 10;
+/** A report.txt is shown up to this size. */
+const REPORT_MAX_BYTES = 256 * 1024;
+
+/** What a running sweep adds to the store's picture (the SweepEngine's public side). */
+export interface LiveSweep {
+  readonly sessionId: number;
+  readonly host: string;
+  readonly budgetSeconds: number;
+  /** Monotonic ms on the engine's clock (InFlight.startedMs). */
+  now(): number;
+  elapsedSeconds(): number;
+  readonly engine: {
+    inFlightChunks(): InFlight[];
+    engineLanes(): EngineLane[];
+    readonly draining: DrainReason | null;
+    readonly counts: SessionCounts;
+  };
+}
+
+export interface SweepSourceOptions {
+  db: Db;
+  outDir: string;
+  title: string;
+  live: LiveSweep | null;
+  /** Wall clock (ms since the epoch), for the series' end and the snapshot's time. */
+  wallNow?: () => number;
+}
+
+export class SweepDashboardSource implements DashboardSource {
+  private last: DashboardSnapshot | null = null;
+  private readonly wallNow: () => number;
+
+  constructor(private readonly o: SweepSourceOptions) {
+    this.wallNow = o.wallNow ?? Date.now;
+  }
+
+  snapshot(): DashboardSnapshot {
+    if (this.o.db.inTransaction && this.last) return this.last;
+    this.last = this.take();
+    return this.last;
+  }
+
+  metrics(): MetricFamily[] {
+    return sweepMetrics(this.snapshot());
+  }
+
+  failureDetail(id: number): FailureDetail | null {
+    const f = listFailures(this.o.db, { state: "all", generationId: null, id })[0];
+    if (!f) return null;
+    return { id: f.id, bucket: f.bucket, repro: f.repro, report: f.artifact_dir === null ? "(no artifact directory recorded)" : this.readReport(f.artifact_dir) };
+  }
+
+  /** report.txt of an artifact directory below <out>, never through a symlink. */
+  private readReport(stored: string): string {
+    const dir = resolveStorePath(this.o.outDir, stored);
+    const rel = relative(this.o.outDir, dir);
+    if (rel === "" || rel.startsWith("..") || rel.startsWith(sep)) return `(the artifact directory ${dir} is outside ${this.o.outDir}; not read)`;
+    let root: PinnedDir | null = null;
+    let at: PinnedDir | null = null;
+    try {
+      root = PinnedDir.open(this.o.outDir);
+      at = root.walk(rel.split(sep));
+      return at.readFile("report.txt", REPORT_MAX_BYTES).bytes.toString("utf8");
+    } catch (err) {
+      if (err instanceof FileProblem) return `(no report: ${err.message})`;
+      throw err;
+    } finally {
+      at?.close();
+      root?.close();
+    }
+  }
+
+  private take(): DashboardSnapshot {
+    const db = this.o.db;
+    const live = this.o.live;
+    const gen = currentGeneration(db);
+    const sessions = recentSessions(db, SESSIONS_SHOWN);
+    const base: DashboardSnapshot = {
+      kind: "sweep",
+      title: this.o.title,
+      takenMs: this.wallNow(),
+      live: live !== null,
+      status: live
+        ? { headline: `session ${live.sessionId} running on ${live.host}`, elapsedSeconds: live.elapsedSeconds(), budgetSeconds: live.budgetSeconds, draining: live.engine.draining }
+        : { headline: sessions[0] ? `nothing running (last session #${sessions[0].id}: ${sessions[0].status})` : "nothing swept yet", elapsedSeconds: null, budgetSeconds: null, draining: null },
+      sweep: null,
+      workers: null,
+      explore: null,
+    };
+    if (!gen) return base;
+    const flights = live ? live.engine.inFlightChunks() : [];
+    const engineLanes = new Map((live?.engine.engineLanes() ?? []).map((l) => [l.laneId, l]));
+    const findsByLane = new Map(
+      (stmt(db, "SELECT lane_id, SUM(finds) AS finds FROM chunk WHERE status = 'complete' GROUP BY lane_id").all() as { lane_id: number; finds: number }[]).map((r) => [
+        r.lane_id,
+        r.finds,
+      ]),
+    );
+    const lanes: LaneView[] = activeLanes(db, gen.id).map((row) => ({
+      name: row.name,
+      baseSeed: row.base_seed,
+      cursor: row.cursor,
+      doneAhead: doneAheadOfCursor(db, row.id, row.cursor),
+      queued: engineLanes.get(row.id)?.state.queued() ?? null,
+      seedsPerSecond: row.seeds_per_sec,
+      finds: findsByLane.get(row.id) ?? 0,
+      inFlight: flights
+        .filter((f) => f.laneId === row.id)
+        .map((f) => ({ chunkId: f.chunkId, seedFrom: f.seedFrom, seedTo: f.seedTo, runningSeconds: Math.max(0, (live!.now() - f.startedMs) / 1000), worker: f.worker.label })),
+    }));
+    const failures = listFailures(db, { state: "all", generationId: gen.id });
+    const totals = stmt(
+      db,
+      `SELECT COUNT(*) AS chunks, COALESCE(SUM(c.finds), 0) AS finds FROM chunk c JOIN lane l ON l.id = c.lane_id WHERE l.generation_id = ? AND c.status = 'complete'`,
+    ).get(gen.id) as { chunks: number; finds: number };
+    const sweep: SweepView = {
+      generation: gen.id,
+      lanes,
+      totals: {
+        seedsSwept: seedsSwept(db, gen.id),
+        finds: totals.finds,
+        distinct: failures.length,
+        open: failures.filter((f) => f.state === "open").length,
+        chunksComplete: totals.chunks,
+        hits: failures.reduce((n, f) => n + f.hits, 0),
+        byState: Object.fromEntries(FAILURE_STATES.map((state) => [state, failures.filter((f) => f.state === state).length])),
+      },
+      series: sweepSeries(db, gen.id, lanes.map((l) => l.name), live ? this.wallNow() : null),
+      failures: failures.slice(0, FAILURES_SHOWN).map((f) => ({
+        id: f.id,
+        bucket: f.bucket,
+        lane: f.lane_name,
+        state: f.state,
+        hits: f.hits,
+        firstSeed: f.first_seed,
+        firstSeen: f.first_seen,
+        lastSeen: f.last_seen,
+        message: f.message,
+      })),
+      failuresTotal: failures.length,
+      sessions: sessions.map((s) => ({
+        id: s.id,
+        mode: s.mode,
+        status: s.status,
+        startedAt: s.started_at,
+        endedAt: s.ended_at,
+        requestedSeconds: s.requested_seconds,
+        host: s.coordinator_host,
+      })),
+    };
+    return { ...base, sweep };
+  }
+}

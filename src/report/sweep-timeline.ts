@@ -1,0 +1,84 @@
+// A sweep's history as plotted series, from the store alone (the chunk and failure rows of one
+// generation), shared by the live dashboard and the static report. Seeds/s: each complete
+// chunk's seeds are spread evenly over the time it ran, so a ten-minute chunk draws a plateau
+// rather than a spike at its end. Finds: cumulative, counted when their chunk was recorded.
+// Distinct failures: cumulative, counted at each failure's first_seen.
+import { stmt, type Db } from "../store/db.ts";
+import type { SweepSeries } from "../ui/source.ts";
+
+/** Most points on a plot; buckets widen to keep to it. */
+const MAX_POINTS = 240;
+
+interface TimedChunk {
+  lane: string;
+  started_at: string;
+  ended_at: string;
+  seeds: number;
+  finds: number;
+}
+
+/** Complete chunks of one generation's lanes (retired lanes included: their work happened). */
+function completeChunks(db: Db, generationId: number): TimedChunk[] {
+  return stmt(
+    db,
+    `SELECT l.name AS lane, c.started_at AS started_at, c.ended_at AS ended_at, c.seed_to - c.seed_from + 1 AS seeds, c.finds AS finds
+       FROM chunk c JOIN lane l ON l.id = c.lane_id
+      WHERE l.generation_id = ? AND c.status = 'complete' AND c.ended_at IS NOT NULL
+      ORDER BY c.id`,
+  ).all(generationId) as TimedChunk[];
+}
+
+function firstSeenTimes(db: Db, generationId: number): string[] {
+  return (stmt(db, "SELECT first_seen FROM failure WHERE generation_id = ? ORDER BY first_seen").all(generationId) as { first_seen: string }[]).map(
+    (r) => r.first_seen,
+  );
+}
+
+/**
+ * The series from the generation's first chunk to `untilMs` (now, for a running campaign; the
+ * last chunk's end otherwise). Lanes are named in `laneNames` order, then any others found.
+ */
+export function sweepSeries(db: Db, generationId: number, laneNames: readonly string[], untilMs: number | null): SweepSeries {
+  const chunks = completeChunks(db, generationId).map((c) => ({ ...c, from: Date.parse(c.started_at) / 1000, to: Date.parse(c.ended_at) / 1000 }));
+  const firsts = firstSeenTimes(db, generationId).map((t) => Date.parse(t) / 1000);
+  const names = [...laneNames];
+  for (const c of chunks) if (!names.includes(c.lane)) names.push(c.lane);
+  const empty: SweepSeries = { t: [], lanes: Object.fromEntries(names.map((n) => [n, []])), total: [], finds: [], distinct: [] };
+  if (chunks.length === 0) return empty;
+  const start = Math.floor(Math.min(...chunks.map((c) => c.from)));
+  const end = Math.ceil(Math.max(untilMs === null ? 0 : untilMs / 1000, ...chunks.map((c) => c.to)));
+  const width = Math.max(1, Math.ceil((end - start) / MAX_POINTS));
+  const n = Math.max(1, Math.ceil((end - start) / width));
+  const perLane = new Map(names.map((name) => [name, new Array<number>(n).fill(0)]));
+  const findsAt = new Array<number>(n).fill(0);
+  for (const c of chunks) {
+    const span = Math.max(c.to - c.from, 0.001);
+    const density = c.seeds / span;
+    const row = perLane.get(c.lane)!;
+    for (let b = Math.max(0, Math.floor((c.from - start) / width)); b < n && start + b * width < c.to; b++) {
+      const overlap = Math.min(c.to, start + (b + 1) * width) - Math.max(c.from, start + b * width);
+      if (overlap > 0) row[b]! += (density * overlap) / width;
+    }
+    // A chunk ending in the last bucket's upper edge still belongs to it.
+    findsAt[Math.min(n - 1, Math.max(0, Math.floor((c.to - start) / width)))]! += c.finds;
+  }
+  const series: SweepSeries = { ...empty, lanes: {} };
+  let finds = 0;
+  let fi = 0;
+  for (let b = 0; b < n; b++) {
+    const t = start + (b + 1) * width;
+    series.t.push(t);
+    finds += findsAt[b]!;
+    series.finds.push(finds);
+    while (fi < firsts.length && firsts[fi]! <= t) fi++;
+    series.distinct.push(fi);
+  }
+  let total = new Array<number>(n).fill(0);
+  for (const [name, row] of perLane) {
+    const rounded = row.map((r) => Math.round(r * 10) / 10);
+    series.lanes[name] = rounded;
+    total = total.map((x, i) => x + row[i]!);
+  }
+  series.total = total.map((r) => Math.round(r * 10) / 10);
+  return series;
+}

@@ -1,0 +1,182 @@
+// The dashboard's browser script, as a string served at /app.js (and inlined in a static report).
+// It renders one snapshot at a time: the status line, lane bars, two uPlot charts, the failures
+// table (a click fetches the report and repro line; a static report carries them embedded), the
+// sessions; workers and explore say when a campaign kind does not have them. Every value from
+// the campaign is set as textContent. Written without template literals so it can live in one.
+export const CLIENT_JS = String.raw`
+(function () {
+  'use strict';
+  var charts = { rate: null, finds: null };
+  var chartLanes = '';
+  var embedded = document.getElementById('embedded');
+  var staticData = embedded ? JSON.parse(embedded.textContent) : null;
+  var received = 0;
+
+  function el(tag, text, cls) {
+    var e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  }
+  function int(n) { return n === null || n === undefined ? '–' : Number(n).toLocaleString('en-US'); }
+  function dur(s) {
+    if (s === null || s === undefined) return '–';
+    s = Math.max(0, Math.round(s));
+    var h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+    return (h ? h + 'h' : '') + (h || m ? m + 'm' : '') + r + 's';
+  }
+  function rate(r) { return r === null || r === undefined ? '–' : r.toFixed(1) + ' seeds/s'; }
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+  function notAvailable(id) {
+    var box = document.getElementById(id); clear(box);
+    box.appendChild(el('div', 'not available for this campaign kind', 'na'));
+  }
+
+  function renderStatus(s) {
+    document.title = s.title;
+    document.getElementById('title').textContent = s.title;
+    document.getElementById('headline').textContent = s.status.headline + (s.status.draining ? '  (draining: ' + s.status.draining + ')' : '');
+    document.getElementById('elapsed').textContent = dur(s.status.elapsedSeconds);
+    document.getElementById('budget').textContent = dur(s.status.budgetSeconds);
+    document.getElementById('updated').textContent = new Date(s.takenMs).toLocaleTimeString('en-GB');
+    document.getElementById('mode').textContent = staticData ? 'static report' : s.live ? 'live' : 'read-only: nothing is running';
+  }
+
+  function renderTotals(v) {
+    var box = document.getElementById('totals'); clear(box);
+    var t = v.totals;
+    box.appendChild(el('div', 'generation ' + v.generation + ' — ' + int(t.seedsSwept) + ' seeds swept in ' + int(t.chunksComplete) +
+      ' complete chunks; ' + int(t.finds) + ' finds, ' + int(t.distinct) + ' distinct failures (' + int(t.open) + ' open)'));
+  }
+
+  function renderLanes(v) {
+    var box = document.getElementById('lanes'); clear(box);
+    var span = 1;
+    v.lanes.forEach(function (l) {
+      var end = l.cursor - l.baseSeed + l.doneAhead;
+      l.inFlight.forEach(function (f) { end = Math.max(end, f.seedTo + 1 - l.baseSeed); });
+      span = Math.max(span, end);
+    });
+    v.lanes.forEach(function (l) {
+      var row = el('div', null, 'lane'); row.setAttribute('data-lane', l.name);
+      var covered = l.cursor - l.baseSeed;
+      var text = el('div');
+      text.appendChild(el('span', l.name, 'name'));
+      text.appendChild(el('span', '  ' + int(l.baseSeed) + '..' + int(l.cursor) + ' (' + int(covered) + ' covered)' +
+        (l.doneAhead ? ', ' + int(l.doneAhead) + ' done ahead' : '') + (l.queued ? ', ' + int(l.queued) + ' queued again' : '') +
+        ' — ' + rate(l.seedsPerSecond) + ', ' + int(l.finds) + ' finds' +
+        (l.inFlight.length ? ' — in flight: ' + l.inFlight.map(function (f) {
+          return '#' + f.chunkId + ' ' + int(f.seedFrom) + '..' + int(f.seedTo) + ' (' + dur(f.runningSeconds) + ' on ' + f.worker + ')';
+        }).join(', ') : ''), 'muted lane-text'));
+      row.appendChild(text);
+      var bar = el('div', null, 'bar');
+      var prefix = el('div', null, 'prefix'); prefix.style.width = (100 * covered / span) + '%'; bar.appendChild(prefix);
+      if (l.doneAhead) {
+        // Done ahead is drawn apart from the prefix: it is not coverage until the gap below it is swept.
+        var ahead = el('div', null, 'ahead');
+        ahead.style.left = Math.min(99, 100 * covered / span + 1) + '%';
+        ahead.style.width = Math.max(0.5, 100 * l.doneAhead / span) + '%';
+        bar.appendChild(ahead);
+      }
+      l.inFlight.forEach(function (f) {
+        var fl = el('div', null, 'flight');
+        fl.style.left = (100 * (f.seedFrom - l.baseSeed) / span) + '%';
+        fl.style.width = Math.max(0.5, 100 * (f.seedTo - f.seedFrom + 1) / span) + '%';
+        bar.appendChild(fl);
+      });
+      row.appendChild(bar);
+      box.appendChild(row);
+    });
+  }
+
+  var PALETTE = ['#1565c0', '#2e7d32', '#ef6c00', '#6a1b9a', '#00838f', '#ad1457', '#5d4037', '#455a64'];
+  function chart(id, series, data) {
+    var box = document.getElementById(id);
+    var width = Math.max(300, box.clientWidth || 500);
+    var opts = { width: width, height: 220, series: [{}].concat(series), axes: [{}, { size: 60 }], legend: { live: false } };
+    clear(box);
+    return new uPlot(opts, data, box);
+  }
+  function renderCharts(v) {
+    var s = v.series;
+    var names = Object.keys(s.lanes);
+    var rateData = [s.t].concat(names.map(function (n) { return s.lanes[n]; })).concat([s.total]);
+    var findsData = [s.t, s.finds, s.distinct];
+    var key = names.join('\u0000');
+    if (typeof uPlot === 'undefined') return;
+    if (!charts.rate || key !== chartLanes) {
+      chartLanes = key;
+      charts.rate = chart('rate-chart', names.map(function (n, i) {
+        return { label: n, stroke: PALETTE[i % PALETTE.length], width: 1.5 };
+      }).concat([{ label: 'total', stroke: '#111', width: 2 }]), rateData);
+      charts.finds = chart('finds-chart', [{ label: 'finds', stroke: '#ef6c00', width: 2 }, { label: 'distinct failures', stroke: '#c62828', width: 2 }], findsData);
+    } else {
+      charts.rate.setData(rateData);
+      charts.finds.setData(findsData);
+    }
+  }
+
+  function showDetail(d) {
+    var box = document.getElementById('detail'); clear(box);
+    box.appendChild(el('div', '#' + d.id + ' ' + d.bucket));
+    box.appendChild(el('div', 'repro: ' + (d.repro || '(none recorded)')));
+    box.appendChild(el('div', ''));
+    box.appendChild(el('div', d.report));
+  }
+  function openFailure(id) {
+    if (staticData) {
+      var d = staticData.details.filter(function (x) { return x.id === id; })[0];
+      if (d) showDetail(d); else showDetail({ id: id, bucket: '', repro: null, report: '(not included in this report)' });
+      return;
+    }
+    fetch('/failure/' + id).then(function (r) { return r.ok ? r.json() : r.text().then(function (t) { throw new Error(t); }); })
+      .then(showDetail, function (err) { showDetail({ id: id, bucket: '', repro: null, report: String(err.message) }); });
+  }
+
+  function renderFailures(v) {
+    var body = document.querySelector('#failures tbody'); clear(body);
+    v.failures.forEach(function (f) {
+      var tr = el('tr'); tr.setAttribute('data-id', String(f.id));
+      [f.id, f.bucket, f.lane, f.state, int(f.hits), int(f.firstSeed), f.firstSeen, f.lastSeen].forEach(function (c) { tr.appendChild(el('td', c)); });
+      tr.addEventListener('click', function () { openFailure(f.id); });
+      body.appendChild(tr);
+    });
+    if (v.failuresTotal > v.failures.length) {
+      var more = el('tr'); var td = el('td', (v.failuresTotal - v.failures.length) + ' more (fuzzfleet failures lists them all)', 'muted');
+      td.colSpan = 8; more.appendChild(td); body.appendChild(more);
+    }
+  }
+
+  function renderSessions(v) {
+    var body = document.querySelector('#sessions tbody'); clear(body);
+    v.sessions.forEach(function (s) {
+      var tr = el('tr');
+      [s.id, s.mode, s.status, s.startedAt, s.endedAt || '–', dur(s.requestedSeconds), s.host || '–'].forEach(function (c) { tr.appendChild(el('td', c)); });
+      body.appendChild(tr);
+    });
+  }
+
+  function renderWorkers(workers) {
+    if (workers === null) return notAvailable('workers');
+    var box = document.getElementById('workers'); clear(box);
+    if (workers.length === 0) box.appendChild(el('div', 'no workers attached', 'na'));
+    workers.forEach(function (w) {
+      box.appendChild(el('div', w.label + ' — ' + w.liveness + ', last heartbeat ' + dur(w.lastHeartbeatSeconds) + ' ago' + (w.chunk ? ', holding ' + w.chunk : '')));
+    });
+  }
+
+  function render(s) {
+    received++;
+    document.body.setAttribute('data-snapshots', String(received));
+    renderStatus(s);
+    if (s.sweep) { renderTotals(s.sweep); renderLanes(s.sweep); renderCharts(s.sweep); renderFailures(s.sweep); renderSessions(s.sweep); }
+    renderWorkers(s.workers);
+    if (s.explore === null) notAvailable('explore');
+  }
+
+  if (staticData) { render(staticData.snapshot); return; }
+  var source = new EventSource('/events');
+  source.addEventListener('snapshot', function (ev) { render(JSON.parse(ev.data)); });
+  source.onerror = function () { document.getElementById('headline').textContent = 'disconnected: the campaign ended or the dashboard stopped (retrying)'; };
+})();
+`;
