@@ -16,7 +16,7 @@ const SRC = fileURLToPath(new URL("../src/", import.meta.url));
 export const LAYERS: readonly (readonly string[])[] = [
   ["root", "core", "util"],
   ["config"],
-  ["store", "exec", "files", "lock", "net"],
+  ["store", "exec", "files", "lock", "net", "ui"],
   ["generator"],
   ["explore"],
   ["engine", "worker"],

@@ -120,16 +120,17 @@ export function registerDemo(program: Command): void {
         const say = (line: string) => process.stdout.write(line + "\n");
         say(`demo campaign in ${dir}`);
         say(`  config ${configPath}: two lanes of the planted-bug generator, ~6 s chunks\n`);
-        await runSweep({
+        await withSignalStop((stop) => runSweep({
+          stop,
           paths,
           seconds,
           laneNames: [],
           allowStaleApp: false,
           forceUnlock: false,
           confirm: makeConfirm(true, process.stdin, process.stderr),
-          live: process.stdout.isTTY === true,
+          live: process.stdout.isTTY === true && (process.stdout.columns ?? 0) > 0,
           quarantineNote: PLANTED_QUARANTINE,
-        });
+        }));
         const db = openStore(paths.dbPath, { readonly: true });
         try {
           say(`\n$ fuzzfleet --config ${configPath} status`);

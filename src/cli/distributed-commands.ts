@@ -10,6 +10,7 @@ import { parseHostPort } from "../net/address.ts";
 import { action, collect, intAtLeast, portNumber } from "./action.ts";
 import { makeConfirm } from "./prompt.ts";
 import { withSignalStop } from "./stop-signals.ts";
+import { parseUiAddress } from "../ui/address.ts";
 
 export function registerDistributedCommands(program: Command): void {
   program
@@ -19,6 +20,7 @@ export function registerDistributedCommands(program: Command): void {
     .addOption(new Option("--port <n>", "listen port; 0 picks a free one (default: [distributed] port)").argParser(portNumber))
     .option("--bind <addr>", "listen address (default: [distributed] bind, else this host's name; never 0.0.0.0 by default)")
     .option("--token <t>", "shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token, created 0600 if absent)")
+    .option("--ui <[host:]port>", "serve the live dashboard and /metrics here (a bare port is 127.0.0.1; 0 = a free port); off loopback it needs the campaign token (docs/dashboard.md)")
     .option("--lane <name>", "serve only this lane (repeatable)", collect, [])
     .option("-y, --yes", "answer yes to prompts (new generation, lane restart)")
     .option("--allow-stale-app", "serve even if [app] sources are newer than the app")
@@ -38,7 +40,7 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
 70 lifecycle incomplete (a worker did not acknowledge the stop; named in the summary).`,
     )
     .action(
-      action<{ for: string; port?: number; bind?: string; token?: string; lane: string[]; yes?: boolean; allowStaleApp?: boolean; forceUnlock?: boolean }>(
+      action<{ for: string; port?: number; bind?: string; token?: string; lane: string[]; yes?: boolean; allowStaleApp?: boolean; forceUnlock?: boolean; ui?: string }>(
         async (o) => {
           // Loaded here: a worker never needs the store, the config loader or the engine.
           const { coordinate } = await import("../sweep/coordinate.ts");
@@ -57,6 +59,7 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
                 bind: o.bind ?? null,
                 token: o.token,
                 signal,
+                ui: o.ui === undefined ? null : parseUiAddress(o.ui),
               }),
             { again },
           );

@@ -12,6 +12,7 @@ import { EXIT } from "../exit-codes.ts";
 import { makeConfirm } from "./prompt.ts";
 import { bundledExample } from "./package-root.ts";
 import { parseUiAddress } from "../ui/address.ts";
+import { withSignalStop } from "./stop-signals.ts";
 
 export function registerSweepCommands(program: Command): void {
   program
@@ -63,7 +64,8 @@ config or flag, 3 refused (lock held, stale app, generator or lane changed witho
         const ui = o.ui === undefined ? null : parseUiAddress(o.ui);
         const statusEverySeconds = /^\s*(0+|off)\s*$/i.test(o.statusEvery) ? 0 : parseDuration(o.statusEvery);
         const { runSweep } = await import("../sweep/run.ts");
-        return runSweep({
+        return withSignalStop((stop) => runSweep({
+          stop,
           paths: campaignPaths(o),
           seconds: parseDuration(o.for),
           laneNames: o.lane,
@@ -73,7 +75,7 @@ config or flag, 3 refused (lock held, stale app, generator or lane changed witho
           live: process.stdout.isTTY === true && (process.stdout.columns ?? 0) > 0,
           statusEverySeconds,
           ui,
-        });
+        }));
       }),
     );
 

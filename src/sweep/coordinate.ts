@@ -19,6 +19,8 @@ import { clock, SweepConsole } from "../report/sweep-console.ts";
 import { setSessionPort } from "../store/sessions.ts";
 import type { Confirm } from "./campaign.ts";
 import { closeSweepSession, openSweepSession, sessionBudgetLines, sessionHeadLines, type SweepSession } from "./session.ts";
+import type { UiAddress } from "../ui/address.ts";
+import type { Dashboard } from "../ui/server.ts";
 
 export interface CoordinateOptions {
   paths: CampaignPaths;
@@ -35,6 +37,8 @@ export interface CoordinateOptions {
   liveReportSeconds?: number;
   /** Aborted by Ctrl-C or SIGTERM (cli/stop-signals.ts): the session drains, then stops its workers. */
   signal: AbortSignal;
+  /** Serve the live dashboard here (`--ui`); null = no dashboard. */
+  ui?: UiAddress | null;
 }
 
 /** How a coordinator's user changes where it listens. */
@@ -62,6 +66,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
   let status: "done" | "interrupted" = "interrupted";
   let nonce: Nonce | null = null;
   let liveTimer: NodeJS.Timeout | null = null;
+  let dashboard: { server: Dashboard; banner: string[] } | null = null;
   // Closed in `finally` too: a coordinator that fails midway must not keep listening.
   let closeRemote: (() => void) | null = null;
   try {
@@ -146,6 +151,19 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
     s.lock.setPort(at.port);
     setSessionPort(s.db, s.sessionId, at.port);
     banner(write, s, o.seconds, at, found);
+    if (o.ui) {
+      const { serveSweepDashboard } = await import("./dashboard.ts");
+      dashboard = await serveSweepDashboard({
+        address: o.ui,
+        session: s,
+        engine,
+        budgetSeconds: o.seconds,
+        now: () => performance.now(),
+        startMs,
+        log: (line) => out.line(`[${clock()}] ${line}`),
+      });
+      for (const line of dashboard.banner) write(`         ${line}`);
+    }
     liveTimer = setInterval(() => out.line("\n" + renderLive(live())), (o.liveReportSeconds ?? 300) * 1000);
     liveTimer.unref();
 
@@ -177,6 +195,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
     if (problems.length > 0) return EXIT.lifecycle;
     return engine.counts.newFailures + engine.counts.reopened > 0 ? EXIT.newFailures : EXIT.ok;
   } finally {
+    await dashboard?.server.close();
     closeRemote?.();
     if (liveTimer) clearInterval(liveTimer);
     removeNonce(nonce);

@@ -33,6 +33,8 @@ export interface RunSweepOptions {
   statusEverySeconds?: number;
   /** Serve the live dashboard here (`--ui`); null = no dashboard. */
   ui?: UiAddress | null;
+  /** The command's stop: aborted by the first SIGINT/SIGTERM; every signal is also heard here (cli/stop-signals.ts). */
+  stop: { signal: AbortSignal; onSignal(listener: (sig: NodeJS.Signals, again: boolean) => void): void };
 }
 
 /**
@@ -54,22 +56,8 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
   });
   const startMs = performance.now();
   const deadlineMs = startMs + o.seconds * 1000;
-  const controller = new AbortController();
+  const signal = o.stop.signal;
   let books: CommitQueue<EngineMark> | null = null;
-  const onSignal = (sig: NodeJS.Signals) => {
-    if (books?.blocked) {
-      // Nothing waits on the store but this session's own bookkeeping: end now, consistently.
-      controller.abort();
-      books.abandon(`${sig === "SIGINT" ? "Ctrl-C" : sig} while the store refused writes: the session ends; what was waiting is swept again next session`);
-      return;
-    }
-    if (!controller.signal.aborted) {
-      out.line(`\n${sig === "SIGINT" ? "Ctrl-C" : sig}: stopping — the running chunk is being shut down and its range will be re-swept`);
-      controller.abort();
-    } else {
-      out.line(`${sig}: already stopping; waiting for the chunk's processes to exit`);
-    }
-  };
   // log-update is only loaded when there is a terminal to redraw on.
   const live = o.live ? (await import("log-update")).default : null;
   const out = new SweepConsole({
@@ -80,8 +68,16 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
     chunkFinds: (a) => findsSoFar(s.outDir, resultsDir(s.config, a.scratchDir)),
     statusEverySeconds: o.statusEverySeconds ?? 0,
   });
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  const label = (sig: NodeJS.Signals) => (sig === "SIGINT" ? "Ctrl-C" : sig);
+  o.stop.onSignal((sig, again) => {
+    if (books?.blocked) {
+      // Nothing waits on the store but this session's own bookkeeping: end now, consistently (the first signal aborts `signal` right after).
+      books.abandon(`${label(sig)} while the store refused writes: the session ends; what was waiting is swept again next session`);
+      return;
+    }
+    if (!again) out.line(`\n${label(sig)}: stopping — the running chunk is being shut down and its range will be re-swept`);
+    else out.line(`${sig}: already stopping; waiting for the chunk's processes to exit`);
+  });
   // Stays "interrupted" unless the loop ends normally, so an exception never records "done".
   let status: SessionEnd = "interrupted";
   let dashboard: { server: Dashboard; banner: string[] } | null = null;
@@ -120,10 +116,10 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
       });
       for (const line of dashboard.banner) write(line);
     }
-    await runLocal(engine, books, localWorker(s.lanes, s.lastCounts), controller.signal);
-    const allDisabled = engine.draining === "all lanes disabled" && !controller.signal.aborted;
+    await runLocal(engine, books, localWorker(s.lanes, s.lastCounts), signal);
+    const allDisabled = engine.draining === "all lanes disabled" && !signal.aborted;
     if (allDisabled) out.line("all lanes disabled — stopping early");
-    status = controller.signal.aborted ? "interrupted" : allDisabled ? "disabled" : "done";
+    status = signal.aborted ? "interrupted" : allDisabled ? "disabled" : "done";
     out.close();
     const summary = sessionSummary(s.db, {
       sessionId: s.sessionId,
@@ -152,8 +148,6 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
     await dashboard?.server.close();
     books?.close();
     out.close();
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
     closeSweepSession(s, status);
   }
 }

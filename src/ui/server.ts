@@ -18,7 +18,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { tokensEqual } from "../core/worker-session.ts";
+import { tokensEqual } from "../core/handshake-checks.ts";
 import { UsageError } from "../errors.ts";
 import { randomHex } from "../util/random-hex.ts";
 import { METRICS_CONTENT_TYPE, writeMetrics } from "./metrics.ts";
