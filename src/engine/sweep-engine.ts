@@ -62,7 +62,20 @@ interface WorkerMemory {
 
 export class SweepEngine implements Books<EngineMark> {
   readonly floorSeconds: number;
-  counts: SessionCounts = { chunks: 0, seedsSwept: 0, finds: 0, newFailures: 0, reopened: 0, unshrunk: 0, quarantine: 0, malformed: 0 };
+  counts: SessionCounts = {
+    chunks: 0,
+    seedsSwept: 0,
+    finds: 0,
+    newFailures: 0,
+    reopened: 0,
+    unshrunk: 0,
+    quarantine: 0,
+    malformed: 0,
+    minimizeUnits: 0,
+    minimized: 0,
+    minimizeFailed: 0,
+    minimizeSeconds: 0,
+  };
   private readonly lanes = new Map<string, EngineLane>();
   private readonly lanesById = new Map<number, EngineLane>();
   /** The lanes pickLane chooses from: enabled in the config (fixed for the session). */

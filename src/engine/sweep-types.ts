@@ -126,6 +126,11 @@ export interface SessionCounts {
   unshrunk: number;
   quarantine: number;
   malformed: number;
+  /** Minimize units complete, finds they minimized, finds they could not, and their seconds. */
+  minimizeUnits: number;
+  minimized: number;
+  minimizeFailed: number;
+  minimizeSeconds: number;
 }
 
 /**
