@@ -26,6 +26,7 @@ import { upsertWorkerRate } from "../store/workers.ts";
 import { chunkCommand, resultsDir } from "../generator/command.ts";
 import { ingestChunk, type IngestResult } from "../generator/ingest.ts";
 import type { Books } from "./commit-queue.ts";
+import { MinimizeUnits } from "./minimize-units.ts";
 import {
   abortWording,
   type Assignment,
@@ -36,6 +37,8 @@ import {
   type EngineOptions,
   type FinishResult,
   type InFlight,
+  type MinimizeAssignment,
+  type MinimizeInFlight,
   type SessionCounts,
   type WorkerView,
 } from "./sweep-types.ts";
@@ -48,6 +51,7 @@ export interface EngineMark {
   lanes: { lane: EngineLane; state: LaneSnapshot; rate: number | null }[];
   chunksRun: Map<string, number>;
   inFlight: Map<number, InFlight>;
+  minimizing: Map<number, MinimizeInFlight>;
   counts: SessionCounts;
   /** Worker views changed since the checkpoint, with their state before the first change. */
   workers: Map<WorkerView, WorkerMemory>;
@@ -86,12 +90,14 @@ export class SweepEngine implements Books<EngineMark> {
   /** The open checkpoint, while a CommitQueue transaction runs. */
   private mark: EngineMark | null = null;
   private afterCommit: (() => void)[] = [];
+  private readonly minimizer: MinimizeUnits;
 
   constructor(private readonly o: EngineOptions) {
     for (const lane of o.lanes) {
       this.lanes.set(lane.config.name, lane);
       this.lanesById.set(lane.laneId, lane);
     }
+    this.minimizer = new MinimizeUnits(o, this.lanesById);
     this.enabledConfigs = o.lanes.filter((l) => l.config.enabled).map((l) => l.config);
     this.floorSeconds = deadlineFloor(o.config.defaults.chunkSeconds);
   }
@@ -112,6 +118,7 @@ export class SweepEngine implements Books<EngineMark> {
       lanes: [...this.lanes.values()].map((lane) => ({ lane, state: lane.state.snapshot(), rate: lane.rate })),
       chunksRun: new Map(this.chunksRun),
       inFlight: new Map(this.inFlight),
+      minimizing: new Map(this.minimizer.inFlight),
       counts: { ...this.counts },
       workers: new Map(),
     };
@@ -126,6 +133,7 @@ export class SweepEngine implements Books<EngineMark> {
     }
     this.chunksRun = mark.chunksRun;
     this.inFlight = mark.inFlight;
+    this.minimizer.inFlight = mark.minimizing;
     this.counts = mark.counts;
     for (const [worker, m] of mark.workers) restoreWorker(worker, m);
     this.afterCommit = [];
@@ -396,6 +404,45 @@ export class SweepEngine implements Books<EngineMark> {
       worker.disabled.add(f.lane);
       this.whenCommitted(() => this.o.events.laneDisabled(f.lane, worker, `the generator ${generatorDid}; see ${f.logPath}`));
     }
+  }
+
+  // ---- minimize units --------------------------------------------------------------------------
+
+  /** The share of slots for minimization, or null without `[generator] minimize`. */
+  get minimizeShare(): number | null {
+    return this.minimizer.share;
+  }
+
+  /** {jobs} of a minimize unit on the single host. */
+  localMinimizeJobs(): number {
+    return this.minimizer.localJobs();
+  }
+
+  /** The next minimize unit for `worker`, or null (nothing pending, draining, or too little time left). */
+  assignMinimize(worker: WorkerView, jobs: number): MinimizeAssignment | null {
+    if (this.drainReason) return null;
+    return this.minimizer.assign(worker, jobs, this.remainingSeconds(), this.floorSeconds);
+  }
+
+  /** Books a minimize unit's outcome. Idempotent on unit id. */
+  finishMinimize(worker: WorkerView, unitId: number, report: ChunkReport): FinishResult {
+    const after = this.minimizer.finish(worker, unitId, report, this.counts);
+    if (after === null) return { note: "already recorded", seeds: 0 };
+    this.whenCommitted(after);
+    return { note: "recorded", seeds: 0 };
+  }
+
+  /** Takes a minimize unit back from a worker that is gone. */
+  reissueMinimize(unitId: number): void {
+    this.minimizer.reissue(unitId);
+  }
+
+  minimizeInFlight(): MinimizeInFlight[] {
+    return [...this.minimizer.inFlight.values()];
+  }
+
+  clearMinimizeScratch(a: MinimizeAssignment): void {
+    this.minimizer.clearScratch(a);
   }
 
   /** Empties the scratch directory of a chunk about to run, never following a symlink below <out>. */

@@ -125,6 +125,7 @@ const MIGRATIONS: readonly (string | ((db: Db) => void))[] = [
   ALTER TABLE failure ADD COLUMN merged_into INTEGER REFERENCES failure(id);
   ALTER TABLE failure ADD COLUMN minimize_note TEXT;
   CREATE INDEX failure_minimize ON failure (generation_id, minimize_state);
+  CREATE INDEX failure_signature ON failure (generation_id, signature);
   CREATE TABLE minimize_unit (
     id INTEGER PRIMARY KEY,
     session_id INTEGER NOT NULL REFERENCES session(id),
