@@ -113,6 +113,7 @@ export class MinimizeUnits {
       counts.minimizeFailed += r.failed;
       counts.minimizeSeconds += report.seconds;
       counts.newFailures += r.newFailures;
+      counts.newDistinct += r.newFailures;
       counts.reopened += r.reopened;
       counts.malformed += r.malformed.length;
     } else if (report.outcome === "interrupted") {

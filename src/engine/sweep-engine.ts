@@ -71,6 +71,7 @@ export class SweepEngine implements Books<EngineMark> {
     seedsSwept: 0,
     finds: 0,
     newFailures: 0,
+    newDistinct: 0,
     reopened: 0,
     unshrunk: 0,
     quarantine: 0,
@@ -341,6 +342,7 @@ export class SweepEngine implements Books<EngineMark> {
     this.counts.seedsSwept += fresh;
     this.counts.finds += ingest.finds;
     this.counts.newFailures += ingest.newFailures;
+    this.counts.newDistinct += ingest.newDistinct;
     this.counts.reopened += ingest.reopened;
     this.counts.unshrunk += ingest.unshrunk;
     this.counts.quarantine += ingest.quarantine;

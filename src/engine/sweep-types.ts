@@ -150,6 +150,8 @@ export interface SessionCounts {
   seedsSwept: number;
   finds: number;
   newFailures: number;
+  /** Of newFailures and minimized finds: new distinct failures (minimized inputs). */
+  newDistinct: number;
   /** Fixed failures hit again (regressions); they alert like new ones. */
   reopened: number;
   unshrunk: number;

@@ -92,8 +92,9 @@ export interface QuarantineReason {
 
 export interface IngestResult {
   finds: number;
-  /** New distinct failures, and finds pending minimization under a signature not seen before. */
+  /** New failure rows: new distinct failures and new finds pending minimization (`newDistinct` of them distinct). */
   newFailures: number;
+  newDistinct: number;
   newFailureIds: number[];
   /** Failures marked fixed that this chunk hit again (regressions): reopened, and as alarming as new ones. */
   reopened: number;
@@ -116,6 +117,7 @@ export function ingestChunk(db: Db, t: IngestTarget): IngestResult {
   const result: IngestResult = {
     finds: 0,
     newFailures: 0,
+    newDistinct: 0,
     newFailureIds: [],
     reopened: 0,
     reopenedIds: [],
@@ -347,8 +349,6 @@ class ChunkIngest {
         this.result.reopenedIds.push(failureId);
       }
     } else {
-      // A find pending minimization is new only when nothing of its signature was known before.
-      const fresh = p.shrunk || !signatureKnown(this.db, t.generationId, p.signature);
       // Placed before the row exists: a source file that changed meanwhile makes the entry malformed instead.
       const artifactDir = place();
       failureId = insertFailure(this.db, {
@@ -364,10 +364,9 @@ class ChunkIngest {
         appBuild: t.appBuild,
         signature: p.signature,
       });
-      if (fresh) {
-        this.result.newFailures++;
-        this.result.newFailureIds.push(failureId);
-      }
+      this.result.newFailures++;
+      this.result.newFailureIds.push(failureId);
+      if (p.shrunk) this.result.newDistinct++;
     }
     this.result.finds++;
     if (!p.shrunk) this.result.unshrunk++;
@@ -500,11 +499,6 @@ class ChunkIngest {
       throw err;
     }
   }
-}
-
-/** Whether any row of the generation (distinct or pending) has this signature. */
-function signatureKnown(db: Db, generationId: number, signature: string): boolean {
-  return stmt(db, "SELECT 1 FROM failure WHERE generation_id = ? AND signature = ? LIMIT 1").get(generationId, signature) !== undefined;
 }
 
 /** A problem found inside an entry, named relative to it: "report.txt: a symbolic link …". */

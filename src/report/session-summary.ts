@@ -33,9 +33,11 @@ export function sessionSummary(db: Db, s: SummaryInput): string {
   const ended = s.status === "disabled" ? "stopped early (every lane disabled)" : s.status;
   out.push(`session ${s.sessionId} ${ended} — ${formatDuration(s.elapsedSeconds)} of sweeping, ${c.chunks} chunk(s)`);
   out.push(`  seeds swept:   ${formatInt(c.seedsSwept)}`);
+  // "newly distinct" counts the failure rows this session recorded first, pending finds included.
+  out.push(`  failures:      ${formatInt(c.finds)} (${formatInt(c.newFailures)} newly distinct)`);
   out.push(
-    `  finds:         ${formatInt(c.finds)} (${formatInt(c.finds - c.unshrunk)} minimized by the generator, ${formatInt(c.unshrunk)} pending minimization); ` +
-      `${formatInt(c.newFailures)} newly distinct failure(s)`,
+    `  finds:         ${formatInt(c.finds - c.unshrunk)} minimized by the generator, ${formatInt(c.unshrunk)} pending minimization; ` +
+      `${formatInt(c.newDistinct)} new distinct failure(s)`,
   );
   if (c.minimizeUnits > 0) {
     out.push(
