@@ -25,23 +25,19 @@ import { RuntimeFailure } from "../errors.ts";
 import { FileProblem } from "../files/file-problem.ts";
 import { PinnedDir } from "../files/pinned-dir.ts";
 import { placeFile, placeNote, placeTree, scanTree, scannedFile, type TreeFile, type TreeNode } from "../files/tree.ts";
-import { atomically, stmt, type Db } from "../store/db.ts";
+import { atomically, type Db } from "../store/db.ts";
 import { addFailureSeed, failureById, failureByKey, insertFailure, reopenFailure } from "../store/failures.ts";
 import { findSignature, SIGNATURE_MAX_CHARS } from "../store/signature.ts";
+import { recordQuarantineReasons, type QuarantineReason } from "./quarantine-reasons.ts";
 import { artifactNames, hashScanned, numbered, pickKeyFile, readScanned, storePath } from "./ingest-files.ts";
 
 export { resolveStorePath, storePath } from "./ingest-files.ts";
+export { INCONCLUSIVE_PREFIX, NO_REASON, type QuarantineReason } from "./quarantine-reasons.ts";
 
 export const QUARANTINE_SAMPLES = 40;
 const META_MAX_BYTES = 1 << 20;
 const KEY_FILE_MAX_BYTES = 256 << 20;
 const MESSAGE_MAX_CHARS = 2000;
-const REASON_MAX_BYTES = 4096;
-const REASON_MAX_CHARS = 200;
-/** A quarantine reason starting with this is inconclusive (no verdict), not an invalid test. */
-export const INCONCLUSIVE_PREFIX = "inconclusive:";
-/** The reason of a quarantined test whose generator gave none. */
-export const NO_REASON = "no reason given";
 
 const metaSchema = z.object({
   seed: z.number().int().refine(Number.isSafeInteger, "a safe integer"),
@@ -81,13 +77,6 @@ export interface IngestTarget {
     seeds: ReadonlySet<number>;
     record(find: ParsedFailure, placeArtifact: () => string): void;
   };
-}
-
-export interface QuarantineReason {
-  reason: string;
-  /** An inconclusive test (no verdict: a reference that ran too long), not an invalid one. */
-  inconclusive: boolean;
-  count: number;
 }
 
 export interface IngestResult {
@@ -378,7 +367,7 @@ class ChunkIngest {
     const entries = q.list().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const files = entries.filter((e) => e.kind === "file").map((e) => e.name);
     this.result.quarantine = files.length;
-    this.recordReasons(q, files);
+    this.result.quarantineReasons = recordQuarantineReasons(this.db, this.t.chunkId, q, files);
     const odd = entries.filter((e) => e.kind === "symlink" || e.kind === "special").map((e) => ({ name: e.name, detail: q.refusal(e.name).detail }));
     if (odd.length > 0) {
       // One note for them all: a generator that writes links writes many.
@@ -402,50 +391,6 @@ class ChunkIngest {
         throw err;
       }
       held++;
-    }
-  }
-
-  /**
-   * Why each file was quarantined: the first line of quarantine/why/<name>, when the generator
-   * wrote one (a regular file, read without following a symlink); else NO_REASON. Counted per
-   * reason and recorded with the chunk.
-   */
-  private recordReasons(q: PinnedDir, files: readonly string[]): void {
-    let why: PinnedDir | null = null;
-    try {
-      why = q.openDirIfPresent("why");
-    } catch (err) {
-      if (!(err instanceof FileProblem)) throw err;
-    }
-    const byReason = new Map<string, QuarantineReason>();
-    try {
-      for (const name of files) {
-        let line = NO_REASON;
-        if (why !== null && why.lstat(name)?.isFile()) {
-          try {
-            line = why.readFile(name, REASON_MAX_BYTES).bytes.toString("utf8").split("\n")[0]!;
-          } catch (err) {
-            if (!(err instanceof FileProblem)) throw err;
-          }
-        }
-        const text = line.replace(/[\0-\x1f\x7f]+/g, " ").replace(/\s+/g, " ").trim();
-        const inconclusive = text.toLowerCase().startsWith(INCONCLUSIVE_PREFIX);
-        const reason = (inconclusive ? text.slice(INCONCLUSIVE_PREFIX.length).trim() : text).slice(0, REASON_MAX_CHARS) || NO_REASON;
-        const key = `${inconclusive ? 1 : 0}${reason}`;
-        const r = byReason.get(key) ?? { reason, inconclusive, count: 0 };
-        r.count++;
-        byReason.set(key, r);
-      }
-    } finally {
-      why?.close();
-    }
-    this.result.quarantineReasons = [...byReason.values()];
-    for (const r of byReason.values()) {
-      stmt(
-        this.db,
-        `INSERT INTO quarantine_reason (chunk_id, reason, inconclusive, count) VALUES (?, ?, ?, ?)
-           ON CONFLICT (chunk_id, reason) DO UPDATE SET count = excluded.count, inconclusive = excluded.inconclusive`,
-      ).run(this.t.chunkId, r.reason, r.inconclusive ? 1 : 0, r.count);
     }
   }
 
