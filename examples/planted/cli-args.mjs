@@ -11,6 +11,8 @@ export const USAGE = `usage:
                    [--size small|large] [--cost-ms M]          sweep seeds N..N+C-1
   node planted.mjs --check --seeds 5,17,99 [--json] [--size S] [--jobs J] [--cost-ms M]
                                                                re-check seeds, print one verdict per line
+  node planted.mjs --minimize --seeds 5,17,99 --out DIR [--size S] [--jobs J]
+                                                              minimize failing seeds into DIR/failures/<seed>/
   node planted.mjs --seed N [--size S]                         replay one seed verbosely, write nothing
 env: PLANTED_COST_MS (default for --cost-ms), PLANTED_FIX=<bucket>[,<bucket>],
      PLANTED_HANG_SEED=N, PLANTED_EXIT=<code>
@@ -22,13 +24,14 @@ const MAX_JOBS = 64;
 const FLAGS = {
   from: { value: true, modes: ["sweep"] },
   count: { value: true, modes: ["sweep"] },
-  out: { value: true, modes: ["sweep"] },
+  out: { value: true, modes: ["sweep", "minimize"] },
   "max-shrinks": { value: true, modes: ["sweep"] },
-  jobs: { value: true, modes: ["sweep", "check"] },
+  jobs: { value: true, modes: ["sweep", "check", "minimize"] },
   "cost-ms": { value: true, modes: ["sweep", "check"] },
-  size: { value: true, modes: ["sweep", "check", "replay"] },
+  size: { value: true, modes: ["sweep", "check", "replay", "minimize"] },
   check: { value: false, modes: ["check"] },
-  seeds: { value: true, modes: ["check"] },
+  minimize: { value: false, modes: ["minimize"] },
+  seeds: { value: true, modes: ["check", "minimize"] },
   json: { value: false, modes: ["check"] },
   seed: { value: true, modes: ["replay"] },
   help: { value: false, modes: ["help"] },
@@ -95,7 +98,7 @@ function fixedBuckets(text) {
 }
 
 /**
- * Returns `{ mode, opts, settings }`. mode is "sweep" | "check" | "replay" | "help"; settings is
+ * Returns `{ mode, opts, settings }`. mode is "sweep" | "check" | "minimize" | "replay" | "help"; settings is
  * what the per-seed work needs (see seeds.mjs).
  */
 export function parseCommandLine(argv, env) {
@@ -104,12 +107,14 @@ export function parseCommandLine(argv, env) {
     ? "help"
     : given.has("seed")
       ? "replay"
-      : given.has("check") || given.has("seeds")
-        ? "check"
-        : "sweep";
+      : given.has("minimize")
+        ? "minimize"
+        : given.has("check") || given.has("seeds")
+          ? "check"
+          : "sweep";
   for (const name of given.keys()) {
     if (!FLAGS[name].modes.includes(mode)) {
-      const modeFlag = { sweep: "a sweep (--from/--count/--out)", check: "--check", replay: "--seed", help: "--help" };
+      const modeFlag = { sweep: "a sweep (--from/--count/--out)", check: "--check", minimize: "--minimize", replay: "--seed", help: "--help" };
       throw new UsageError(`--${name} cannot be used with ${modeFlag[mode]}`);
     }
   }
@@ -140,6 +145,12 @@ export function parseCommandLine(argv, env) {
     const list = given.get("seeds");
     const seeds = list.split(",").map((s) => seedValue("--seeds", s.trim()));
     return { mode, opts: { seeds, json: given.has("json"), jobs }, settings };
+  }
+  if (mode === "minimize") {
+    if (!given.has("seeds")) throw new UsageError("--minimize needs --seeds LIST (comma-separated seeds)");
+    if (!given.has("out") || given.get("out") === "") throw new UsageError("--minimize needs --out DIR (where failures/<seed>/ are written)");
+    const seeds = given.get("seeds").split(",").map((s) => seedValue("--seeds", s.trim()));
+    return { mode, opts: { seeds, out: given.get("out"), jobs }, settings };
   }
 
   for (const name of ["from", "count", "out"]) {

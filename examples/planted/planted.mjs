@@ -40,9 +40,12 @@ async function sweep(opts, settings) {
     mkdirSync(join(opts.out, "failures"), { recursive: true });
     mkdirSync(join(opts.out, "quarantine"), { recursive: true });
     for (const f of failures) writeFailure(opts.out, f, shrunk.get(f.seed), settings);
+    if (quarantined.length > 0) mkdirSync(join(opts.out, "quarantine", "why"), { recursive: true });
     for (const q of quarantined) {
       const header = `# seed ${q.seed} (size ${settings.size}): ${q.msg}\n`;
       writeFileSync(join(opts.out, "quarantine", `${q.seed}.txt`), header + q.text);
+      // The reason, without the details that differ per seed, so that reports can group by it.
+      writeFileSync(join(opts.out, "quarantine", "why", `${q.seed}.txt`), `${q.msg.replace(/ at line \d+.*$/, "")}\n`);
     }
 
     const buckets = Object.fromEntries(BUCKETS.map((b) => [b, failures.filter((f) => f.bucket === b).length]));
@@ -74,6 +77,36 @@ async function sweep(opts, settings) {
   }
 }
 
+/**
+ * The find's signature: its bucket and the message without what differs per seed (line numbers,
+ * values), so that all seeds of one planted idiom group together before they are minimized.
+ */
+function signature(failure) {
+  const idiom = /cancelling '([^']+)'/.exec(failure.msg);
+  if (idiom) return `peephole cancelling '${idiom[1]}'`;
+  if (failure.bucket === "hang-detected") return "step budget exhausted in pow";
+  return failure.msg.replace(/:.*$/, "").replace(/#\d+/, "#N");
+}
+
+/** Minimize mode: shrinks each failing seed and writes it as a minimized failure entry. */
+async function minimize(opts, settings) {
+  const pool = new SeedPool(Math.min(opts.jobs, Math.max(1, opts.seeds.length)), settings);
+  try {
+    const verdicts = await pool.check(opts.seeds);
+    const failing = verdicts.filter((v) => v.bucket !== "ok" && v.bucket !== "quarantine");
+    const shrunk = new Map((await pool.shrink(failing.map((f) => f.seed))).map((s) => [s.seed, s]));
+    mkdirSync(join(opts.out, "failures"), { recursive: true });
+    for (const f of failing) {
+      const text = formatProgram(generateProgram(f.seed, settings.size));
+      writeFailure(opts.out, { ...f, text }, shrunk.get(f.seed), settings);
+    }
+    process.stdout.write(`planted: minimized ${shrunk.size} of ${opts.seeds.length} seeds (${settings.size})\n`);
+    return failing.length > 0 ? 1 : 0;
+  } finally {
+    await pool.close();
+  }
+}
+
 function writeFailure(out, failure, shrunk, settings) {
   const dir = join(out, "failures", String(failure.seed));
   rmSync(dir, { recursive: true, force: true });
@@ -86,6 +119,7 @@ function writeFailure(out, failure, shrunk, settings) {
     msg: failure.msg,
     repro: repro(failure.seed, settings.size),
     key_file: "input.min.txt",
+    signature: signature(failure),
   };
   const minimized = shrunk
     ? `yes (${shrunk.minLength} of ${shrunk.length} instructions)`
@@ -165,6 +199,8 @@ async function main(argv, env) {
       return replay(opts, settings);
     case "check":
       return check(opts, settings);
+    case "minimize":
+      return minimize(opts, settings);
     default:
       return sweep(opts, settings);
   }

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse, TomlDate, TomlError } from "smol-toml";
 import { ConfigError } from "../errors.ts";
-import { isTable, validateConfigDocument, type Config, type ConfigFile, type ConfigIssue, type LaneConfig } from "./schema.ts";
+import { isTable, placeholdersIn, validateConfigDocument, type Config, type ConfigFile, type ConfigIssue, type LaneConfig } from "./schema.ts";
 
 export { laneIdentity, type Config, type LaneConfig } from "./schema.ts";
 
@@ -75,6 +75,7 @@ function resolveConfig(file: ConfigFile, absPath: string, laneOrder: (a: string,
       jobs: lane.jobs ?? d.jobs,
       args: lane.args,
     }));
+  const minimize = file.generator.minimize;
   return {
     path: absPath,
     dir,
@@ -108,6 +109,16 @@ function resolveConfig(file: ConfigFile, absPath: string, laneOrder: (a: string,
       journal: file.store.journal,
       giveUpSeconds: file.store.give_up_minutes * 60,
     },
+    ...(minimize
+      ? {
+          minimize: {
+            command: minimize,
+            share: file.minimize.share,
+            batch: minimize.some((a) => placeholdersIn(a).includes("seed")) ? 1 : file.minimize.batch,
+            timeoutSeconds: Math.max(1, Math.round(file.minimize.timeout_minutes * 60)),
+          },
+        }
+      : {}),
   };
 }
 

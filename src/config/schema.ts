@@ -11,6 +11,8 @@ import { z } from "zod";
 export const CHUNK_PLACEHOLDERS = ["seed_from", "seed_to", "count", "jobs", "out", "max_shrinks"] as const;
 /** Placeholders the resweep `check` command may use; {seeds} is a comma-separated seed list. */
 export const CHECK_PLACEHOLDERS = ["seeds", "jobs"] as const;
+/** Placeholders the `minimize` command may use: {seeds} (comma-separated) or {seed} (one per unit), {out}, {jobs}. */
+export const MINIMIZE_PLACEHOLDERS = ["seeds", "seed", "out", "jobs"] as const;
 /** Placeholders `generator.results` may use. */
 export const RESULTS_PLACEHOLDERS = ["out"] as const;
 
@@ -146,8 +148,36 @@ const GeneratorSchema = z.strictObject(
         }
       })
       .optional(),
+    minimize: argvTemplate(MINIMIZE_PLACEHOLDERS)
+      .superRefine((argv, ctx) => {
+        if (argv.length === 0) return;
+        const seeds = usesPlaceholder(argv, "seeds");
+        const seed = usesPlaceholder(argv, "seed");
+        if (seeds === seed) {
+          ctx.addIssue({
+            code: "custom",
+            message: seeds
+              ? "uses both {seeds} and {seed}: use {seeds} (a comma-separated list) or {seed} (one find per invocation)"
+              : "must use {seeds} (a comma-separated list of the seeds to minimize) or {seed} (one per invocation)",
+            params: NO_GOT,
+          });
+        }
+        if (!usesPlaceholder(argv, "out")) {
+          ctx.addIssue({ code: "custom", message: "must use {out} (where the minimized failures/<seed>/ entries are written)", params: NO_GOT });
+        }
+      })
+      .optional(),
   },
   { error: "expected a [generator] table with command and identity" },
+);
+
+const MinimizeSchema = z.strictObject(
+  {
+    share: z.number({ error: "expected a number from 0 to 1" }).min(0).max(1).default(0.25),
+    batch: int(1, 10_000).default(16),
+    timeout_minutes: positiveNumber().default(10),
+  },
+  { error: "expected a table" },
 );
 
 const AppSchema = z.strictObject(
@@ -201,6 +231,7 @@ export const ConfigFileSchema = z.strictObject({
   lanes: z.record(z.string(), LaneSchema, { error: "expected [lanes.NAME] tables" }).default({}),
   distributed: DistributedSchema.prefault({}),
   store: StoreSchema.prefault({}),
+  minimize: MinimizeSchema.prefault({}),
 });
 
 /** fuzzfleet.toml as validated, before defaults that depend on other keys and path resolution. */
@@ -213,6 +244,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   app: Object.keys(AppSchema.shape),
   distributed: Object.keys(DistributedSchema.shape),
   store: Object.keys(StoreSchema.shape),
+  minimize: Object.keys(MinimizeSchema.shape),
 };
 
 /** The keys a table at `tablePath` accepts, or undefined if it is not a table of the schema. */
@@ -366,6 +398,20 @@ export interface Config {
     journal: "auto" | "wal" | "truncate";
     /** How long a session keeps retrying commits the store refuses (locked, full, read-only) before it ends. */
     giveUpSeconds: number;
+  };
+  /** Present only with `[generator] minimize`; without it, unshrunk finds stay pending minimization. */
+  minimize?: {
+    /** argv template run for finds pending minimization ({seeds} or {seed}, {out}, {jobs}). */
+    command: string[];
+    /**
+     * Share of the executing slots given to minimize units while chunks run: on a single host,
+     * the minimizer's {jobs} is max(1, round(share x jobs)) beside the chunk; across workers, at
+     * most ceil(share x workers) run one at a time. 0: only slots with nothing else to do.
+     */
+    share: number;
+    /** Finds per minimize unit ({seeds}); 1 when the template uses {seed}. */
+    batch: number;
+    timeoutSeconds: number;
   };
 }
 

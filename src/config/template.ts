@@ -31,6 +31,10 @@ identity = ["examples/planted/*.mjs"]
 results = "{out}"
 # Optional: re-check a list of seeds ({seeds} = comma-separated, {jobs} allowed); used by resweep.
 check = ["node", "examples/planted/planted.mjs", "--check", "--seeds", "{seeds}", "--json"]
+# Optional: minimize, in the background, the finds a chunk left unshrunk (its {max_shrinks} cap).
+# Until then such a find is "pending minimization" under its signature, not a distinct failure.
+#   {seeds} comma-separated seeds (or {seed}: one per run)   {out} where failures/<seed>/ go   {jobs}
+minimize = ["node", "examples/planted/planted.mjs", "--minimize", "--seeds", "{seeds}", "--out", "{out}", "--jobs", "{jobs}"]
 
 # Optional: the system under test. Its hash is the app build id that workers must match, and a
 # source newer than it stops the run (unless --allow-stale-app).
@@ -61,6 +65,12 @@ bind = ""                 # listen address; "" = this host's name (deliberately 
 lease_seconds = 120       # a chunk with no heartbeat for this long is handed to another worker
 drain_grace_minutes = 35  # after the deadline, how long to wait for chunks still running
 stop_grace_seconds = 15   # then how long each worker has to acknowledge the stop
+
+# Background minimization; only read with [generator] minimize.
+[minimize]
+share = 0.25              # share of the jobs minimize runs get beside the sweep; 0 = only when no chunk runs
+batch = 16                # finds per minimize run ({seeds}); 1 when the template uses {seed}
+timeout_minutes = 10      # a minimize run is killed after this (or at the end of the session)
 
 # The SQLite store (docs/store.md). The defaults suit almost everyone.
 [store]

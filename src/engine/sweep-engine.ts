@@ -26,6 +26,7 @@ import { upsertWorkerRate } from "../store/workers.ts";
 import { chunkCommand, resultsDir } from "../generator/command.ts";
 import { ingestChunk, type IngestResult } from "../generator/ingest.ts";
 import type { Books } from "./commit-queue.ts";
+import { MinimizeUnits } from "./minimize-units.ts";
 import {
   abortWording,
   type Assignment,
@@ -36,6 +37,8 @@ import {
   type EngineOptions,
   type FinishResult,
   type InFlight,
+  type MinimizeAssignment,
+  type MinimizeInFlight,
   type SessionCounts,
   type WorkerView,
 } from "./sweep-types.ts";
@@ -48,6 +51,7 @@ export interface EngineMark {
   lanes: { lane: EngineLane; state: LaneSnapshot; rate: number | null }[];
   chunksRun: Map<string, number>;
   inFlight: Map<number, InFlight>;
+  minimizing: Map<number, MinimizeInFlight>;
   counts: SessionCounts;
   /** Worker views changed since the checkpoint, with their state before the first change. */
   workers: Map<WorkerView, WorkerMemory>;
@@ -62,7 +66,21 @@ interface WorkerMemory {
 
 export class SweepEngine implements Books<EngineMark> {
   readonly floorSeconds: number;
-  counts: SessionCounts = { chunks: 0, seedsSwept: 0, finds: 0, newFailures: 0, reopened: 0, unshrunk: 0, quarantine: 0, malformed: 0 };
+  counts: SessionCounts = {
+    chunks: 0,
+    seedsSwept: 0,
+    finds: 0,
+    newFailures: 0,
+    newDistinct: 0,
+    reopened: 0,
+    unshrunk: 0,
+    quarantine: 0,
+    malformed: 0,
+    minimizeUnits: 0,
+    minimized: 0,
+    minimizeFailed: 0,
+    minimizeSeconds: 0,
+  };
   private readonly lanes = new Map<string, EngineLane>();
   private readonly lanesById = new Map<number, EngineLane>();
   /** The lanes pickLane chooses from: enabled in the config (fixed for the session). */
@@ -73,12 +91,14 @@ export class SweepEngine implements Books<EngineMark> {
   /** The open checkpoint, while a CommitQueue transaction runs. */
   private mark: EngineMark | null = null;
   private afterCommit: (() => void)[] = [];
+  private readonly minimizer: MinimizeUnits;
 
   constructor(private readonly o: EngineOptions) {
     for (const lane of o.lanes) {
       this.lanes.set(lane.config.name, lane);
       this.lanesById.set(lane.laneId, lane);
     }
+    this.minimizer = new MinimizeUnits(o, this.lanesById);
     this.enabledConfigs = o.lanes.filter((l) => l.config.enabled).map((l) => l.config);
     this.floorSeconds = deadlineFloor(o.config.defaults.chunkSeconds);
   }
@@ -99,6 +119,7 @@ export class SweepEngine implements Books<EngineMark> {
       lanes: [...this.lanes.values()].map((lane) => ({ lane, state: lane.state.snapshot(), rate: lane.rate })),
       chunksRun: new Map(this.chunksRun),
       inFlight: new Map(this.inFlight),
+      minimizing: new Map(this.minimizer.inFlight),
       counts: { ...this.counts },
       workers: new Map(),
     };
@@ -113,6 +134,7 @@ export class SweepEngine implements Books<EngineMark> {
     }
     this.chunksRun = mark.chunksRun;
     this.inFlight = mark.inFlight;
+    this.minimizer.inFlight = mark.minimizing;
     this.counts = mark.counts;
     for (const [worker, m] of mark.workers) restoreWorker(worker, m);
     this.afterCommit = [];
@@ -320,6 +342,7 @@ export class SweepEngine implements Books<EngineMark> {
     this.counts.seedsSwept += fresh;
     this.counts.finds += ingest.finds;
     this.counts.newFailures += ingest.newFailures;
+    this.counts.newDistinct += ingest.newDistinct;
     this.counts.reopened += ingest.reopened;
     this.counts.unshrunk += ingest.unshrunk;
     this.counts.quarantine += ingest.quarantine;
@@ -383,6 +406,45 @@ export class SweepEngine implements Books<EngineMark> {
       worker.disabled.add(f.lane);
       this.whenCommitted(() => this.o.events.laneDisabled(f.lane, worker, `the generator ${generatorDid}; see ${f.logPath}`));
     }
+  }
+
+  // ---- minimize units --------------------------------------------------------------------------
+
+  /** The share of slots for minimization, or null without `[generator] minimize`. */
+  get minimizeShare(): number | null {
+    return this.minimizer.share;
+  }
+
+  /** {jobs} of a minimize unit on the single host. */
+  localMinimizeJobs(): number {
+    return this.minimizer.localJobs();
+  }
+
+  /** The next minimize unit for `worker`, or null (nothing pending, draining, or too little time left). */
+  assignMinimize(worker: WorkerView, jobs: number): MinimizeAssignment | null {
+    if (this.drainReason) return null;
+    return this.minimizer.assign(worker, jobs, this.remainingSeconds(), this.floorSeconds);
+  }
+
+  /** Books a minimize unit's outcome. Idempotent on unit id. */
+  finishMinimize(worker: WorkerView, unitId: number, report: ChunkReport): FinishResult {
+    const after = this.minimizer.finish(worker, unitId, report, this.counts);
+    if (after === null) return { note: "already recorded", seeds: 0 };
+    this.whenCommitted(after);
+    return { note: "recorded", seeds: 0 };
+  }
+
+  /** Takes a minimize unit back from a worker that is gone. */
+  reissueMinimize(unitId: number): void {
+    this.minimizer.reissue(unitId);
+  }
+
+  minimizeInFlight(): MinimizeInFlight[] {
+    return [...this.minimizer.inFlight.values()];
+  }
+
+  clearMinimizeScratch(a: MinimizeAssignment): void {
+    this.minimizer.clearScratch(a);
   }
 
   /** Empties the scratch directory of a chunk about to run, never following a symlink below <out>. */

@@ -48,6 +48,33 @@ export interface Assignment {
   readonly idleIo: boolean;
 }
 
+/** A minimize unit: `[generator] minimize` over a few finds pending minimization of one lane. */
+export interface MinimizeAssignment {
+  readonly unitId: number;
+  readonly lane: string;
+  readonly laneId: number;
+  readonly seeds: readonly number[];
+  readonly argv: string[];
+  readonly cwd: string;
+  readonly scratchDir: string;
+  readonly logPath: string;
+  readonly hardTimeoutSeconds: number;
+  readonly nice: number;
+  readonly idleIo: boolean;
+}
+
+export interface MinimizeInFlight {
+  readonly unitId: number;
+  readonly lane: string;
+  readonly laneId: number;
+  readonly seeds: readonly number[];
+  readonly worker: WorkerView;
+  readonly scratchDir: string;
+  readonly logPath: string;
+  readonly startedMs: number;
+  lastBeatMs: number;
+}
+
 export type AssignResult =
   | { kind: "chunk"; assignment: Assignment }
   | { kind: "drain"; reason: DrainReason }
@@ -84,6 +111,8 @@ export interface EngineEvents {
   chunkAborted(a: InFlight, worker: WorkerView, why: string, seconds: number, logKept: boolean): void;
   laneDisabled(lane: string, worker: WorkerView, why: string): void;
   chunkReissued(a: InFlight, why: string): void;
+  /** A minimize unit was booked (optional: a console may leave minimization to the summary). */
+  minimizeRecorded?(u: MinimizeInFlight, r: { merged: number; newFailures: number; failed: number; aborted: string | null }, seconds: number): void;
 }
 
 export interface InFlight {
@@ -121,11 +150,18 @@ export interface SessionCounts {
   seedsSwept: number;
   finds: number;
   newFailures: number;
+  /** Of newFailures and minimized finds: new distinct failures (minimized inputs). */
+  newDistinct: number;
   /** Fixed failures hit again (regressions); they alert like new ones. */
   reopened: number;
   unshrunk: number;
   quarantine: number;
   malformed: number;
+  /** Minimize units complete, finds they minimized, finds they could not, and their seconds. */
+  minimizeUnits: number;
+  minimized: number;
+  minimizeFailed: number;
+  minimizeSeconds: number;
 }
 
 /**

@@ -48,3 +48,12 @@ export function checkCommand(check: readonly string[], args: readonly string[], 
   const lane = args.map((a) => (placeholdersIn(a).every((n) => n === "jobs") ? fillPlaceholders(a, { jobs }) : a));
   return [...fillTemplate(check, { seeds: seeds.join(","), jobs }), ...lane];
 }
+
+/**
+ * The minimize argv for a few finds of one lane: the template with {seeds} (or {seed}), {out}
+ * and {jobs} filled, then the lane's args ({jobs} filled, others left as written, as for check).
+ */
+export function minimizeCommand(template: readonly string[], args: readonly string[], seeds: readonly number[], out: string, jobs: number): string[] {
+  const lane = args.map((a) => (placeholdersIn(a).every((n) => n === "jobs") ? fillPlaceholders(a, { jobs }) : a));
+  return [...fillTemplate(template, { seeds: seeds.join(","), seed: seeds[0] ?? "", out, jobs }), ...lane];
+}

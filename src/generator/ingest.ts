@@ -18,21 +18,26 @@
 // bugs: every problem with what the generator wrote is a malformed entry, a refusal or a skipped
 // quarantine sample.
 import { createHash } from "node:crypto";
-import { closeSync, lstatSync, readSync } from "node:fs";
+import { lstatSync } from "node:fs";
 import { isAbsolute, join, relative, sep } from "node:path";
 import { z } from "zod";
 import { RuntimeFailure } from "../errors.ts";
 import { FileProblem } from "../files/file-problem.ts";
 import { PinnedDir } from "../files/pinned-dir.ts";
-import { isScanned, placeFile, placeNote, placeTree, scanTree, scannedFile, type TreeFile, type TreeNode } from "../files/tree.ts";
+import { placeFile, placeNote, placeTree, scanTree, scannedFile, type TreeFile, type TreeNode } from "../files/tree.ts";
 import { atomically, type Db } from "../store/db.ts";
-import { addFailureSeed, failureByKey, insertFailure, reopenFailure } from "../store/failures.ts";
+import { addFailureSeed, failureById, failureByKey, insertFailure, reopenFailure } from "../store/failures.ts";
+import { findSignature, SIGNATURE_MAX_CHARS } from "../store/signature.ts";
+import { recordQuarantineReasons, type QuarantineReason } from "./quarantine-reasons.ts";
+import { artifactNames, hashScanned, numbered, pickKeyFile, readScanned, storePath } from "./ingest-files.ts";
+
+export { resolveStorePath, storePath } from "./ingest-files.ts";
+export { INCONCLUSIVE_PREFIX, NO_REASON, type QuarantineReason } from "./quarantine-reasons.ts";
 
 export const QUARANTINE_SAMPLES = 40;
 const META_MAX_BYTES = 1 << 20;
 const KEY_FILE_MAX_BYTES = 256 << 20;
 const MESSAGE_MAX_CHARS = 2000;
-const HASH_CHUNK = 1 << 20;
 
 const metaSchema = z.object({
   seed: z.number().int().refine(Number.isSafeInteger, "a safe integer"),
@@ -44,6 +49,7 @@ const metaSchema = z.object({
   shrunk: z.boolean().optional(),
   msg: z.string().optional(),
   repro: z.string().optional(),
+  signature: z.string().min(1).max(SIGNATURE_MAX_CHARS).optional(),
   key_file: z
     .string()
     .regex(/^[^/\\\0]+$/, "a file name inside the failure directory")
@@ -63,17 +69,29 @@ export interface IngestTarget {
   /** The campaign's output root: artifacts go to <outDir>/failures, samples to <outDir>/quarantine. */
   outDir: string;
   appBuild: string | null;
+  /**
+   * A minimize unit's results instead of a chunk's: which seeds may appear (any other is
+   * malformed), and who books each valid entry. Quarantine is not read.
+   */
+  minimize?: {
+    seeds: ReadonlySet<number>;
+    record(find: ParsedFailure, placeArtifact: () => string): void;
+  };
 }
 
 export interface IngestResult {
   finds: number;
+  /** New failure rows: new distinct failures and new finds pending minimization (`newDistinct` of them distinct). */
   newFailures: number;
+  newDistinct: number;
   newFailureIds: number[];
   /** Failures marked fixed that this chunk hit again (regressions): reopened, and as alarming as new ones. */
   reopened: number;
   reopenedIds: number[];
   unshrunk: number;
   quarantine: number;
+  /** Why the quarantined tests were quarantined, one row per reason (recorded per chunk). */
+  quarantineReasons: QuarantineReason[];
   /** Entries that did not validate or were refused; kept under <out>/malformed/ (a tree, or a note saying why). */
   malformed: { entry: string; reason: string; keptAt: string }[];
   /**
@@ -88,11 +106,13 @@ export function ingestChunk(db: Db, t: IngestTarget): IngestResult {
   const result: IngestResult = {
     finds: 0,
     newFailures: 0,
+    newDistinct: 0,
     newFailureIds: [],
     reopened: 0,
     reopenedIds: [],
     unshrunk: 0,
     quarantine: 0,
+    quarantineReasons: [],
     malformed: [],
     refused: null,
   };
@@ -119,13 +139,14 @@ function absent(path: string): boolean {
   }
 }
 
-interface ParsedFailure {
+export interface ParsedFailure {
   seed: number;
   bucket: string;
   shrunk: boolean;
   msg: string | null;
   repro: string | null;
   dedupKey: string;
+  signature: string;
 }
 
 /** One ingest of one chunk: the pins it opened (closed at the end) and the campaign directories it writes. */
@@ -184,7 +205,7 @@ class ChunkIngest {
       }
     }
     if (failures) this.ingestFailures(failures);
-    if (quarantine) this.ingestQuarantine(quarantine);
+    if (quarantine && !this.t.minimize) this.ingestQuarantine(quarantine);
   }
 
   /** The chunk cannot be read: nothing is recorded, and a note under <out>/malformed/ says why. */
@@ -192,7 +213,7 @@ class ChunkIngest {
     this.result.refused = reason;
     let keptAt: string;
     try {
-      keptAt = this.keepNote(`chunk-${this.t.chunkId}`, `chunk ${this.t.chunkId} (seeds ${this.t.seedFrom}..${this.t.seedTo}) was refused: ${reason}\n`);
+      keptAt = this.keepNote(this.unitName(), `${this.unitName().replace("-", " ")} (seeds ${this.t.seedFrom}..${this.t.seedTo}) was refused: ${reason}\n`);
     } catch (err) {
       if (!(err instanceof RuntimeFailure)) throw err;
       keptAt = `nowhere (${err.message})`;
@@ -271,7 +292,9 @@ class ChunkIngest {
       return `meta.json: ${issue.path.join(".") || "(root)"}: ${issue.message}`;
     }
     const m = meta.data;
-    if (m.seed < this.t.seedFrom || m.seed > this.t.seedTo) {
+    if (this.t.minimize) {
+      if (!this.t.minimize.seeds.has(m.seed)) return `meta.json: seed ${m.seed} is not one of the seeds this minimize unit was given`;
+    } else if (m.seed < this.t.seedFrom || m.seed > this.t.seedTo) {
       return `meta.json: seed ${m.seed} is outside the chunk's range ${this.t.seedFrom}..${this.t.seedTo}`;
     }
     // Without a minimized input the key would be the bucket alone, merging unrelated findings.
@@ -284,19 +307,28 @@ class ChunkIngest {
       if (err instanceof FileProblem) return problemReason(err);
       throw err;
     }
+    const msg = m.msg === undefined ? null : m.msg.slice(0, MESSAGE_MAX_CHARS);
     return {
       seed: m.seed,
       bucket: m.bucket,
       shrunk: m.shrunk ?? true,
-      msg: m.msg === undefined ? null : m.msg.slice(0, MESSAGE_MAX_CHARS),
+      msg,
       repro: m.repro === undefined ? null : m.repro.slice(0, MESSAGE_MAX_CHARS),
       dedupKey,
+      signature: findSignature(m.bucket, msg, m.signature ?? null),
     };
   }
 
   private recordFind(p: ParsedFailure, entry: PinnedDir, nodes: readonly TreeNode[]): void {
     const t = this.t;
-    const existing = failureByKey(this.db, t.generationId, p.dedupKey);
+    const place = () => storePath(t.outDir, join(t.outDir, "failures", placeTree(entry, nodes, this.failuresDir(), artifactNames(p.dedupKey, t.generationId))));
+    if (t.minimize) {
+      t.minimize.record(p, place);
+      return;
+    }
+    let existing = failureByKey(this.db, t.generationId, p.dedupKey);
+    // A find minimized earlier: its seeds now belong to the distinct failure it merged into.
+    if (existing?.merged_into != null) existing = failureById(this.db, existing.merged_into) ?? existing;
     let failureId: number;
     if (existing) {
       failureId = existing.id;
@@ -307,7 +339,7 @@ class ChunkIngest {
       }
     } else {
       // Placed before the row exists: a source file that changed meanwhile makes the entry malformed instead.
-      const dest = placeTree(entry, nodes, this.failuresDir(), artifactNames(p.dedupKey, t.generationId));
+      const artifactDir = place();
       failureId = insertFailure(this.db, {
         generationId: t.generationId,
         laneId: t.laneId,
@@ -317,11 +349,13 @@ class ChunkIngest {
         shrunk: p.shrunk,
         message: p.msg,
         repro: p.repro,
-        artifactDir: storePath(t.outDir, join(t.outDir, "failures", dest)),
+        artifactDir,
         appBuild: t.appBuild,
+        signature: p.signature,
       });
       this.result.newFailures++;
       this.result.newFailureIds.push(failureId);
+      if (p.shrunk) this.result.newDistinct++;
     }
     this.result.finds++;
     if (!p.shrunk) this.result.unshrunk++;
@@ -333,12 +367,13 @@ class ChunkIngest {
     const entries = q.list().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const files = entries.filter((e) => e.kind === "file").map((e) => e.name);
     this.result.quarantine = files.length;
+    this.result.quarantineReasons = recordQuarantineReasons(this.db, this.t.chunkId, q, files);
     const odd = entries.filter((e) => e.kind === "symlink" || e.kind === "special").map((e) => ({ name: e.name, detail: q.refusal(e.name).detail }));
     if (odd.length > 0) {
       // One note for them all: a generator that writes links writes many.
       const note = odd.map((o) => `${q.shownEntry(o.name)}: ${o.detail}\n`).join("");
       let keptAt: string | null = null;
-      for (const o of odd) this.malformed(q.shownEntry(o.name), o.detail, () => (keptAt ??= this.keepNote(`chunk-${this.t.chunkId}-quarantine`, note)));
+      for (const o of odd) this.malformed(q.shownEntry(o.name), o.detail, () => (keptAt ??= this.keepNote(`${this.unitName()}-quarantine`, note)));
     }
     if (files.length === 0) return;
     const samples = this.hold(this.campaignDir("quarantine").makeDir(this.t.genHash.slice(0, 12)));
@@ -384,7 +419,12 @@ class ChunkIngest {
   private label(name: string): string {
     const plain = Buffer.byteLength(name) <= 100 && !/[\0-\x1f\x7f]/.test(name);
     const part = plain ? name : `${name.replace(/[^\w.-]/g, "_").slice(0, 40)}-${createHash("sha256").update(name).digest("hex").slice(0, 12)}`;
-    return `chunk-${this.t.chunkId}-${part}`;
+    return `${this.unitName()}-${part}`;
+  }
+
+  /** `chunk-<id>`, or `minimize-<id>` for a minimize unit: the prefix of the notes kept under malformed/. */
+  private unitName(): string {
+    return `${this.t.minimize ? "minimize" : "chunk"}-${this.t.chunkId}`;
   }
 
   private failuresDir(): PinnedDir {
@@ -409,73 +449,4 @@ class ChunkIngest {
 /** A problem found inside an entry, named relative to it: "report.txt: a symbolic link …". */
 function problemReason(p: FileProblem): string {
   return p.path === "" ? p.detail : `${p.path}: ${p.detail}`;
-}
-
-/** The failure's artifact directory: <key12>, else with the generation, else the full key, numbered. */
-function* artifactNames(dedupKey: string, generationId: number): Generator<string> {
-  yield dedupKey.slice(0, 12);
-  yield `${dedupKey.slice(0, 12)}-g${generationId}`;
-  yield `${dedupKey}-g${generationId}`;
-  for (let i = 2; ; i++) yield `${dedupKey}-g${generationId}-${i}`;
-}
-
-function* numbered(base: string, ext: string): Generator<string> {
-  yield `${base}${ext}`;
-  for (let i = 2; ; i++) yield `${base}-${i}${ext}`;
-}
-
-/** The minimized input when meta.json names none: the first input.min.*, else the first input.*. */
-function pickKeyFile(names: string[]): string | null {
-  const sorted = [...names].sort();
-  return sorted.find((n) => n.startsWith("input.min.")) ?? sorted.find((n) => n.startsWith("input.")) ?? null;
-}
-
-/** The bytes of the scanned regular file `name`; the file read must be the one scanned. */
-function readScanned(entry: PinnedDir, name: string, maxBytes: number, top: ReadonlyMap<string, TreeFile>): Buffer {
-  const { bytes, stats } = entry.readFile(name, maxBytes);
-  const node = top.get(name);
-  if (!node || !isScanned(node, stats)) throw replaced(entry, name);
-  return bytes;
-}
-
-/** SHA-256 of `prefix` and then the scanned regular file `name`, streamed. */
-function hashScanned(entry: PinnedDir, name: string, maxBytes: number, top: ReadonlyMap<string, TreeFile>, prefix: string): string {
-  const { fd, stats } = entry.openFile(name, maxBytes);
-  try {
-    const node = top.get(name);
-    if (!node || !isScanned(node, stats)) throw replaced(entry, name);
-    const hash = createHash("sha256").update(prefix);
-    const buf = Buffer.allocUnsafe(Math.min(HASH_CHUNK, Math.max(1, stats.size)));
-    // Exactly the size it was opened with: a file still being written cannot make this read forever.
-    for (let pos = 0; pos < stats.size; ) {
-      let n: number;
-      try {
-        n = readSync(fd, buf, 0, Math.min(buf.length, stats.size - pos), pos);
-      } catch (err) {
-        const detail = `unreadable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
-        throw new FileProblem("unreadable", name, `cannot read ${name}`, { cause: err, detail });
-      }
-      if (n === 0) throw replaced(entry, name);
-      hash.update(buf.subarray(0, n));
-      pos += n;
-    }
-    return hash.digest("hex");
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function replaced(entry: PinnedDir, name: string): FileProblem {
-  const shown = entry.shownEntry(name);
-  return new FileProblem("changed", shown, `${shown} was replaced while it was read`, { detail: "replaced while it was read" });
-}
-
-/** Artifact paths are stored relative to the output root when they lie inside it. */
-export function storePath(outDir: string, path: string): string {
-  const rel = relative(outDir, path);
-  return rel.startsWith("..") || isAbsolute(rel) ? path : rel;
-}
-
-export function resolveStorePath(outDir: string, stored: string): string {
-  return isAbsolute(stored) ? stored : join(outDir, stored);
 }

@@ -11,10 +11,10 @@ import { join } from "node:path";
 import { printable } from "../core/log-lines.ts";
 import { isoNow, type Db } from "../store/db.ts";
 import { currentGeneration } from "../store/generations.ts";
-import { failureSeeds, listFailures, type FailureState } from "../store/failures.ts";
+import { failureSeeds, listFailures, pendingGroups, type FailureState } from "../store/failures.ts";
 import { resolveStorePath } from "../generator/ingest.ts";
 import { checkCommand, laneArgs } from "../generator/command.ts";
-import { effectiveFilters, oneLine } from "./failures.ts";
+import { effectiveFilters, failureTotals, oneLine, totalsLine } from "./failures.ts";
 
 export interface ExportOptions {
   id: number | null;
@@ -47,12 +47,10 @@ const SEEDS_SHOWN = 8;
 export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
   const gen = currentGeneration(db);
   if (!gen) return null;
-  const rows = listFailures(db, {
-    id: o.id,
-    state: o.state,
-    bucket: o.bucket,
-    generationId: effectiveFilters(o).allGenerations ? null : gen.id,
-  }).sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : b.hits - a.hits || a.id - b.id));
+  const filter = { id: o.id, state: o.state, bucket: o.bucket, generationId: effectiveFilters(o).allGenerations ? null : gen.id };
+  // Finds pending minimization are no distinct failure: the bundle counts them by signature.
+  const pending = o.id != null ? [] : pendingGroups(db, filter);
+  const rows = listFailures(db, filter).sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : b.hits - a.hits || a.id - b.id));
   const out: string[] = [];
   let truncated = 0;
   out.push("fuzzfleet failure export");
@@ -60,7 +58,8 @@ export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
   out.push(`  generation   ${gen.id}  ${gen.gen_hash.slice(0, 12)}`);
   out.push(`  app build    ${o.appBuildNow ?? "none ([app] not configured)"}`);
   const bucketFilter = o.bucket ? `, bucket=${printable(o.bucket, { max: 64 })}` : "";
-  out.push(`  failures     ${rows.length} (${o.id != null ? `id ${o.id}` : `state=${o.state}${bucketFilter}`})`);
+  out.push(`  failures     ${rows.length} distinct (${o.id != null ? `id ${o.id}` : `state=${o.state}${bucketFilter}`})`);
+  out.push(`  totals       ${totalsLine(failureTotals(rows, pending))}`);
   out.push("");
   out.push("# Each failure carries its minimized input as text; control characters are shown as \\xNN.");
   out.push("# To reproduce, run its repro or check line.");
@@ -73,6 +72,7 @@ export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
     out.push("");
     out.push(RULE);
     out.push(`===== FAILURE ${f.id}  ${printable(f.bucket, { max: 64 })}  lane=${printable(f.lane_name, { max: 64 })}  hits=${f.hits}  state=${f.state}`);
+    out.push(`      signature   ${printable(f.signature ?? f.bucket, { max: TEXT_MAX_CHARS })}`);
     out.push(`      first seed  ${f.first_seed}`);
     out.push(`      message     ${printable(oneLine(f.message ?? ""), { max: TEXT_MAX_CHARS })}`);
     if (f.repro) out.push(`      repro       ${printable(f.repro, { max: TEXT_MAX_CHARS })}`);
@@ -82,7 +82,6 @@ export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
       out.push(`      check       ${printable(o.checkDir ? `cd ${shellWord(o.checkDir)} && ${check}` : check, { max: TEXT_MAX_CHARS })}`);
     }
     out.push(`      app build   ${f.first_app_build ?? "none"}`);
-    if (f.shrunk === 0) out.push("      NOT MINIMIZED (shrink cap was hit) -- the minimized input is the full test");
     const shown = seeds.slice(0, SEEDS_SHOWN);
     out.push(`      seeds       ${shown.join(", ")}${seeds.length > shown.length ? " …" : ""}`);
     for (const name of sectionFiles(dir, o.full)) {
@@ -90,6 +89,14 @@ export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
       if (section.truncated) truncated++;
       out.push("");
       out.push(...section.lines);
+    }
+  }
+  if (pending.length > 0) {
+    out.push("");
+    out.push(RULE);
+    out.push(`===== PENDING MINIMIZATION  ${pending.length} signature(s): finds not minimized yet, not distinct failures`);
+    for (const g of pending) {
+      out.push(`      ${printable(g.bucket, { max: 64 })}  finds=${g.finds}  hits=${g.hits}  first seed ${g.first_seed}  state=${g.state}  ${printable(g.signature, { max: TEXT_MAX_CHARS })}`);
     }
   }
   out.push("");

@@ -1,5 +1,8 @@
-// `failures`: the distinct findings, filtered. failuresData is the JSON form, renderFailures
-// the text; the coordinator serves both remotely with the same filters. Buckets, messages,
+// `failures`: the distinct failures, filtered, and the finds still pending minimization grouped by
+// signature, so that every find is counted once and the counts add up: hits of the distinct
+// failures plus hits pending = every seed that failed. failuresData is the JSON form,
+// renderFailures the text (one line per distinct failure; -v a block each); the coordinator
+// serves both remotely with the same filters. Buckets, messages,
 // repro lines and report.txt were written by the generator: the text form shows them through
 // printable(), so nothing a generator wrote reaches the terminal as a control sequence.
 import { readFileSync } from "node:fs";
@@ -7,7 +10,7 @@ import { join } from "node:path";
 import { printable } from "../core/log-lines.ts";
 import type { Db } from "../store/db.ts";
 import { currentGeneration } from "../store/generations.ts";
-import { failureSeeds, listFailures, type FailureState } from "../store/failures.ts";
+import { failureSeeds, listFailures, pendingGroups, type FailureState, type PendingGroup } from "../store/failures.ts";
 import { resolveStorePath } from "../generator/ingest.ts";
 
 export interface FailureFilters {
@@ -33,6 +36,8 @@ export interface FailureEntry {
   first_seed: number;
   hits: number;
   shrunk: boolean;
+  /** The first level of identity: bucket and normalised message, or what the generator wrote. */
+  signature: string;
   message: string | null;
   repro: string | null;
   artifact_dir: string | null;
@@ -47,7 +52,33 @@ export interface FailureEntry {
 export interface FailuresData {
   generation: number | null;
   filters: FailureFilters;
+  /** Distinct failures: one per minimized-input key. */
   failures: FailureEntry[];
+  /** Finds not minimized yet, grouped by signature: not distinct failures. */
+  pending: PendingGroup[];
+  totals: FailureTotals;
+}
+
+export interface FailureTotals {
+  distinct: number;
+  distinct_hits: number;
+  pending_finds: number;
+  pending_hits: number;
+  /** distinct_hits + pending_hits: every seed that failed, once. */
+  hits: number;
+}
+
+/** The totals of distinct failures (rows, or groups carrying `distinct`) and pending groups. */
+export function failureTotals(failures: readonly { hits: number; distinct?: number }[], pending: readonly PendingGroup[]): FailureTotals {
+  const distinctHits = failures.reduce((n, f) => n + f.hits, 0);
+  const pendingHits = pending.reduce((n, g) => n + g.hits, 0);
+  return {
+    distinct: failures.reduce((n, f) => n + (f.distinct ?? 1), 0),
+    distinct_hits: distinctHits,
+    pending_finds: pending.reduce((n, g) => n + g.finds, 0),
+    pending_hits: pendingHits,
+    hits: distinctHits + pendingHits,
+  };
 }
 
 const SEEDS_SHOWN = 20;
@@ -56,10 +87,14 @@ export function failuresData(db: Db, outDir: string, requested: FailureFilters):
   const filters = effectiveFilters(requested);
   const gen = currentGeneration(db);
   const generationId = filters.allGenerations ? null : (gen?.id ?? -1);
-  const rows = gen ? listFailures(db, { state: filters.state, bucket: filters.bucket, generationId }) : [];
+  const filter = { state: filters.state, bucket: filters.bucket, generationId };
+  const rows = gen ? listFailures(db, filter) : [];
+  const pending = gen ? pendingGroups(db, filter) : [];
   return {
     generation: gen?.id ?? null,
     filters,
+    totals: failureTotals(rows, pending),
+    pending,
     failures: rows.map((r) => ({
       id: r.id,
       generation_id: r.generation_id,
@@ -69,6 +104,7 @@ export function failuresData(db: Db, outDir: string, requested: FailureFilters):
       first_seed: r.first_seed,
       hits: r.hits,
       shrunk: r.shrunk === 1,
+      signature: r.signature ?? r.bucket,
       message: r.message,
       repro: r.repro,
       artifact_dir: r.artifact_dir === null ? null : resolveStorePath(outDir, r.artifact_dir),
@@ -89,12 +125,64 @@ export interface RenderFailureOptions {
 
 export function renderFailures(d: FailuresData, opts: RenderFailureOptions): string {
   if (d.generation === null) return `${NOTHING_RECORDED}\n`;
-  if (d.failures.length === 0) {
+  if (d.failures.length === 0 && d.pending.length === 0) {
     const state = d.filters.state === "all" ? "" : `${d.filters.state} `;
     const bucket = d.filters.bucket ? ` in bucket '${printable(d.filters.bucket, { max: 64 })}'` : "";
     const where = d.filters.allGenerations ? "in any generation" : `in generation ${d.generation}`;
     return `no ${state}failures${bucket} ${where}\n`;
   }
+  const out: string[] = opts.verbose ? verboseEntries(d, opts) : d.failures.map(failureLine);
+  if (d.failures.length > 0 && !opts.verbose) out.push("");
+  out.push(...pendingLines(d.pending));
+  out.push(totalsLine(d.totals));
+  return out.join("\n") + "\n";
+}
+
+/** One line: id, state, bucket, hits, the lowest seeds, the signature. */
+function failureLine(f: FailureEntry): string {
+  const seeds = f.seeds.slice(0, 3).join(", ") + (f.hits > 3 ? " …" : "");
+  return `#${String(f.id).padEnd(4)} ${f.state.padEnd(5)} ${printable(f.bucket, { max: 64 }).padEnd(15)} hits ${String(f.hits).padEnd(6)} seeds ${seeds.padEnd(
+    22,
+  )} ${printable(signatureText(f.bucket, f.signature), { max: 90 })}`;
+}
+
+/** The signature without the bucket it starts with (the line shows the bucket already). */
+function signatureText(bucket: string, signature: string): string {
+  return signature.startsWith(`${bucket}: `) ? signature.slice(bucket.length + 2) || "(no message)" : signature;
+}
+
+export function pendingLines(pending: readonly PendingGroup[]): string[] {
+  if (pending.length === 0) return [];
+  const finds = pending.reduce((n, g) => n + g.finds, 0);
+  const out = [`pending minimization — not distinct failures yet (${counted(finds, "find")} in ${counted(pending.length, "signature")}):`];
+  for (const g of pending) {
+    const extra = [
+      g.running > 0 ? `${g.running} minimizing` : "",
+      g.failed > 0 ? `${g.failed} could not be minimized` : "",
+      g.distinct > 0 ? `${counted(g.distinct, "distinct failure")} known` : "",
+    ].filter((x) => x !== "");
+    out.push(
+      `  ${g.state.padEnd(5)} ${printable(g.bucket, { max: 64 }).padEnd(15)} ${counted(g.finds, "find").padEnd(10)} hits ${String(g.hits).padEnd(6)} seed ${String(
+        g.first_seed,
+      ).padEnd(10)} ${printable(signatureText(g.bucket, g.signature), { max: 90 })}${extra.length ? `  (${extra.join(", ")})` : ""}`,
+    );
+  }
+  out.push("");
+  return out;
+}
+
+export function totalsLine(t: FailureTotals): string {
+  return `${counted(t.distinct, "distinct failure")} (${counted(t.distinct_hits, "hit")}) + ${counted(t.pending_finds, "find")} pending minimization (${counted(
+    t.pending_hits,
+    "hit",
+  )}) = ${counted(t.hits, "hit")}`;
+}
+
+function counted(n: number, what: string): string {
+  return `${n} ${what}${n === 1 ? "" : "s"}`;
+}
+
+function verboseEntries(d: FailuresData, opts: RenderFailureOptions): string[] {
   const out: string[] = [];
   for (const f of d.failures) {
     out.push(
@@ -102,15 +190,15 @@ export function renderFailures(d: FailuresData, opts: RenderFailureOptions): str
         f.first_seed,
       ).padEnd(10)} hits ${String(f.hits).padEnd(5)} ${f.state}`,
     );
+    out.push(`      signature: ${printable(f.signature, { max: 200 })}`);
+    out.push(`      seeds: ${f.seeds.join(", ")}${f.hits > f.seeds.length ? " …" : ""}`);
     if (f.message) out.push(`      ${printable(oneLine(f.message), { max: 110 })}`);
     if (f.repro) out.push(`      repro: ${printable(f.repro, { max: 2000 })}`);
-    if (!f.shrunk) out.push("      NOT MINIMIZED (shrink cap) — the minimized input is the full test; it dedupes by full source");
     if (f.artifact_dir) out.push(`      ${printable(f.artifact_dir, { max: 4096 })}`);
     if (opts.verbose && f.artifact_dir) out.push(...reportHead(f.artifact_dir, opts.lines));
     out.push("");
   }
-  out.push(`${d.failures.length} failure(s)`);
-  return out.join("\n") + "\n";
+  return out;
 }
 
 export function oneLine(s: string): string {

@@ -4,8 +4,10 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { formatDuration } from "../config/duration.ts";
 import { formatInt } from "../config/format.ts";
+import { printable } from "../core/log-lines.ts";
 import type { Db } from "../store/db.ts";
-import { failureGroups } from "../store/failures.ts";
+import { failureGroups, pendingGroups } from "../store/failures.ts";
+import { reasonList, sessionQuarantineGroups } from "../store/quarantine.ts";
 import { activeLanes, doneAheadOfCursor } from "../store/lanes.ts";
 import type { SessionEnd } from "../store/sessions.ts";
 import type { SessionCounts } from "../engine/sweep-engine.ts";
@@ -31,28 +33,49 @@ export function sessionSummary(db: Db, s: SummaryInput): string {
   const ended = s.status === "disabled" ? "stopped early (every lane disabled)" : s.status;
   out.push(`session ${s.sessionId} ${ended} — ${formatDuration(s.elapsedSeconds)} of sweeping, ${c.chunks} chunk(s)`);
   out.push(`  seeds swept:   ${formatInt(c.seedsSwept)}`);
+  // "newly distinct" counts the failure rows this session recorded first, pending finds included.
   out.push(`  failures:      ${formatInt(c.finds)} (${formatInt(c.newFailures)} newly distinct)`);
+  out.push(
+    `  finds:         ${formatInt(c.finds - c.unshrunk)} minimized by the generator, ${formatInt(c.unshrunk)} pending minimization; ` +
+      `${formatInt(c.newDistinct)} new distinct failure(s)`,
+  );
+  if (c.minimizeUnits > 0) {
+    out.push(
+      `  minimized:     ${formatInt(c.minimized)} find(s) in ${formatInt(c.minimizeUnits)} unit(s), ${formatDuration(c.minimizeSeconds)} of minimizer time` +
+        (c.minimizeFailed > 0 ? `; ${formatInt(c.minimizeFailed)} could not be minimized` : ""),
+    );
+  }
   if (c.reopened > 0) {
     out.push(`  REOPENED:      ${formatInt(c.reopened)} failure(s) marked fixed were hit again — a regression; they are open again`);
   }
-  if (c.unshrunk > 0) {
-    out.push(`  unshrunk:      ${formatInt(c.unshrunk)} — hit the ${s.maxShrinks}-per-chunk shrink cap; these dedupe by full input`);
-  }
   if (c.quarantine > 0) {
-    out.push(
-      s.quarantineNote
-        ? `  quarantine:    ${formatInt(c.quarantine)} — ${s.quarantineNote}`
-        : `  QUARANTINE:    ${formatInt(c.quarantine)} — the generator emitted invalid tests; fix it before trusting its verdicts`,
-    );
+    const groups = sessionQuarantineGroups(db, s.sessionId);
+    const invalid = groups.filter((g) => !g.inconclusive);
+    const inconclusive = groups.filter((g) => g.inconclusive);
+    const n = (gs: typeof groups) => formatInt(gs.reduce((k, g) => k + g.count, 0));
+    if (s.quarantineNote) {
+      out.push(`  quarantine:    ${formatInt(c.quarantine)} — ${s.quarantineNote}`);
+    } else {
+      if (inconclusive.length > 0) out.push(`  quarantine:    ${n(inconclusive)} inconclusive, no verdict (${printable(reasonList(inconclusive), { max: 1000 })})`);
+      if (invalid.length > 0) {
+        out.push(`  QUARANTINE:    ${n(invalid)} — the generator emitted invalid tests (${printable(reasonList(invalid), { max: 1000 })}); fix it before trusting its verdicts`);
+      }
+    }
   }
   if (c.malformed > 0) {
     out.push(`  MALFORMED:     ${formatInt(c.malformed)} failure entr(ies) did not follow the generator contract; kept in ${join(s.outDir, "malformed")}`);
   }
   out.push(...s.extra);
   const open = failureGroups(db, s.generationId).filter((g) => g.state === "open");
-  if (open.length > 0) {
-    out.push(`  open failures: ${open.map((g) => `${g.bucket} ${formatInt(g.distinct)}`).join(", ")}`);
-    out.push("                 fuzzfleet failures -v");
+  const pending = pendingGroups(db, { state: "open", generationId: s.generationId });
+  if (open.length > 0 || pending.length > 0) {
+    const finds = pending.reduce((k, g) => k + g.finds, 0);
+    const parts = [
+      open.length > 0 ? `${open.map((g) => `${g.bucket} ${formatInt(g.distinct)}`).join(", ")} distinct` : "none distinct yet",
+      finds > 0 ? `${formatInt(finds)} find(s) pending minimization in ${formatInt(pending.length)} signature(s)` : "",
+    ].filter((p) => p !== "");
+    out.push(`  open failures: ${parts.join("; ")}`);
+    out.push("                 fuzzfleet failures");
   }
   out.push("");
   out.push("lane cursors:");

@@ -7,11 +7,13 @@ import { printable } from "../core/log-lines.ts";
 import { formatDuration } from "../config/duration.ts";
 import { counted, formatInt, formatRate } from "../config/format.ts";
 import { type Db, stmt } from "../store/db.ts";
-import { failureGroups, staleFailureCount, type FailureGroup } from "../store/failures.ts";
+import { failureGroups, pendingGroups, staleFailureCount, type FailureGroup, type PendingGroup } from "../store/failures.ts";
+import { minimizeProgress, type MinimizeProgress } from "../store/minimize.ts";
+import { quarantineGroups, reasonList, type QuarantineGroup } from "../store/quarantine.ts";
 import { currentGeneration } from "../store/generations.ts";
 import { activeLanes, doneAheadOfCursor } from "../store/lanes.ts";
 import { recentSessions } from "../store/sessions.ts";
-import { NOTHING_RECORDED } from "./failures.ts";
+import { failureTotals, NOTHING_RECORDED, pendingLines, totalsLine, type FailureTotals } from "./failures.ts";
 
 export interface LaneStatus {
   name: string;
@@ -34,7 +36,16 @@ export interface StatusData {
   app_build: string | null;
   lanes: LaneStatus[];
   totals: { seeds: number; seconds: number; chunks: number; aborted: number; reissued: number; quarantine: number };
+  /** Distinct failures per state and bucket. */
   failures: FailureGroup[];
+  /** Finds pending minimization, per state, bucket and signature (this generation, open ones). */
+  pending: PendingGroup[];
+  /** distinct failures and their hits, pending finds and theirs: they add up to every failing seed. */
+  failure_totals: FailureTotals;
+  /** Where minimization stands (this generation's open finds; units complete and their time). */
+  minimize: MinimizeProgress;
+  /** Quarantined tests by reason; an inconclusive reason is not a generator bug. */
+  quarantine_reasons: QuarantineGroup[];
   stale_failures: number;
   /** Where quarantined samples of this generation are kept. */
   quarantine_samples: string | null;
@@ -69,6 +80,10 @@ export function emptyStatus(ctx: StatusContext): StatusData {
     lanes: [],
     totals: { seeds: 0, seconds: 0, chunks: 0, aborted: 0, reissued: 0, quarantine: 0 },
     failures: [],
+    pending: [],
+    failure_totals: failureTotals([], []),
+    minimize: { pending: 0, running: 0, failed: 0, done: 0, units: 0, unit_seconds: 0 },
+    quarantine_reasons: [],
     stale_failures: 0,
     quarantine_samples: null,
     sessions: [],
@@ -121,13 +136,19 @@ export function statusData(db: Db, ctx: StatusContext): StatusData {
             COALESCE(SUM(c.quarantine), 0) AS quarantine
        FROM chunk c JOIN lane l ON l.id = c.lane_id WHERE l.generation_id = ?`,
   ).get(gen.id) as StatusData["totals"];
+  const failures = failureGroups(db, gen.id);
+  const pending = pendingGroups(db, { state: "all", generationId: gen.id });
   return {
     generation: { id: gen.id, gen_hash: gen.gen_hash, created_at: gen.created_at, note: gen.note },
     generator_now: ctx.genHashNow && ctx.genHashNow !== gen.gen_hash ? ctx.genHashNow : null,
     app_build: ctx.appBuildNow,
     lanes,
     totals,
-    failures: failureGroups(db, gen.id),
+    failures,
+    pending,
+    failure_totals: failureTotals(failures, pending),
+    minimize: minimizeProgress(db, gen.id),
+    quarantine_reasons: quarantineGroups(db, gen.id),
     stale_failures: staleFailureCount(db),
     quarantine_samples: join(ctx.outDir, "quarantine", gen.gen_hash.slice(0, 12)),
     sessions: recentSessions(db, 3).map((s) => ({
@@ -178,19 +199,23 @@ export function renderStatus(d: StatusData, o: { quarantineNote?: string } = {})
   );
   if (d.totals.aborted > 0) out.push(`${d.totals.aborted} aborted chunk(s) — their ranges were not counted as covered`);
   if (d.totals.reissued > 0) out.push(`${d.totals.reissued} reissued chunk(s) — a worker's lease ended and the range went back on the queue`);
-  if (d.totals.quarantine > 0 && o.quarantineNote) {
-    out.push(`quarantine: ${formatInt(d.totals.quarantine)} — ${o.quarantineNote}. Samples: ${d.quarantine_samples}`);
-  } else if (d.totals.quarantine > 0) {
-    out.push(`QUARANTINE: ${formatInt(d.totals.quarantine)} test(s) the generator emitted were invalid — its`);
-    out.push(`  verdicts are only trustworthy while this is 0. Samples: ${d.quarantine_samples}`);
-  }
+  out.push(...quarantineLines(d, o.quarantineNote));
   out.push("");
-  if (d.failures.length === 0) {
+  if (d.failures.length === 0 && d.pending.length === 0) {
     out.push("no failures recorded in this generation");
   } else {
     out.push("failures (this generation):");
     for (const f of d.failures) {
       out.push(`  ${f.state.padEnd(6)} ${printable(f.bucket, { max: 64 }).padEnd(18)} ${formatInt(f.distinct)} distinct, ${counted(f.hits, "hit")}`);
+    }
+    out.push(...pendingLines(d.pending).map((l) => (l === "" ? l : `  ${l}`)));
+    out.push(`  ${totalsLine(d.failure_totals)}`);
+    const m = d.minimize;
+    if (m.done + m.failed + m.running + m.units > 0) {
+      out.push(
+        `  minimization: ${formatInt(m.done)} minimized, ${formatInt(m.running)} running, ${formatInt(m.pending)} waiting, ${formatInt(m.failed)} could not be minimized; ` +
+          `${counted(m.units, "unit")} in ${formatDuration(m.unit_seconds)}`,
+      );
     }
   }
   if (d.stale_failures > 0) out.push(`  (${d.stale_failures} failure(s) from earlier generations are stale)`);
@@ -203,4 +228,32 @@ export function renderStatus(d: StatusData, o: { quarantineNote?: string } = {})
     out.push(`  #${s.id} ${s.status}  ${s.started_at} -> ${end}${requested}${where}`);
   }
   return out.join("\n") + "\n";
+}
+
+/**
+ * Quarantined tests by reason. Only reasons that mean an invalid test (the generator's bug) carry
+ * the warning; inconclusive ones (a reference that ran too long) are counted plainly.
+ */
+function quarantineLines(d: StatusData, note: string | undefined): string[] {
+  if (d.totals.quarantine === 0) return [];
+  const invalid = d.quarantine_reasons.filter((g) => !g.inconclusive);
+  const inconclusive = d.quarantine_reasons.filter((g) => g.inconclusive);
+  const shown = (groups: readonly QuarantineGroup[]) => printable(reasonList(groups), { max: 2000 });
+  const out: string[] = [];
+  if (note) {
+    out.push(`quarantine: ${formatInt(d.totals.quarantine)} — ${note} (${shown(d.quarantine_reasons)}). Samples: ${d.quarantine_samples}`);
+    return out;
+  }
+  if (inconclusive.length > 0) {
+    const n = inconclusive.reduce((k, g) => k + g.count, 0);
+    out.push(`quarantine: ${formatInt(n)} inconclusive test(s), no verdict (not a generator bug): ${shown(inconclusive)}`);
+  }
+  if (invalid.length > 0) {
+    const n = invalid.reduce((k, g) => k + g.count, 0);
+    out.push(`QUARANTINE: ${formatInt(n)} test(s) the generator emitted were invalid (${shown(invalid)}) — its`);
+    out.push(`  verdicts are only trustworthy while this is 0. Samples: ${d.quarantine_samples}`);
+  } else {
+    out.push(`  samples: ${d.quarantine_samples}`);
+  }
+  return out;
 }

@@ -10,11 +10,15 @@ import Database from "better-sqlite3";
 import { accessSync, closeSync, constants as fsConstants, existsSync, openSync, readSync, statfsSync } from "node:fs";
 import { dirname } from "node:path";
 import { StoreError } from "../errors.ts";
+import { findSignature } from "./signature.ts";
 
 export type Db = Database.Database;
 
-/** Each entry upgrades the schema by one version. Additive only: nothing existing changes meaning. */
-const MIGRATIONS: readonly string[] = [
+/**
+ * Each entry upgrades the schema by one version: SQL, or a function for a step SQL cannot say
+ * (it runs in the same transaction). Additive only: nothing existing changes meaning.
+ */
+const MIGRATIONS: readonly (string | ((db: Db) => void))[] = [
   // 1: the initial schema (fuzzrun-compatible names).
   `
   CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
@@ -114,9 +118,56 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (failure_id, seed)
   );
   `,
+  // 2: two levels of identity, background minimization, quarantine reasons.
+  `
+  ALTER TABLE failure ADD COLUMN signature TEXT;
+  ALTER TABLE failure ADD COLUMN minimize_state TEXT;
+  ALTER TABLE failure ADD COLUMN merged_into INTEGER REFERENCES failure(id);
+  ALTER TABLE failure ADD COLUMN minimize_note TEXT;
+  CREATE INDEX failure_minimize ON failure (generation_id, minimize_state);
+  CREATE INDEX failure_signature ON failure (generation_id, signature);
+  CREATE TABLE minimize_unit (
+    id INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES session(id),
+    lane_id INTEGER NOT NULL REFERENCES lane(id),
+    worker_id INTEGER,
+    finds INTEGER NOT NULL,
+    started_at TEXT NOT NULL,
+    ended_at TEXT,
+    seconds REAL,
+    status TEXT NOT NULL,
+    merged INTEGER NOT NULL DEFAULT 0,
+    new_failures INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE TABLE minimize_find (
+    unit_id INTEGER NOT NULL REFERENCES minimize_unit(id),
+    failure_id INTEGER NOT NULL REFERENCES failure(id),
+    PRIMARY KEY (unit_id, failure_id)
+  );
+  CREATE TABLE quarantine_reason (
+    chunk_id INTEGER NOT NULL REFERENCES chunk(id),
+    reason TEXT NOT NULL,
+    inconclusive INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (chunk_id, reason)
+  );
+  `,
+  // 2 (continued in the same version's transaction): existing rows get their signature, and
+  // every unshrunk failure becomes what it always was, a find pending minimization.
+  (db) => {
+    const set = db.prepare("UPDATE failure SET signature = ? WHERE id = ?");
+    for (const row of db.prepare("SELECT id, bucket, message FROM failure").all() as { id: number; bucket: string; message: string | null }[]) {
+      set.run(findSignature(row.bucket, row.message, null), row.id);
+    }
+    db.exec("UPDATE failure SET minimize_state = 'pending' WHERE shrunk = 0");
+  },
 ];
 
-export const SCHEMA_VERSION = MIGRATIONS.length;
+/** The schema version each migration step leaves behind (two steps may share one version). */
+const STEP_VERSION: readonly number[] = [1, 2, 2];
+
+export const SCHEMA_VERSION = STEP_VERSION[STEP_VERSION.length - 1]!;
 
 /** What `[store] journal` may say; "auto" picks by file system. */
 export type JournalChoice = "auto" | "wal" | "truncate";
@@ -317,7 +368,11 @@ function migrate(db: Db, path: string): void {
   if (from > SCHEMA_VERSION) throw newerSchema(path, from);
   if (from === SCHEMA_VERSION) return;
   const upgrade = db.transaction(() => {
-    for (let v = from; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]!);
+    MIGRATIONS.forEach((step, i) => {
+      if (STEP_VERSION[i]! <= from) return;
+      if (typeof step === "string") db.exec(step);
+      else step(db);
+    });
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   });
   upgrade.immediate();

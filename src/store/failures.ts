@@ -2,6 +2,13 @@
 // (SHA-256 of bucket + "\n" + minimized input). failure_seed is the source of truth for hits:
 // hits = number of distinct (failure, seed) rows, so re-sweeping a range never inflates it.
 //
+// Two levels of identity: every row carries its signature (src/store/signature.ts), which groups
+// finds at once; the dedup key splits a signature into distinct failures. A row whose input was
+// not minimized (minimize_state not NULL) is not a distinct failure but a find *pending
+// minimization*: 'pending' (waiting), 'running' (a minimize unit holds it), 'failed' (the
+// minimizer gave no minimized input; it stays grouped under its signature) or 'done' (minimized:
+// its seeds moved to the distinct failure merged_into, and the row itself counts for nothing).
+//
 // State: open -> fixed (resweep: every re-checked seed passed) -> open again (reopenFailure: a
 // sweep hit it, a regression); open -> stale (its generation ended; final).
 import { type Db, isoNow, stmt } from "./db.ts";
@@ -27,7 +34,18 @@ export interface FailureRow {
   state: FailureState;
   resolved_at: string | null;
   resolved_app_build: string | null;
+  signature: string | null;
+  minimize_state: MinimizeState | null;
+  merged_into: number | null;
+  minimize_note: string | null;
 }
+
+export type MinimizeState = "pending" | "running" | "failed" | "done";
+
+/** SQL: the row is a distinct failure (its input minimized), not a find pending minimization. */
+export const DISTINCT = "minimize_state IS NULL";
+/** SQL: the row is a find still pending minimization (waiting, running, or the minimizer failed). */
+export const PENDING = "minimize_state IN ('pending', 'running', 'failed')";
 
 export function failureByKey(db: Db, generationId: number, dedupKey: string): FailureRow | undefined {
   return stmt(db, "SELECT * FROM failure WHERE generation_id = ? AND dedup_key = ?").get(generationId, dedupKey) as
@@ -35,6 +53,9 @@ export function failureByKey(db: Db, generationId: number, dedupKey: string): Fa
     | undefined;
 }
 
+export function failureById(db: Db, id: number): FailureRow | undefined {
+  return stmt(db, "SELECT * FROM failure WHERE id = ?").get(id) as FailureRow | undefined;
+}
 
 export interface NewFailure {
   generationId: number;
@@ -47,17 +68,36 @@ export interface NewFailure {
   repro: string | null;
   artifactDir: string;
   appBuild: string | null;
+  signature: string;
 }
 
-/** Inserts a failure with hits = 0; the first addFailureSeed makes it 1. */
+/**
+ * Inserts a failure with hits = 0; the first addFailureSeed makes it 1. An unshrunk one is a
+ * find pending minimization, not a distinct failure.
+ */
 export function insertFailure(db: Db, f: NewFailure): number {
   const now = isoNow();
   const info = stmt(
     db,
     `INSERT INTO failure (generation_id, lane_id, dedup_key, bucket, first_seed, shrunk, message, repro, artifact_dir,
-                          first_seen, last_seen, first_app_build, hits, state)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 'open')`,
-  ).run(f.generationId, f.laneId, f.dedupKey, f.bucket, f.seed, f.shrunk ? 1 : 0, f.message, f.repro, f.artifactDir, now, now, f.appBuild);
+                          first_seen, last_seen, first_app_build, hits, state, signature, minimize_state)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 'open', ?, ?)`,
+  ).run(
+    f.generationId,
+    f.laneId,
+    f.dedupKey,
+    f.bucket,
+    f.seed,
+    f.shrunk ? 1 : 0,
+    f.message,
+    f.repro,
+    f.artifactDir,
+    now,
+    now,
+    f.appBuild,
+    f.signature,
+    f.shrunk ? null : "pending",
+  );
   return Number(info.lastInsertRowid);
 }
 
@@ -121,6 +161,7 @@ export interface FailureFilter {
   /** null = every generation. */
   generationId: number | null;
   id?: number | null;
+  signature?: string | null;
 }
 
 export interface FailureListRow extends FailureRow {
@@ -129,9 +170,9 @@ export interface FailureListRow extends FailureRow {
   lane_params: string;
 }
 
-/** Ordered by state, bucket, then hits descending (ties by id). */
+/** The distinct failures, ordered by state, bucket, then hits descending (ties by id). */
 export function listFailures(db: Db, filter: FailureFilter): FailureListRow[] {
-  const where: string[] = [];
+  const where: string[] = [`f.${DISTINCT}`];
   const args: (string | number)[] = [];
   if (filter.id != null) {
     where.push("f.id = ?");
@@ -149,9 +190,13 @@ export function listFailures(db: Db, filter: FailureFilter): FailureListRow[] {
       where.push("f.generation_id = ?");
       args.push(filter.generationId);
     }
+    if (filter.signature != null) {
+      where.push("f.signature = ?");
+      args.push(filter.signature);
+    }
   }
   const sql = `SELECT f.*, l.name AS lane_name, l.params_json AS lane_params FROM failure f JOIN lane l ON l.id = f.lane_id
-                ${where.length ? "WHERE " + where.join(" AND ") : ""}
+                WHERE ${where.join(" AND ")}
                 ORDER BY CASE f.state WHEN 'open' THEN 0 WHEN 'fixed' THEN 1 ELSE 2 END, f.bucket, f.hits DESC, f.id`;
   return stmt(db, sql).all(...args) as FailureListRow[];
 }
@@ -163,10 +208,11 @@ export interface FailureGroup {
   hits: number;
 }
 
+/** Distinct failures per state and bucket. */
 export function failureGroups(db: Db, generationId: number): FailureGroup[] {
   return stmt(
     db,
-    `SELECT state, bucket, COUNT(*) AS distinct_, SUM(hits) AS hits FROM failure WHERE generation_id = ?
+    `SELECT state, bucket, COUNT(*) AS distinct_, SUM(hits) AS hits FROM failure WHERE generation_id = ? AND ${DISTINCT}
       GROUP BY state, bucket
       ORDER BY CASE state WHEN 'open' THEN 0 WHEN 'fixed' THEN 1 ELSE 2 END, COUNT(*) DESC, bucket`,
   )
@@ -181,6 +227,61 @@ export function staleFailureCount(db: Db): number {
   return (stmt(db, "SELECT COUNT(*) AS n FROM failure WHERE state = 'stale'").get() as { n: number }).n;
 }
 
+/** Open distinct failures and open finds pending minimization. */
 export function openFailureCount(db: Db, generationId: number): number {
-  return (stmt(db, "SELECT COUNT(*) AS n FROM failure WHERE generation_id = ? AND state = 'open'").get(generationId) as { n: number }).n;
+  return (
+    stmt(db, `SELECT COUNT(*) AS n FROM failure WHERE generation_id = ? AND state = 'open' AND (${DISTINCT} OR ${PENDING})`).get(generationId) as {
+      n: number;
+    }
+  ).n;
+}
+
+export interface PendingGroup {
+  state: FailureState;
+  bucket: string;
+  signature: string;
+  /** Finds pending minimization under this signature (rows), and the seeds that hit them. */
+  finds: number;
+  hits: number;
+  /** Of `finds`: held by a minimize unit now, and those the minimizer could not minimize. */
+  running: number;
+  failed: number;
+  /** Distinct failures already known under this signature. */
+  distinct: number;
+  first_seed: number;
+  lane_name: string;
+}
+
+/** Finds pending minimization, grouped by state, bucket and signature; most finds first. */
+export function pendingGroups(db: Db, filter: FailureFilter): PendingGroup[] {
+  const where = [`f.${PENDING}`];
+  const args: (string | number)[] = [];
+  if (filter.state !== "all") {
+    where.push("f.state = ?");
+    args.push(filter.state);
+  }
+  if (filter.bucket) {
+    where.push("f.bucket = ?");
+    args.push(filter.bucket);
+  }
+  if (filter.generationId != null) {
+    where.push("f.generation_id = ?");
+    args.push(filter.generationId);
+  }
+  return stmt(
+    db,
+    `SELECT f.state, f.bucket, COALESCE(f.signature, f.bucket) AS signature, COUNT(*) AS finds, SUM(f.hits) AS hits,
+            SUM(f.minimize_state = 'running') AS running, SUM(f.minimize_state = 'failed') AS failed,
+            MIN(f.first_seed) AS first_seed, MIN(l.name) AS lane_name,
+            (SELECT COUNT(*) FROM failure d WHERE d.generation_id = f.generation_id AND d.signature = f.signature AND d.${DISTINCT}) AS distinct_
+       FROM failure f JOIN lane l ON l.id = f.lane_id
+      WHERE ${where.join(" AND ")}
+      GROUP BY f.generation_id, f.state, f.bucket, f.signature
+      ORDER BY CASE f.state WHEN 'open' THEN 0 WHEN 'fixed' THEN 1 ELSE 2 END, COUNT(*) DESC, f.bucket, f.signature`,
+  )
+    .all(...args)
+    .map((r) => {
+      const { distinct_, ...rest } = r as Omit<PendingGroup, "distinct"> & { distinct_: number };
+      return { ...rest, distinct: distinct_ };
+    });
 }

@@ -15,6 +15,7 @@ import { RefusedError, UsageError } from "../errors.ts";
 import { CampaignLock, type LockMode } from "../lock/campaign-lock.ts";
 import { OPEN_BUSY_MS, openStore, setBusyTimeout, type Db } from "../store/db.ts";
 import { abortLostChunks } from "../store/chunks.ts";
+import { releaseLostUnits } from "../store/minimize.ts";
 import { endSession, insertSession, markCrashedSessions, type SessionEnd } from "../store/sessions.ts";
 import type { EngineLane } from "../engine/sweep-engine.ts";
 import { clock } from "../report/sweep-console.ts";
@@ -130,10 +131,13 @@ function checkBudget(seconds: number, config: Config): void {
 function recordCrashes(db: Db, log: (line: string) => void): void {
   let crashed: number[] = [];
   let lost = 0;
+  let released = 0;
   db.transaction(() => {
     crashed = markCrashedSessions(db);
     lost = abortLostChunks(db);
+    released = releaseLostUnits(db);
   })();
+  if (released > 0) log(`${released} find(s) a minimize unit held when its process died wait for minimization again`);
   if (crashed.length === 0 && lost === 0) return;
   const which = crashed.length === 0 ? "" : `session(s) ${crashed.map((id) => `#${id}`).join(", ")} ended without closing (the process died): marked crashed`;
   const chunks = lost === 0 ? "" : `${lost} chunk(s) left in flight marked aborted:lost; their seeds are queued to be swept again`;
@@ -155,7 +159,7 @@ function removeLeftovers(outDir: string, log: (line: string) => void): void {
   }
   let removed = 0;
   for (const name of names) {
-    if (!/^chunk-\d+$/.test(name) && !/^nonce-\d+$/.test(name)) continue;
+    if (!/^(chunk|minimize|nonce)-\d+$/.test(name)) continue;
     try {
       if (removeBelow(outDir, join("tmp", name))) removed++;
     } catch (err) {

@@ -34,7 +34,7 @@ describe("reports on a swept campaign", () => {
       lanes.map((l) => [l.name, l.cursor - l.base_seed, l.cursor]),
     );
     for (const l of d.lanes) assert.match(text.stdout, new RegExp(`${l.name}\\s+${l.covered.toLocaleString("en-US")}\\s`));
-    const distinct = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n;
+    const distinct = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE minimize_state IS NULL").n;
     assert.equal(
       d.failures.reduce((n, f) => n + f.distinct, 0),
       distinct,
@@ -46,7 +46,7 @@ describe("reports on a swept campaign", () => {
 
   test("failures lists open failures with repro and artifact dir; filters and --json agree", () => {
     const all = JSON.parse(c.cli(["failures", "--json", "--state", "all"]).stdout) as { failures: { id: number; bucket: string; hits: number; artifact_dir: string }[] };
-    assert.equal(all.failures.length, c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n);
+    assert.equal(all.failures.length, c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE minimize_state IS NULL").n);
     const crash = JSON.parse(c.cli(["failures", "--json", "--bucket", "crash"]).stdout) as { failures: { bucket: string }[] };
     assert.ok(crash.failures.length > 0 && crash.failures.every((f) => f.bucket === "crash"));
     const text = c.cli(["failures", "-v", "--lines", "3"]);
@@ -71,7 +71,7 @@ describe("reports on a swept campaign", () => {
   test("export writes a bundle with each minimized input inline, counted by shown=N", () => {
     const r = c.cli(["export", "--bucket", "crash"]);
     assert.equal(r.code, 0, r.stderr);
-    const rows = c.query<{ id: number; artifact_dir: string }>("SELECT id, artifact_dir FROM failure WHERE bucket = 'crash' AND state = 'open'");
+    const rows = c.query<{ id: number; artifact_dir: string }>("SELECT id, artifact_dir FROM failure WHERE bucket = 'crash' AND state = 'open' AND minimize_state IS NULL");
     assert.match(r.stdout, new RegExp(`end of export -- ${rows.length} failure\\(s\\)`));
     // Parse the bundle by its counts and compare each minimized input byte for byte.
     const lines = r.stdout.split("\n");
@@ -148,7 +148,7 @@ describe("reports on a swept campaign", () => {
   });
 
   test("--state stale lists the failures an earlier generation left stale, without --all-generations", () => {
-    const open = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE state = 'open'").n;
+    const open = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE state = 'open' AND minimize_state IS NULL").n;
     assert.ok(open > 0);
     assert.equal(c.cli(["reset", "--yes"]).code, 0);
     const data = JSON.parse(c.cli(["failures", "--state", "stale", "--json"]).stdout) as {

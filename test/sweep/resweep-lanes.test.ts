@@ -71,6 +71,7 @@ args = ["--lane", "b"]
         laneId,
         dedupKey: key,
         bucket: "crash",
+        signature: "crash: planted",
         seed,
         shrunk: true,
         message: null,

@@ -1,0 +1,67 @@
+#!/usr/bin/env node
+// Benchmark: what background minimization costs the sweep. Two campaigns of the bundled planted
+// generator run side by side in turn, the same budget, config and shrink cap: one without
+// [generator] minimize, one with it. Reported: seeds swept per second of each and their ratio,
+// the share of the session's wall time minimize units ran, and where the finds ended (distinct,
+// pending). The ratio is the cost; nothing here is a pass/fail goal.
+//   node bench/minimize.mjs [--seconds 30] [--share 0.25] [--max-shrinks 2] [--cost-ms 1] [--jobs 2]
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { CLI, ROOT } from "./common.mjs";
+
+const { values: o } = parseArgs({
+  options: {
+    seconds: { type: "string", default: "30" },
+    share: { type: "string", default: "0.25" },
+    "max-shrinks": { type: "string", default: "2" },
+    "cost-ms": { type: "string", default: "1" },
+    jobs: { type: "string", default: "2" },
+  },
+});
+
+function campaign(withMinimize) {
+  const dir = mkdtempSync(join(tmpdir(), "fuzzfleet-bench-minimize-"));
+  cpSync(join(ROOT, "examples"), join(dir, "examples"), { recursive: true });
+  const planted = "examples/planted/planted.mjs";
+  writeFileSync(
+    join(dir, "fuzzfleet.toml"),
+    `[defaults]
+jobs = ${o.jobs}
+chunk_minutes = 0.1
+max_shrinks = ${o["max-shrinks"]}
+[generator]
+command = ["node", "${planted}", "--from", "{seed_from}", "--count", "{count}", "--jobs", "{jobs}", "--out", "{out}", "--max-shrinks", "{max_shrinks}"]
+identity = ["examples/planted/*.mjs"]
+${withMinimize ? `minimize = ["node", "${planted}", "--minimize", "--seeds", "{seeds}", "--out", "{out}", "--jobs", "{jobs}"]` : ""}
+[minimize]
+share = ${o.share}
+[lanes.small]
+args = ["--size", "small"]
+`,
+  );
+  const started = performance.now();
+  const r = spawnSync(process.execPath, [CLI, "--config", join(dir, "fuzzfleet.toml"), "run", "--for", `${o.seconds}s`, "--yes"], {
+    cwd: dir,
+    env: { ...process.env, PLANTED_COST_MS: o["cost-ms"] },
+    encoding: "utf8",
+  });
+  const wall = (performance.now() - started) / 1000;
+  if (r.status !== 0 && r.status !== 1) throw new Error(`run exited ${r.status}:\n${r.stderr}`);
+  const status = JSON.parse(spawnSync(process.execPath, [CLI, "--config", join(dir, "fuzzfleet.toml"), "status", "--json"], { cwd: dir, encoding: "utf8" }).stdout);
+  rmSync(dir, { recursive: true, force: true });
+  const seeds = status.lanes.reduce((n, l) => n + l.covered, 0);
+  return { wall, seeds, rate: seeds / wall, totals: status.failure_totals, minimizeSeconds: status.minimize.unit_seconds, units: status.minimize.units };
+}
+
+const without = campaign(false);
+const withMin = campaign(true);
+const row = (name, r) =>
+  `${name.padEnd(18)} ${r.seeds.toFixed(0).padStart(9)} ${r.rate.toFixed(1).padStart(10)} ${String(r.totals.distinct).padStart(9)} ${String(r.totals.pending_finds).padStart(8)} ${String(r.totals.hits).padStart(7)} ${((100 * r.minimizeSeconds) / r.wall).toFixed(1).padStart(10)}%`;
+console.log(`planted, ${o.seconds}s each, jobs ${o.jobs}, max_shrinks ${o["max-shrinks"]}, cost ${o["cost-ms"]} ms/seed, minimize share ${o.share}`);
+console.log(`${"".padEnd(18)} ${"seeds".padStart(9)} ${"seeds/s".padStart(10)} ${"distinct".padStart(9)} ${"pending".padStart(8)} ${"hits".padStart(7)} ${"minimizing".padStart(11)}`);
+console.log(row("without minimize", without));
+console.log(row("with minimize", withMin));
+console.log(`sweep rate with / without: ${(withMin.rate / without.rate).toFixed(3)}   (${withMin.units} minimize unit(s))`);
