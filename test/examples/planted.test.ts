@@ -139,7 +139,7 @@ describe("planted sweep output", () => {
     const quarantined = sweep(300, 20);
     assert.equal(quarantined.run.status, 0, quarantined.run.stderr);
     assert.deepEqual(readdirSync(join(quarantined.dir, "failures")), []);
-    assert.deepEqual(readdirSync(join(quarantined.dir, "quarantine")), ["307.txt"]);
+    assert.deepEqual(readdirSync(join(quarantined.dir, "quarantine")), ["307.txt", "why"]);
     const summary = JSON.parse(readFileSync(join(quarantined.dir, "summary.json"), "utf8"));
     assert.equal(summary.finds, 0);
     assert.equal(summary.quarantine, 1);
@@ -284,7 +284,7 @@ describe("planted bugs over 20,000 seeds of each size", () => {
       const { dir } = runs.get(size)!;
       for (const seed of failureSeeds(dir)) {
         const meta = readMeta(dir, seed);
-        assert.deepEqual(Object.keys(meta).sort(), ["bucket", "key_file", "msg", "repro", "seed", "shrunk"]);
+        assert.deepEqual(Object.keys(meta).sort(), ["bucket", "key_file", "msg", "repro", "seed", "shrunk", "signature"]);
         assert.equal(meta.seed, seed);
         assert.ok((BUCKETS as readonly string[]).includes(meta.bucket));
         assert.equal(meta.shrunk, true);

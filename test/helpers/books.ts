@@ -129,7 +129,7 @@ export function exitOwed(store: { dbPath: string }, out: string): number {
     recorded = (
       db
         .prepare(
-          "SELECT COUNT(*) AS n FROM failure f JOIN failure_seed fs ON fs.failure_id = f.id AND fs.seed = f.first_seed JOIN chunk ch ON ch.id = fs.chunk_id WHERE ch.session_id = ?",
+          "SELECT COUNT(*) AS n FROM failure f JOIN failure_seed fs ON fs.failure_id IN (f.id, f.merged_into) AND fs.seed = f.first_seed JOIN chunk ch ON ch.id = fs.chunk_id WHERE ch.session_id = ?",
         )
         .get(Number(m[1])) as { n: number }
     ).n;

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, describe, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
 import { Campaign } from "../helpers/campaign.ts";
 import { get, serve } from "./serve.ts";
@@ -15,7 +15,8 @@ import { get, serve } from "./serve.ts";
 const CHROMIUM = "/usr/bin/chromium";
 const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
-describe("the dashboard", { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (apt-get install chromium)` }, () => {
+describe("the dashboard", () => {
+  before(() => assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is not installed: apt-get install -y chromium (.ci/run does)`));
   const c = new Campaign({
     lanes: { small: 'base_seed = 1\nargs = ["--size", "small"]', large: 'base_seed = 5000000\nargs = ["--size", "large"]' },
     costMs: 1,
