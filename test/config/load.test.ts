@@ -235,7 +235,7 @@ test("an unknown key in [defaults] is reported at its line with the known keys",
 
 test("a misspelt table is an unknown top-level key at its header", () => {
   const message = configErrorOf(`${GENERATOR}[lanes.a]\n\n[lane.b]\nweight = 1\n`);
-  assert.equal(message, "F:6: lane: unknown key (known: defaults, generator, app, lanes, distributed, store)");
+  assert.equal(message, "F:6: lane: unknown key (known: defaults, generator, app, lanes, distributed, store, minimize)");
 });
 
 test("a wrong type in a lane names the dotted key, the expectation and the value", () => {
