@@ -82,6 +82,7 @@ export class CommitQueue<Mark> {
   private blockedState: Blocked | null = null;
   private failure: StoreError | null = null;
   private readonly blockedWaiters: (() => void)[] = [];
+  private readonly settledWaiters: (() => void)[] = [];
   private readonly retryFirstMs: number;
   private readonly retryMaxMs: number;
   /** Transactions committed, handlers run and attempts refused, for the benchmarks and the summary. */
@@ -138,8 +139,9 @@ export class CommitQueue<Mark> {
   }
 
   /** Resolves when nothing is queued any more (committed, or rejected because the queue failed). */
-  async settled(): Promise<void> {
-    while (this.queue.length > 0 && !this.failure) await new Promise((r) => setTimeout(r, 20));
+  settled(): Promise<void> {
+    if (this.queue.length === 0 || this.failure) return Promise.resolve();
+    return new Promise((resolve) => this.settledWaiters.push(resolve));
   }
 
   /** Ends the queue now (Ctrl-C while the store refuses writes): whatever is queued is rejected. */
@@ -155,6 +157,7 @@ export class CommitQueue<Mark> {
     this.failure = new StoreError("the session's store is closed");
     for (const item of this.queue.splice(0)) item.reject(this.failure);
     for (const wake of this.blockedWaiters.splice(0)) wake();
+    this.wakeSettled();
   }
 
   private schedule(): void {
@@ -196,6 +199,11 @@ export class CommitQueue<Mark> {
     this.books.committed();
     batch.forEach((item, i) => item.resolve(values[i]));
     if (this.queue.length > 0) this.schedule();
+    else this.wakeSettled();
+  }
+
+  private wakeSettled(): void {
+    for (const wake of this.settledWaiters.splice(0)) wake();
   }
 
   private refused(batch: Pending[], culprit: number, err: unknown): void {
@@ -210,6 +218,7 @@ export class CommitQueue<Mark> {
       this.queue = [...batch.filter((_, i) => i !== culprit), ...this.queue];
       // Memory is back at the checkpoint: the others run again from there.
       if (this.queue.length > 0) (this.blockedState ? this.retryLater() : this.schedule());
+      else this.wakeSettled();
       return;
     }
     this.stats.refused++;
@@ -232,6 +241,7 @@ export class CommitQueue<Mark> {
       this.blockedState!.retryInMs = Math.min(this.blockedState!.retryInMs * 2, this.retryMaxMs);
     }
     for (const item of dropped) item.reject(this.blockedError());
+    if (this.queue.length === 0) this.wakeSettled();
     if (this.o.now() - this.blockedState!.sinceMs >= this.o.giveUpMs) {
       this.fail(
         new StoreError(
@@ -273,6 +283,7 @@ export class CommitQueue<Mark> {
     this.failure = error;
     for (const item of this.queue.splice(0)) item.reject(error);
     for (const wake of this.blockedWaiters.splice(0)) wake();
+    this.wakeSettled();
     this.o.onFail?.(error);
   }
 }

@@ -19,6 +19,10 @@ export interface SummaryInput {
   /** What a quarantine count means here, when not the usual warning (the demo's deliberate invalid tests). */
   quarantineNote?: string;
   elapsedSeconds: number;
+  /** The session's --for, when it had one: the summary then says how much of it was used, and why not all. */
+  budgetSeconds?: number;
+  /** No chunk starts with less than this left (the deadline floor). */
+  floorSeconds?: number;
   counts: SessionCounts;
   maxShrinks: number;
   /** Lines a transport adds (workers, scratch clean-up…), already indented. */
@@ -32,6 +36,7 @@ export function sessionSummary(db: Db, s: SummaryInput): string {
   out.push("");
   const ended = s.status === "disabled" ? "stopped early (every lane disabled)" : s.status;
   out.push(`session ${s.sessionId} ${ended} — ${formatDuration(s.elapsedSeconds)} of sweeping, ${c.chunks} chunk(s)`);
+  if (s.budgetSeconds !== undefined) out.push(`  budget:        ${budgetLine(s.status, s.elapsedSeconds, s.budgetSeconds, s.floorSeconds ?? 0)}`);
   out.push(`  seeds swept:   ${formatInt(c.seedsSwept)}`);
   // "newly distinct" counts the failure rows this session recorded first, pending finds included.
   out.push(`  failures:      ${formatInt(c.finds)} (${formatInt(c.newFailures)} newly distinct)`);
@@ -98,3 +103,12 @@ export function saveSessionSummary(outDir: string, sessionId: number, text: stri
   writeFileSync(path, text.replace(/^\n/, ""));
   return path;
 }
+
+/** How much of its budget a session used and, when it ended before its deadline, why. */
+function budgetLine(status: SessionEnd, elapsed: number, budget: number, floor: number): string {
+  const used = `${formatDuration(elapsed)} of ${formatDuration(budget)}`;
+  if (status === "interrupted") return `${used} — ended early: interrupted (Ctrl-C or a signal); the range in flight is swept again next session`;
+  if (status === "disabled") return `${used} — ended early: every lane was disabled`;
+  return `${used} — ran until no chunk could start (less than ${formatDuration(floor)} left)`;
+}
+

@@ -65,11 +65,16 @@ export class SweepConsole implements EngineEvents {
     }
   }
 
-  /** Prints a line above the live status. */
+  /** Prints a line above the live status; outside text in it is escaped, a newline included. */
   line(text: string): void {
     this.o.live?.clear();
     this.write(printable(text, { max: LINE_MAX_CHARS }));
     this.redraw();
+  }
+
+  /** Prints fuzzfleet's own multi-line text (a live report, a blank line before a notice): one line() per line. */
+  lines(text: string): void {
+    for (const l of text.replace(/\n$/, "").split("\n")) this.line(l);
   }
 
   close(): void {

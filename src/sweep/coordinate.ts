@@ -164,7 +164,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
       });
       for (const line of dashboard.banner) write(`         ${line}`);
     }
-    liveTimer = setInterval(() => out.line("\n" + renderLive(live())), (o.liveReportSeconds ?? 300) * 1000);
+    liveTimer = setInterval(() => out.lines("\n" + renderLive(live())), (o.liveReportSeconds ?? 300) * 1000);
     liveTimer.unref();
 
     const report = await remote.run(signal);
@@ -185,6 +185,8 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
       generationId: s.generationId,
       status,
       elapsedSeconds: (performance.now() - startMs) / 1000,
+      budgetSeconds: o.seconds,
+      floorSeconds: engine.floorSeconds,
       counts: engine.counts,
       maxShrinks: s.config.defaults.maxShrinks,
       extra,

@@ -75,7 +75,7 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
       books.abandon(`${label(sig)} while the store refused writes: the session ends; what was waiting is swept again next session`);
       return;
     }
-    if (!again) out.line(`\n${label(sig)}: stopping — the running chunk is being shut down and its range will be re-swept`);
+    if (!again) out.lines(`\n${label(sig)}: stopping — the running chunk is being shut down and its range will be re-swept`);
     else out.line(`${sig}: already stopping; waiting for the chunk's processes to exit`);
   });
   // Stays "interrupted" unless the loop ends normally, so an exception never records "done".
@@ -126,6 +126,8 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
       generationId: s.generationId,
       status,
       elapsedSeconds: (performance.now() - startMs) / 1000,
+      budgetSeconds: o.seconds,
+      floorSeconds: engine.floorSeconds,
       counts: engine.counts,
       maxShrinks: s.config.defaults.maxShrinks,
       quarantineNote: o.quarantineNote,

@@ -214,3 +214,24 @@ test("after close, changes are refused quietly: nothing is logged and nothing is
     s.db.close();
   }
 });
+
+test("settled() resolves once nothing is queued: at once when idle, after the commit otherwise, and when the queue fails", async () => {
+  const s = setup({ giveUpMs: 200 });
+  try {
+    await s.queue.settled();
+    let committed = false;
+    void s.queue.run(s.bump, "hold").then(() => (committed = true));
+    await s.queue.settled();
+    assert.equal(committed, true, "settled after the handler's transaction committed");
+    const reader = s.reader();
+    const held = s.queue.run(s.bump, "hold");
+    const settled = s.queue.settled();
+    await s.queue.whenBlocked();
+    s.clock.now = 1_000; // past the give-up time: the next retry fails the queue
+    await settled;
+    await assert.rejects(held, StoreError);
+    reader.release();
+  } finally {
+    s.close();
+  }
+});

@@ -42,6 +42,9 @@ describe("run on the bundled generator", () => {
     const chunks = c.query<ChunkRow>("SELECT * FROM chunk");
     const complete = chunks.filter((ch) => ch.status === "complete");
     assert.ok(complete.length >= 3, `at least three complete chunks (got ${complete.length})`);
+    // The session fills its budget: chunks start until 3 s are left, the last one sized to what remains.
+    const used = /^  budget: +(\d+)s of 8s — ran until no chunk could start \(less than 3s left\)$/m.exec(r.stdout);
+    assert.ok(used && Number(used[1]) >= 5, `the summary says the 8 s budget was used up to the deadline floor:\n${r.stdout}`);
     assert.deepEqual(coverageViolations(c), []);
     for (const lane of c.query<{ id: number; base_seed: number; cursor: number }>("SELECT * FROM lane WHERE retired = 0")) {
       const sum = complete.filter((ch) => ch.lane_id === lane.id).reduce((n, ch) => n + ch.seed_to - ch.seed_from + 1, 0);
@@ -109,6 +112,7 @@ describe("interruptions", () => {
       assert.equal(c.one<{ cursor: number }>("SELECT cursor FROM lane").cursor, 1, "the cursor did not move");
       assert.equal(c.one<{ status: string }>("SELECT status FROM session").status, "interrupted");
       assert.match(r.stdout, /range will be re-swept/);
+      assert.match(r.stdout, /^  budget: +\d+s of 5m00s — ended early: interrupted/m, "the summary says why the session ended before its budget");
       assert.ok(!existsSync(join(c.outDir, "fuzzfleet.lock")), "the lock is released");
     } finally {
       c.cleanup();

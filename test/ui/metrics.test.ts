@@ -53,9 +53,9 @@ describe("/metrics", () => {
     const swept = lanes.reduce((n, l) => n + totalSize(mergeRanges(chunks.filter((ch) => ch.lane_id === l.id).map((ch) => [ch.seed_from, ch.seed_to]))), 0);
     assert.equal(value(fams, "fuzzfleet_seeds_swept_total"), swept);
     for (const state of ["open", "fixed", "stale"]) {
-      assert.equal(value(fams, "fuzzfleet_failures", { state }), c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE state = ?", state).n, state);
+      assert.equal(value(fams, "fuzzfleet_failures", { state }), c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE state = ? AND minimize_state IS NULL", state).n, `${state} distinct failures`);
     }
-    assert.equal(value(fams, "fuzzfleet_failure_hits_total"), c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure_seed").n);
+    assert.equal(value(fams, "fuzzfleet_failure_hits_total"), c.one<{ n: number }>("SELECT COALESCE(SUM(hits), 0) AS n FROM failure WHERE minimize_state IS NULL").n, "hits of the distinct failures");
     assert.ok(value(fams, "fuzzfleet_failure_hits_total")! > 0, "the planted bugs were found");
     assert.equal(value(fams, "fuzzfleet_up"), 0, "nothing runs");
     assert.deepEqual(fams.get("fuzzfleet_chunks_in_flight")!.samples, [], "no chunk in flight");
