@@ -89,7 +89,7 @@ config or flag, 3 refused (lock held, stale app, generator or lane changed witho
     .action(
       action<{ id?: number; jobs: number; verbose?: boolean; forceUnlock?: boolean }>(async (o) => {
         const { resweepCommand } = await import("../sweep/resweep.ts");
-        return resweepCommand({ paths: campaignPaths(o), id: o.id ?? null, jobs: o.jobs, verbose: o.verbose ?? false, forceUnlock: o.forceUnlock ?? false });
+        return withSignalStop(({ signal }) => resweepCommand({ paths: campaignPaths(o), id: o.id ?? null, jobs: o.jobs, verbose: o.verbose ?? false, forceUnlock: o.forceUnlock ?? false, signal }));
       }),
     );
 

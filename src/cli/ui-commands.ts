@@ -14,6 +14,7 @@ import { staticReportHtml, writeStaticReport } from "../report/static-report.ts"
 import { parseUiAddress } from "../ui/address.ts";
 import { isLoopbackHost, startDashboard } from "../ui/server.ts";
 import { action } from "./action.ts";
+import { withSignalStop } from "./stop-signals.ts";
 
 function storeOrRefuse(dbPath: string): void {
   if (!existsSync(dbPath)) {
@@ -40,15 +41,7 @@ export function registerUiCommands(program: Command): void {
           const server = await startDashboard({ host: address.host, port: address.port, source, token, log: (line) => process.stderr.write(`fuzzfleet: ${line}\n`) });
           process.stdout.write(`dashboard (read-only): ${server.url}  (metrics: ${server.url}metrics); Ctrl-C stops it\n`);
           if (server.loginUrl) process.stdout.write(`  off loopback: open ${server.loginUrl} once to log this browser in\n`);
-          await new Promise<void>((resolve) => {
-            const stop = () => {
-              process.off("SIGINT", stop);
-              process.off("SIGTERM", stop);
-              resolve();
-            };
-            process.on("SIGINT", stop);
-            process.on("SIGTERM", stop);
-          });
+          await withSignalStop(({ signal }) => new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true })));
           await server.close();
           return EXIT.ok;
         } finally {

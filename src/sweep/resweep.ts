@@ -54,6 +54,8 @@ export interface ResweepOptions {
   /** One line per failure after the summary. */
   verbose?: boolean;
   write?: (line: string) => void;
+  /** Aborted by Ctrl-C or SIGTERM (cli/stop-signals.ts): the check in flight is stopped, what was not checked stays open. */
+  signal?: AbortSignal;
 }
 
 export async function resweepCommand(o: ResweepOptions): Promise<number> {
@@ -65,10 +67,7 @@ export async function resweepCommand(o: ResweepOptions): Promise<number> {
   const appBuild = appBuildId(config);
   const genHash = generationHash(config);
   const lock = CampaignLock.acquire(o.paths.outDir, { mode: "resweep", forceUnlock: o.forceUnlock });
-  const controller = new AbortController();
-  const onSignal = () => controller.abort();
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  const signal = o.signal ?? new AbortController().signal;
   const db = openStore(o.paths.dbPath, { journal: config.store.journal });
   try {
     const gen = currentGeneration(db);
@@ -125,7 +124,7 @@ export async function resweepCommand(o: ResweepOptions): Promise<number> {
           cwd: config.dir,
           logPath,
           hardTimeoutMs: CHECK_TIMEOUT_MS,
-          signal: controller.signal,
+          signal: signal,
         });
         lastOutput = readLog(logPath);
         rmSync(logPath, { force: true });
@@ -147,8 +146,6 @@ export async function resweepCommand(o: ResweepOptions): Promise<number> {
     if (interrupted) write("interrupted — failures with seeds not yet checked were left unchanged");
     return 0;
   } finally {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
     db.close();
     lock.release();
   }
