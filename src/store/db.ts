@@ -285,8 +285,19 @@ function openReadonly(path: string, busy: number): Db {
   return db;
 }
 
+/**
+ * A reading connection. Where this user may write the store, it is opened for writing with
+ * `query_only` on: SQLite then refuses every write through it just the same, and, being allowed
+ * to write, the connection that closes last removes the WAL's `-wal` and `-shm` files (a
+ * read-only connection would leave them behind after every `status`). Elsewhere it is read-only.
+ */
 function connectReadonly(path: string, busy: number): Db {
   try {
+    if (mayWrite(path)) {
+      const db = new Database(path, { fileMustExist: true, timeout: busy });
+      db.pragma("query_only = ON");
+      return db;
+    }
     return new Database(path, { readonly: true, fileMustExist: true, timeout: busy });
   } catch (err) {
     throw new StoreError(`cannot open the store ${path}: ${(err as Error).message}`, { cause: err });
@@ -423,3 +434,14 @@ export function stmt(db: Db, sql: string): Database.Statement {
 export function atomically<T>(db: Db, fn: () => T): T {
   return db.inTransaction ? fn() : db.transaction(fn)();
 }
+
+function mayWrite(path: string): boolean {
+  try {
+    accessSync(path, fsConstants.W_OK);
+    accessSync(dirname(path), fsConstants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+

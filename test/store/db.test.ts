@@ -116,6 +116,20 @@ for (const journal of ["truncate", "wal"] as const) {
   });
 }
 
+test("a reading open refuses writes and, closing last, leaves no -wal or -shm file behind", () => {
+  const path = join(root, "reader.db");
+  openStore(path, { journal: "wal" }).close();
+  assert.ok(!existsSync(`${path}-wal`) && !existsSync(`${path}-shm`), "the writer removed them when it closed");
+  const db = openStore(path, { readonly: true });
+  try {
+    assert.ok(db.prepare("SELECT COUNT(*) AS n FROM sqlite_master").get());
+    assert.throws(() => db.exec("CREATE TABLE x (y)"), /readonly|query_only|attempt to write/i);
+  } finally {
+    db.close();
+  }
+  assert.deepEqual([existsSync(`${path}-wal`), existsSync(`${path}-shm`)], [false, false], "status and failures leave the directory as they found it");
+});
+
 test("a read-only open never creates a missing store", () => {
   const path = join(root, "missing.db");
   assert.throws(() => openStore(path, { readonly: true }), /no store at .*missing\.db/);
