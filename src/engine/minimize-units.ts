@@ -47,7 +47,7 @@ export class MinimizeUnits {
       laneId: lane.laneId,
       workerId: worker.workerId,
       findIds: finds.map((f) => f.id),
-      status: this.o.mode === "local" ? "running" : "leased",
+      status: this.o.transport === "local" ? "running" : "leased",
     });
     const tmp = join(this.o.outDir, "tmp");
     const scratchDir = join(tmp, `minimize-${unitId}`);

@@ -189,7 +189,7 @@ export class SweepEngine implements Books<EngineMark> {
     }
     const laneName = pickLane(this.enabledConfigs, this.chunksRun, worker.disabled);
     if (laneName === undefined) {
-      if (this.o.mode === "local") {
+      if (this.o.transport === "local") {
         this.drain("all lanes disabled");
         return { kind: "drain", reason: "all lanes disabled" };
       }
@@ -207,7 +207,7 @@ export class SweepEngine implements Books<EngineMark> {
       seedFrom,
       seedTo,
       appBuild: this.o.appBuild,
-      status: this.o.mode === "local" ? "running" : "leased",
+      status: this.o.transport === "local" ? "running" : "leased",
       workerId: worker.workerId,
     });
     this.chunksRun.set(laneName, (this.chunksRun.get(laneName) ?? 0) + 1);
@@ -217,7 +217,7 @@ export class SweepEngine implements Books<EngineMark> {
     const argv = chunkCommand(this.o.config.generator.command, lane.config.args, {
       seedFrom,
       seedTo,
-      jobs: this.o.mode === "local" ? lane.config.jobs : worker.jobs,
+      jobs: this.o.transport === "local" ? lane.config.jobs : worker.jobs,
       out: scratchDir,
       maxShrinks: c.maxShrinks,
     });
@@ -386,7 +386,7 @@ export class SweepEngine implements Books<EngineMark> {
       const n = f.seedTo - f.seedFrom + 1;
       const halved = halveRate(worker.rates.get(f.lane) ?? null, n, r.seconds);
       worker.rates.set(f.lane, halved);
-      if (this.o.mode === "local") {
+      if (this.o.transport === "local") {
         lane.rate = halved;
         saveLaneRate(this.o.db, lane.laneId, halved);
       }

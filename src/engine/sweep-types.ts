@@ -6,6 +6,7 @@ import type { LaneState } from "../core/lane-state.ts";
 import type { ChildOutcome } from "../exec/run-child.ts";
 import type { IngestResult } from "../generator/ingest.ts";
 import type { Db } from "../store/db.ts";
+import type { Transport } from "../store/sessions.ts";
 
 /** A lane taking part in this session. */
 export interface EngineLane {
@@ -137,7 +138,8 @@ export interface EngineOptions {
   sessionId: number;
   appBuild: string | null;
   lanes: EngineLane[];
-  mode: "local" | "distributed";
+  /** Chunks run in this process ("local": straight to running) or on workers ("distributed": leased first). */
+  transport: Transport;
   /** Monotonic milliseconds. */
   now: () => number;
   deadlineMs: number;

@@ -84,7 +84,7 @@ export interface ShutdownReport {
 }
 
 export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
-  readonly mode = "sweep" as const;
+  readonly campaign = "sweep" as const;
   readonly books: CommitQueue<EngineMark>;
   readonly server: WorkerServer<SweepWorker>;
   /** Chunks whose reissue is queued, so the lease scan does not queue it twice. */

@@ -25,13 +25,14 @@ import { RefusedError, RuntimeFailure } from "../errors.ts";
 import { formatDuration } from "../config/duration.ts";
 import { randomHex } from "../util/random-hex.ts";
 
-export type LockMode = "run" | "coordinate" | "resweep" | "reset" | "explore";
+/** The command that holds the lock (the fourth field of its line). */
+export type LockCommand = "run" | "coordinate" | "resweep" | "reset" | "explore";
 
 export interface LockHolder {
   host: string;
   pid: number;
   started: string;
-  mode: LockMode | string;
+  command: LockCommand | string;
   port: number | null;
   /** Seconds since the file's mtime, i.e. since the holder's last heartbeat. */
   ageSeconds: number;
@@ -40,7 +41,7 @@ export interface LockHolder {
 }
 
 export interface AcquireOptions {
-  mode: LockMode;
+  command: LockCommand;
   port?: number | null;
   forceUnlock?: boolean;
   /** Defaults to os.hostname(). */
@@ -90,24 +91,24 @@ interface LockLine {
   host: string;
   pid: number;
   started: string;
-  mode: string;
+  command: string;
   port: number | null;
 }
 
 function parseLockLine(raw: string): LockLine | null {
   const fields = raw.trim().split(/\s+/);
   if (fields.length < 4) return null;
-  const [host, pidText, started, mode, portText] = fields;
+  const [host, pidText, started, command, portText] = fields;
   if (!/^[0-9]+$/.test(pidText)) return null;
   const pid = Number(pidText);
   if (!Number.isSafeInteger(pid) || pid <= 0) return null;
   const port = portText !== undefined && /^[0-9]+$/.test(portText) && Number(portText) > 0 ? Number(portText) : null;
-  return { host, pid, started, mode, port };
+  return { host, pid, started, command, port };
 }
 
-function formatLockLine(host: string, pid: number, mode: string, port: number | null): string {
+function formatLockLine(host: string, pid: number, command: string, port: number | null): string {
   const started = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-  return `${host} ${pid} ${started} ${mode} ${port !== null && port > 0 ? port : "-"}\n`;
+  return `${host} ${pid} ${started} ${command} ${port !== null && port > 0 ? port : "-"}\n`;
 }
 
 /** Whether `pid` names a running process on this host. EPERM means it exists; a zombie has exited. */
@@ -161,24 +162,24 @@ function formatAge(seconds: number): string {
 }
 
 /** What the holder is doing, in words: campaigns run for hours, resweep and reset are one-off commands. */
-function holderActivity(mode: string): string {
-  switch (mode) {
+function holderActivity(command: string): string {
+  switch (command) {
     case "run":
     case "coordinate":
     case "explore":
-      return `${/^[aeiou]/i.test(mode) ? "an" : "a"} ${mode} campaign`;
+      return `${/^[aeiou]/i.test(command) ? "an" : "a"} ${command} campaign`;
     case "resweep":
     case "reset":
-      return `a ${mode}`;
+      return `a ${command}`;
     default:
-      return `a fuzzfleet '${mode}'`;
+      return `a fuzzfleet '${command}'`;
   }
 }
 
 export function describeHolder(h: LockHolder): string {
   const where = h.local ? "on this host" : `on host ${h.host}`;
-  const port = h.port === null ? "" : `, ${h.mode === "coordinate" || h.mode === "explore" ? "coordinating" : "serving"} on port ${h.port}`;
-  return `${holderActivity(h.mode)} is running ${where} (pid ${h.pid}, started ${h.started}${port}; lock touched ${formatAge(h.ageSeconds)} ago)`;
+  const port = h.port === null ? "" : `, ${h.command === "coordinate" || h.command === "explore" ? "coordinating" : "serving"} on port ${h.port}`;
+  return `${holderActivity(h.command)} is running ${where} (pid ${h.pid}, started ${h.started}${port}; lock touched ${formatAge(h.ageSeconds)} ago)`;
 }
 
 function sleepSync(ms: number): void {
@@ -281,7 +282,7 @@ export class CampaignLock {
     mkdirSync(outDir, { recursive: true });
     const host = thisHost(opts.hostname);
     const file = lockPath(outDir);
-    const line = formatLockLine(host, process.pid, opts.mode, opts.port ?? null);
+    const line = formatLockLine(host, process.pid, opts.command, opts.port ?? null);
     const log = opts.log ?? ((text: string) => process.stderr.write(`${text}\n`));
     // --force-unlock applies to the holder the user saw, not to whoever wins a race meanwhile.
     let forcedContent: string | null = null;
@@ -389,7 +390,7 @@ export function refuseIfRemoteCampaign(outDir: string, what: string, opts: { hos
   const holder = readLock(outDir, opts);
   if (holder === null || holder.local) return;
   let advice: string;
-  if (holder.mode === "coordinate" && holder.port !== null && HAS_MASTER_FLAG.has(what)) {
+  if (holder.command === "coordinate" && holder.port !== null && HAS_MASTER_FLAG.has(what)) {
     advice = `  Ask the coordinator instead:  fuzzfleet ${what} --master ${holder.host}:${holder.port}`;
   } else if (HAS_MASTER_FLAG.has(what)) {
     advice = `  That host's campaign owns this store; run 'fuzzfleet ${what}' there.`;

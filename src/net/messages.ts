@@ -84,6 +84,7 @@ export const Welcome = z.strictObject({
   type: z.literal("welcome"),
   worker_id: id,
   session: id,
+  /** The campaign kind the port serves (WorkProtocol.campaign). */
   mode: z.enum(["sweep", "explore"]),
   lease_seconds: seconds,
   heartbeat_seconds: seconds,

@@ -46,7 +46,8 @@ export interface WelcomeTerms {
 
 /** Who may join, and what they must prove. */
 export interface WorkerAdmission<W extends AttachedWorker> {
-  readonly mode: "sweep" | "explore";
+  /** The campaign kind it serves (the welcome frame's `mode` field). */
+  readonly campaign: "sweep" | "explore";
   /** Why no new worker is taken (the campaign is ending), or null. */
   closedToNewWorkers(): string | null;
   /** What the worker must prove it sees (besides the nonce). */

@@ -280,7 +280,7 @@ export class WorkerServer<W extends AttachedWorker> {
           return { to: "proof", problem: p.checkProof(q.prove) };
         case "admit": {
           const w = await p.admit(link.conn, q.hello, q.slots);
-          const welcome: Frame = { type: "welcome", worker_id: w.workerId, mode: p.mode, ...p.welcome(w) };
+          const welcome: Frame = { type: "welcome", worker_id: w.workerId, mode: p.campaign, ...p.welcome(w) };
           link.worker = w;
           this.workers.set(w.label, w);
           this.everyone.push(w);

@@ -18,16 +18,20 @@ export interface SessionRow {
   requested_seconds: number | null;
   status: SessionStatus;
   app_build: string | null;
-  mode: "local" | "distributed";
+  /** The session's transport. */
+  mode: Transport;
   coordinator_host: string | null;
   port: number | null;
 }
+
+/** How a sweep session runs its chunks: in this process, or on workers it serves (the `session.mode` column). */
+export type Transport = "local" | "distributed";
 
 export interface NewSession {
   generationId: number;
   requestedSeconds: number;
   appBuild: string | null;
-  mode: "local" | "distributed";
+  transport: Transport;
   host: string;
   port: number | null;
 }
@@ -37,7 +41,7 @@ export function insertSession(db: Db, s: NewSession): number {
     db,
     `INSERT INTO session (generation_id, started_at, requested_seconds, status, app_build, mode, coordinator_host, port)
      VALUES (?, ?, ?, 'running', ?, ?, ?, ?)`,
-  ).run(s.generationId, isoNow(), s.requestedSeconds, s.appBuild, s.mode, s.host, s.port);
+  ).run(s.generationId, isoNow(), s.requestedSeconds, s.appBuild, s.transport, s.host, s.port);
   return Number(info.lastInsertRowid);
 }
 

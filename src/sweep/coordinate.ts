@@ -48,7 +48,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
   const write = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
   const s = await openSweepSession({
     paths: o.paths,
-    mode: "coordinate",
+    command: "coordinate",
     requestedSeconds: o.seconds,
     laneNames: o.laneNames,
     allowStaleApp: o.allowStaleApp,
@@ -82,7 +82,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
       sessionId: s.sessionId,
       appBuild: s.appBuild,
       lanes: s.lanes,
-      mode: "distributed",
+      transport: "distributed",
       now: () => performance.now(),
       deadlineMs,
       events: out,

@@ -24,7 +24,7 @@ export interface ResetOptions {
 export async function resetCommand(o: ResetOptions): Promise<number> {
   const write = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
   const config = loadConfig(o.paths.configPath);
-  const lock = CampaignLock.acquire(o.paths.outDir, { mode: "reset", forceUnlock: o.forceUnlock });
+  const lock = CampaignLock.acquire(o.paths.outDir, { command: "reset", forceUnlock: o.forceUnlock });
   const db = openStore(o.paths.dbPath, { journal: config.store.journal });
   try {
     const gen = currentGeneration(db);

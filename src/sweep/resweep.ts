@@ -66,7 +66,7 @@ export async function resweepCommand(o: ResweepOptions): Promise<number> {
   }
   const appBuild = appBuildId(config);
   const genHash = generationHash(config);
-  const lock = CampaignLock.acquire(o.paths.outDir, { mode: "resweep", forceUnlock: o.forceUnlock });
+  const lock = CampaignLock.acquire(o.paths.outDir, { command: "resweep", forceUnlock: o.forceUnlock });
   const signal = o.signal ?? new AbortController().signal;
   const db = openStore(o.paths.dbPath, { journal: config.store.journal });
   try {

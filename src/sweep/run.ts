@@ -46,7 +46,7 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
   const write = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
   const s = await openSweepSession({
     paths: o.paths,
-    mode: "run",
+    command: "run",
     requestedSeconds: o.seconds,
     laneNames: o.laneNames,
     allowStaleApp: o.allowStaleApp,
@@ -91,7 +91,7 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
       sessionId: s.sessionId,
       appBuild: s.appBuild,
       lanes: s.lanes,
-      mode: "local",
+      transport: "local",
       now: () => performance.now(),
       deadlineMs,
       events: out,

@@ -12,7 +12,7 @@ import { formatInt } from "../config/format.ts";
 import { loadConfig, type Config } from "../config/load.ts";
 import { deadlineFloor } from "../core/schedule.ts";
 import { RefusedError, UsageError } from "../errors.ts";
-import { CampaignLock, type LockMode } from "../lock/campaign-lock.ts";
+import { CampaignLock, type LockCommand } from "../lock/campaign-lock.ts";
 import { OPEN_BUSY_MS, openStore, setBusyTimeout, type Db } from "../store/db.ts";
 import { abortLostChunks } from "../store/chunks.ts";
 import { releaseLostUnits } from "../store/minimize.ts";
@@ -25,7 +25,7 @@ import type { CampaignPaths } from "../config/paths.ts";
 
 export interface OpenSessionOptions {
   paths: CampaignPaths;
-  mode: LockMode & ("run" | "coordinate");
+  command: LockCommand & ("run" | "coordinate");
   requestedSeconds: number;
   laneNames: string[];
   allowStaleApp: boolean;
@@ -71,7 +71,7 @@ export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSess
   }
   const genHash = generationHash(config);
   const outDir = o.paths.outDir;
-  const lock = CampaignLock.acquire(outDir, { mode: o.mode, port: o.port ?? null, forceUnlock: o.forceUnlock, log: o.log });
+  const lock = CampaignLock.acquire(outDir, { command: o.command, port: o.port ?? null, forceUnlock: o.forceUnlock, log: o.log });
   let db: Db | null = null;
   try {
     db = openStore(o.paths.dbPath, { journal: config.store.journal });
@@ -86,7 +86,7 @@ export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSess
       generationId: generation.id,
       requestedSeconds: o.requestedSeconds,
       appBuild,
-      mode: o.mode === "run" ? "local" : "distributed",
+      transport: o.command === "run" ? "local" : "distributed",
       host: hostname(),
       port: o.port ?? null,
     });

@@ -112,7 +112,7 @@ test("coordinate --lane names the uncovered seeds of the lanes it serves only, a
     const config = loadConfig(c.configPath);
     const db = openStore(c.dbPath);
     const gen = insertGeneration(db, generationHash(config), "initial");
-    const session = insertSession(db, { generationId: gen, requestedSeconds: 600, appBuild: null, mode: "distributed", host: "h", port: 9 });
+    const session = insertSession(db, { generationId: gen, requestedSeconds: 600, appBuild: null, transport: "distributed", host: "h", port: 9 });
     for (const l of config.lanes) {
       const laneId = insertLane(db, gen, l.name, laneIdentity(l), l.baseSeed);
       insertChunk(db, { sessionId: session, laneId, seedFrom: l.baseSeed, seedTo: l.baseSeed + 49, appBuild: null, status: "leased", workerId: null });

@@ -26,7 +26,7 @@ export async function servedSweep(o: { token: string; log: (line: string) => voi
   const campaign = new Campaign();
   const session = await openSweepSession({
     paths: { configPath: campaign.configPath, dbPath: campaign.dbPath, outDir: campaign.outDir },
-    mode: "coordinate",
+    command: "coordinate",
     requestedSeconds: 3600,
     laneNames: [],
     allowStaleApp: false,
@@ -46,7 +46,7 @@ export async function servedSweep(o: { token: string; log: (line: string) => voi
     sessionId: session.sessionId,
     appBuild: session.appBuild,
     lanes: session.lanes,
-    mode: "distributed",
+    transport: "distributed",
     now: () => performance.now(),
     deadlineMs: performance.now() + (o.budgetSeconds ?? 3600) * 1000,
     events: quiet,

@@ -26,7 +26,7 @@ interface Harness {
   next(): Assignment;
 }
 
-function harness(opts: { lanes?: string; mode?: "local" | "distributed"; budgetSeconds?: number } = {}): Harness {
+function harness(opts: { lanes?: string; transport?: "local" | "distributed"; budgetSeconds?: number } = {}): Harness {
   const dir = join(root, String(n++));
   mkdirSync(dir);
   writeFileSync(
@@ -42,7 +42,7 @@ ${opts.lanes ?? "[lanes.a]\nweight = 3\n[lanes.b]\nbase_seed = 1000\nweight = 1\
   const config = loadConfig(join(dir, "fuzzfleet.toml"));
   const db = openStore(join(dir, "fuzzfleet.db"));
   const gen = insertGeneration(db, "00".repeat(32), "initial");
-  const sessionId = insertSession(db, { generationId: gen, requestedSeconds: 3600, appBuild: null, mode: "local", host: "h", port: null });
+  const sessionId = insertSession(db, { generationId: gen, requestedSeconds: 3600, appBuild: null, transport: "local", host: "h", port: null });
   const lanes: EngineLane[] = config.lanes.map((l) => ({
     config: l,
     laneId: insertLane(db, gen, l.name, "{}", l.baseSeed),
@@ -63,7 +63,7 @@ ${opts.lanes ?? "[lanes.a]\nweight = 3\n[lanes.b]\nbase_seed = 1000\nweight = 1\
     sessionId,
     appBuild: null,
     lanes,
-    mode: opts.mode ?? "local",
+    transport: opts.transport ?? "local",
     now: () => clock.now,
     deadlineMs: (opts.budgetSeconds ?? 3600) * 1000,
     events: record,
@@ -122,7 +122,7 @@ test("a timeout halves the rate; only two CONSECUTIVE timeouts disable the lane"
 });
 
 test("completion is idempotent on chunk id, and a late finish of a reissued chunk counts once", () => {
-  const h = harness({ lanes: "[lanes.a]\n", mode: "distributed" });
+  const h = harness({ lanes: "[lanes.a]\n", transport: "distributed" });
   const a1 = h.next();
   const a2 = h.next();
   assert.equal(h.engine.finish(h.worker, a2.chunkId, ok).note, "recorded");

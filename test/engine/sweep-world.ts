@@ -130,7 +130,7 @@ base_seed = 1000000
     for (const lane of this.config.lanes) rows.set(lane.name, activeLane(this.db, this.generationId, lane.name)!);
     const recovered = recoverLanes(this.db, this.config.lanes, rows);
     this.sweptAtStart = this.sweptNow();
-    this.sessionId = insertSession(this.db, { generationId: this.generationId, requestedSeconds: 1e9, appBuild: null, mode: "distributed", host: "sim", port: null });
+    this.sessionId = insertSession(this.db, { generationId: this.generationId, requestedSeconds: 1e9, appBuild: null, transport: "distributed", host: "sim", port: null });
     this.engine = new SweepEngine({
       db: this.db,
       config: this.config,
@@ -140,7 +140,7 @@ base_seed = 1000000
       sessionId: this.sessionId,
       appBuild: null,
       lanes: recovered.lanes,
-      mode: "distributed",
+      transport: "distributed",
       now: () => this.clockMs,
       deadlineMs: Number.MAX_SAFE_INTEGER,
       events: quiet,

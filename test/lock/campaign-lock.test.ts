@@ -66,7 +66,7 @@ async function until(condition: () => boolean, what: string, timeoutMs = 10_000)
 describe("lock file", () => {
   it("holds one line HOST PID ISO-START MODE PORT and is created with its directory", () => {
     const out = join(freshDir(), "nested");
-    const lock = CampaignLock.acquire(out, { mode: "resweep" });
+    const lock = CampaignLock.acquire(out, { command: "resweep" });
     try {
       assert.equal(lock.path, lockPath(out));
       assert.equal(lockPath(out), join(out, "fuzzfleet.lock"));
@@ -81,16 +81,16 @@ describe("lock file", () => {
 
   it("refuses a second acquire, naming the holder's host and pid, and leaves the lock alone", () => {
     const out = freshDir();
-    const lock = CampaignLock.acquire(out, { mode: "run" });
+    const lock = CampaignLock.acquire(out, { command: "run" });
     try {
       const before = readFileSync(lock.path, "utf8");
-      const err = refusal(() => CampaignLock.acquire(out, { mode: "coordinate" }));
+      const err = refusal(() => CampaignLock.acquire(out, { command: "coordinate" }));
       assert.match(err.message, /^a run campaign is running on this host \(pid \d+, started /);
       assert.ok(err.message.includes(`pid ${process.pid}`));
       assert.ok(err.message.includes(`--force-unlock`));
       assert.ok(err.message.endsWith(`  (${lock.path})`));
       assert.equal(readFileSync(lock.path, "utf8"), before);
-      const seenFromElsewhere = refusal(() => CampaignLock.acquire(out, { mode: "run", hostname: "otherhost" }));
+      const seenFromElsewhere = refusal(() => CampaignLock.acquire(out, { command: "run", hostname: "otherhost" }));
       assert.ok(seenFromElsewhere.message.includes(`on host ${HOST} (pid ${process.pid},`));
     } finally {
       lock.release();
@@ -99,18 +99,18 @@ describe("lock file", () => {
 
   it("release deletes the file, is idempotent, and lets the next acquire in", () => {
     const out = freshDir();
-    const lock = CampaignLock.acquire(out, { mode: "run" });
+    const lock = CampaignLock.acquire(out, { command: "run" });
     lock.release();
     assert.equal(existsSync(lock.path), false);
     lock.release();
-    const next = CampaignLock.acquire(out, { mode: "reset" });
+    const next = CampaignLock.acquire(out, { command: "reset" });
     next.release();
     assert.deepEqual(readdirSync(out), []);
   });
 
   it("records the listening port with setPort", () => {
     const out = freshDir();
-    const lock = CampaignLock.acquire(out, { mode: "coordinate", port: 0 });
+    const lock = CampaignLock.acquire(out, { command: "coordinate", port: 0 });
     try {
       assert.match(readFileSync(lock.path, "utf8"), / coordinate -\n$/);
       lock.setPort(43210);
@@ -133,7 +133,7 @@ describe("same-host liveness", () => {
     writeLockLine(out, `${HOST} ${pid} 2026-07-25T11:52:33Z coordinate 9999\n`);
     assert.equal(readLock(out), null);
     const logged: string[] = [];
-    const lock = CampaignLock.acquire(out, { mode: "run", log: (l) => logged.push(l) });
+    const lock = CampaignLock.acquire(out, { command: "run", log: (l) => logged.push(l) });
     try {
       assert.match(readFileSync(lock.path, "utf8"), new RegExp(`^${HOST} ${process.pid} \\S+ run -\\n$`));
       assert.deepEqual(logged, []);
@@ -150,10 +150,10 @@ describe("same-host liveness", () => {
       writeLockLine(out, `${HOST} ${holder.pid} 2026-07-25T11:52:33Z explore -\n`, 3600);
       const seen = readLock(out);
       assert.deepEqual({ ...seen, ageSeconds: 0 }, {
-        host: HOST, pid: holder.pid, started: "2026-07-25T11:52:33Z", mode: "explore", port: null, ageSeconds: 0, local: true,
+        host: HOST, pid: holder.pid, started: "2026-07-25T11:52:33Z", command: "explore", port: null, ageSeconds: 0, local: true,
       });
       assert.ok((seen as LockHolder).ageSeconds >= 3590);
-      const err = refusal(() => CampaignLock.acquire(out, { mode: "run" }));
+      const err = refusal(() => CampaignLock.acquire(out, { command: "run" }));
       assert.match(err.message, new RegExp(`^an explore campaign is running on this host \\(pid ${holder.pid},`));
       assert.ok(!err.message.includes("probably gone"), "only remote locks are presumed gone");
     } finally {
@@ -194,7 +194,7 @@ describe("locks held by another host", () => {
     const seen = readLock(out);
     assert.equal(seen?.host, "otherhost");
     assert.equal(seen?.local, false);
-    const err = refusal(() => CampaignLock.acquire(out, { mode: "coordinate" }));
+    const err = refusal(() => CampaignLock.acquire(out, { command: "coordinate" }));
     assert.match(err.message, new RegExp(`^a coordinate campaign is running on host otherhost \\(pid ${pid}, started 2026-07-25T11:52:33Z, coordinating on port 9999; lock touched \\d+s ago\\)\\n`));
     assert.ok(err.message.includes("Wait for it to finish, or rerun with --force-unlock"));
     assert.equal(readFileSync(lockPath(out), "utf8"), line);
@@ -205,7 +205,7 @@ describe("locks held by another host", () => {
     const line = `otherhost ${process.pid} 2026-07-25T11:52:33Z run -\n`;
     writeLockLine(out, line, 3600);
     assert.ok((readLock(out) as LockHolder).ageSeconds >= 3590, "a lock from another host is returned however old");
-    const err = refusal(() => CampaignLock.acquire(out, { mode: "run" }));
+    const err = refusal(() => CampaignLock.acquire(out, { command: "run" }));
     assert.match(err.message, /^a run campaign is running on host otherhost .*lock touched 1h00m ago\)\n/);
     assert.ok(err.message.includes("probably gone"));
     assert.ok(err.message.includes("never reclaimed automatically"));
@@ -218,7 +218,7 @@ describe("locks held by another host", () => {
     const out = freshDir();
     writeLockLine(out, `otherhost 4242 2026-07-25T11:52:33Z coordinate 9999\n`, 3600);
     const logged: string[] = [];
-    const lock = CampaignLock.acquire(out, { mode: "coordinate", forceUnlock: true, log: (l) => logged.push(l) });
+    const lock = CampaignLock.acquire(out, { command: "coordinate", forceUnlock: true, log: (l) => logged.push(l) });
     try {
       assert.deepEqual(logged, ["--force-unlock: taking over the lock from otherhost (pid 4242)"]);
       assert.match(readFileSync(lock.path, "utf8"), new RegExp(`^${HOST} ${process.pid} \\S+ coordinate -\\n$`));
@@ -243,7 +243,7 @@ describe("malformed locks", () => {
         writeLockLine(out, content);
       assert.equal(readLock(out), null);
       assert.doesNotThrow(() => refuseIfRemoteCampaign(out, "status"));
-      const lock = CampaignLock.acquire(out, { mode: "run" });
+      const lock = CampaignLock.acquire(out, { command: "run" });
       assert.match(readFileSync(lock.path, "utf8"), LINE_FORMAT);
       lock.release();
     });
@@ -253,7 +253,7 @@ describe("malformed locks", () => {
     const out = freshDir();
     mkdirSync(lockPath(out), { recursive: true });
     assert.equal(readLock(out), null, "unreadable reads as no lock");
-    const err = refusal(() => CampaignLock.acquire(out, { mode: "run" }));
+    const err = refusal(() => CampaignLock.acquire(out, { command: "run" }));
     assert.match(err.message, /cannot read the campaign lock .*fuzzfleet\.lock \(EISDIR\)/);
   });
 });
@@ -261,7 +261,7 @@ describe("malformed locks", () => {
 describe("heartbeat", () => {
   it("touches the lock's mtime while held", async () => {
     const out = freshDir();
-    const lock = CampaignLock.acquire(out, { mode: "run", heartbeatMs: 50 });
+    const lock = CampaignLock.acquire(out, { command: "run", heartbeatMs: 50 });
     try {
       const old = new Date(Date.now() - 3600_000);
       utimesSync(lock.path, old, old);
@@ -274,10 +274,10 @@ describe("heartbeat", () => {
 
   it("stops touching, and release does not delete, a lock someone else took over", async () => {
     const out = freshDir();
-    const first = CampaignLock.acquire(out, { mode: "run", heartbeatMs: 50 });
+    const first = CampaignLock.acquire(out, { command: "run", heartbeatMs: 50 });
     const logged: string[] = [];
     const second = CampaignLock.acquire(out, {
-      mode: "run", forceUnlock: true, hostname: "otherhost", heartbeatMs: 3600_000, log: (l) => logged.push(l),
+      command: "run", forceUnlock: true, hostname: "otherhost", heartbeatMs: 3600_000, log: (l) => logged.push(l),
     });
     try {
       assert.deepEqual(logged, [`--force-unlock: taking over the lock from ${HOST} (pid ${process.pid})`]);
@@ -299,26 +299,26 @@ describe("heartbeat", () => {
 });
 
 describe("describeHolder", () => {
-  it("names mode, host, pid, start, port and heartbeat age", () => {
+  it("names the command, host, pid, start, port and heartbeat age", () => {
     const remote: LockHolder = {
-      host: "otherhost", pid: 42, started: "2026-07-25T11:52:33Z", mode: "coordinate", port: 9999, ageSeconds: 242, local: false,
+      host: "otherhost", pid: 42, started: "2026-07-25T11:52:33Z", command: "coordinate", port: 9999, ageSeconds: 242, local: false,
     };
     assert.equal(
       describeHolder(remote),
       "a coordinate campaign is running on host otherhost (pid 42, started 2026-07-25T11:52:33Z, coordinating on port 9999; lock touched 4m02s ago)",
     );
     assert.equal(
-      describeHolder({ ...remote, mode: "run", port: null, ageSeconds: 7, local: true }),
+      describeHolder({ ...remote, command: "run", port: null, ageSeconds: 7, local: true }),
       "a run campaign is running on this host (pid 42, started 2026-07-25T11:52:33Z; lock touched 7s ago)",
     );
-    assert.match(describeHolder({ ...remote, mode: "explore", ageSeconds: 7500 }), /^an explore campaign .*lock touched 2h05m ago\)$/);
+    assert.match(describeHolder({ ...remote, command: "explore", ageSeconds: 7500 }), /^an explore campaign .*lock touched 2h05m ago\)$/);
   });
 
   it("words one-off commands as what they are, not as campaigns", () => {
-    const local: LockHolder = { host: "h", pid: 42, started: "2026-07-25T11:52:33Z", mode: "resweep", port: null, ageSeconds: 3, local: true };
+    const local: LockHolder = { host: "h", pid: 42, started: "2026-07-25T11:52:33Z", command: "resweep", port: null, ageSeconds: 3, local: true };
     assert.equal(describeHolder(local), "a resweep is running on this host (pid 42, started 2026-07-25T11:52:33Z; lock touched 3s ago)");
-    assert.match(describeHolder({ ...local, mode: "reset" }), /^a reset is running on this host \(pid 42,/);
-    assert.match(describeHolder({ ...local, mode: "coordinate" }), /^a coordinate campaign is running on this host/);
+    assert.match(describeHolder({ ...local, command: "reset" }), /^a reset is running on this host \(pid 42,/);
+    assert.match(describeHolder({ ...local, command: "coordinate" }), /^a coordinate campaign is running on this host/);
   });
 });
 
@@ -358,7 +358,7 @@ describe("refuseIfRemoteCampaign", () => {
   it("lets the command proceed beside this host's campaign or with no campaign", () => {
     const out = freshDir();
     assert.doesNotThrow(() => refuseIfRemoteCampaign(out, "status"));
-    const lock = CampaignLock.acquire(out, { mode: "coordinate", port: 9999 });
+    const lock = CampaignLock.acquire(out, { command: "coordinate", port: 9999 });
     try {
       assert.doesNotThrow(() => refuseIfRemoteCampaign(out, "export"));
       assert.throws(() => refuseIfRemoteCampaign(out, "export", { hostname: "otherhost" }), RefusedError);
@@ -374,7 +374,7 @@ describe("claims", () => {
     const stale = `${HOST} ${deadPid()} 2026-07-25T11:52:33Z run -\n`;
     writeLockLine(out, stale);
     writeFileSync(claimPathFor(lockPath(out), stale), `${HOST} ${deadPid()} 2026-07-25T11:52:34Z claim -\n`);
-    const lock = CampaignLock.acquire(out, { mode: "run" });
+    const lock = CampaignLock.acquire(out, { command: "run" });
     lock.release();
     assert.deepEqual(readdirSync(out), []);
   });
@@ -384,7 +384,7 @@ describe("claims", () => {
     const stale = `${HOST} ${deadPid()} 2026-07-25T11:52:33Z run -\n`;
     writeLockLine(out, stale);
     writeFileSync(claimPathFor(lockPath(out), stale), `${HOST} ${process.pid} 2026-07-25T11:52:34Z claim -\n`);
-    const err = refusal(() => CampaignLock.acquire(out, { mode: "run" }));
+    const err = refusal(() => CampaignLock.acquire(out, { command: "run" }));
     assert.match(err.message, /kept changing the campaign lock/);
     assert.equal(readFileSync(lockPath(out), "utf8"), stale);
   });

@@ -21,7 +21,7 @@ writeFileSync(NONCE.path, `${NONCE.value}\n`);
 
 /** A campaign that admits nobody: admit() fails as a busy store would. */
 class BusyCampaign implements WorkProtocol<AttachedWorker> {
-  readonly mode = "sweep" as const;
+  readonly campaign = "sweep" as const;
   readonly hellos: HelloFrame[] = [];
   closedToNewWorkers(): string | null {
     return null;

@@ -20,7 +20,7 @@ test("sessions left running become crashed with no end time; chunks left in flig
     const gen = insertGeneration(db, "ab".repeat(32), "initial");
     const lane = insertLane(db, gen, "a", "{}", 1);
     const session = (mode: "local" | "distributed") =>
-      insertSession(db, { generationId: gen, requestedSeconds: 60, appBuild: null, mode, host: "h", port: null });
+      insertSession(db, { generationId: gen, requestedSeconds: 60, appBuild: null, transport: mode, host: "h", port: null });
     const done = session("local");
     endSession(db, done, "done");
     const deadRun = session("local");

@@ -29,7 +29,7 @@ export function ingestBench(dir: string): IngestBench {
   const db = openStore(join(dir, "fuzzfleet.db"));
   const gen = insertGeneration(db, GEN_HASH, "initial");
   const lane = insertLane(db, gen, "small", "{}", 1);
-  const session = insertSession(db, { generationId: gen, requestedSeconds: 60, appBuild: null, mode: "local", host: "h", port: null });
+  const session = insertSession(db, { generationId: gen, requestedSeconds: 60, appBuild: null, transport: "local", host: "h", port: null });
   return {
     db,
     out,

@@ -37,7 +37,7 @@ describe("ingestChunk", () => {
     db = openStore(join(dir, "fuzzfleet.db"));
     const gen = insertGeneration(db, "ab".repeat(32), "initial");
     const lane = insertLane(db, gen, "small", "{}", 1);
-    const session = insertSession(db, { generationId: gen, requestedSeconds: 60, appBuild: null, mode: "local", host: "h", port: null });
+    const session = insertSession(db, { generationId: gen, requestedSeconds: 60, appBuild: null, transport: "local", host: "h", port: null });
     target = (results, seedFrom, seedTo) => ({
       generationId: gen,
       genHash: "ab".repeat(32),

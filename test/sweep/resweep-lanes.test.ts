@@ -62,7 +62,7 @@ args = ["--lane", "b"]
   try {
     const gen = insertGeneration(db, generationHash(config), "initial");
     const [a, b] = config.lanes.map((l) => insertLane(db, gen, l.name, laneIdentity(l), l.baseSeed)) as [number, number];
-    const session = insertSession(db, { generationId: gen, requestedSeconds: 60, appBuild: null, mode: "local", host: "h", port: null });
+    const session = insertSession(db, { generationId: gen, requestedSeconds: 60, appBuild: null, transport: "local", host: "h", port: null });
     const chunkA = insertChunk(db, { sessionId: session, laneId: a, seedFrom: 1, seedTo: 100, appBuild: null, status: "running", workerId: null });
     const chunkB = insertChunk(db, { sessionId: session, laneId: b, seedFrom: 1000, seedTo: 1099, appBuild: null, status: "running", workerId: null });
     const failure = (laneId: number, key: string, seed: number) =>

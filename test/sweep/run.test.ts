@@ -161,7 +161,7 @@ describe("a store left behind by a process that died", () => {
   const config = loadConfig(c.configPath);
   const db = openStore(c.dbPath);
   const gen = insertGeneration(db, generationHash(config), "initial");
-  const session = insertSession(db, { generationId: gen, requestedSeconds: 600, appBuild: null, mode: "distributed", host: "h", port: 9 });
+  const session = insertSession(db, { generationId: gen, requestedSeconds: 600, appBuild: null, transport: "distributed", host: "h", port: 9 });
   const lost = config.lanes.map((l) => {
     const laneId = insertLane(db, gen, l.name, laneIdentity(l), l.baseSeed);
     const chunkId = insertChunk(db, { sessionId: session, laneId, seedFrom: l.baseSeed, seedTo: l.baseSeed + 99, appBuild: null, status: "leased", workerId: null });

@@ -109,7 +109,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
 
   const rounds: EndRounds = { inbox: [], lost: null };
   // The root and a single master own the campaign state; a submaster borrows the root's.
-  const lock = role.kind === "participant" ? null : CampaignLock.acquire(state, { mode: "explore", port: o.port });
+  const lock = role.kind === "participant" ? null : CampaignLock.acquire(state, { command: "explore", port: o.port });
   let tokenFile: string | null = null;
   let nonce: Nonce | null = null;
   let keepState = true;

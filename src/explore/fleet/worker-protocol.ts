@@ -35,7 +35,7 @@ export interface ExploreWorkerProtocolOptions {
 }
 
 export class ExploreWorkerProtocol implements WorkProtocol<ExploreWorker> {
-  readonly mode = "explore" as const;
+  readonly campaign = "explore" as const;
   readonly server: WorkerServer<ExploreWorker>;
   /** Set when the campaign stops handing out work. */
   closing: string | null = null;
