@@ -141,7 +141,15 @@ export class CommitQueue<Mark> {
   /** Resolves when nothing is queued any more (committed, or rejected because the queue failed). */
   settled(): Promise<void> {
     if (this.queue.length === 0 || this.failure) return Promise.resolve();
-    return new Promise((resolve) => this.settledWaiters.push(resolve));
+    return new Promise((resolve) => {
+      this.settledWaiters.push(resolve);
+      // A backstop beside the wake-ups: a missed one must never leave a session waiting for good.
+      const check = setInterval(() => {
+        if (this.queue.length > 0 && !this.failure) return;
+        clearInterval(check);
+        resolve();
+      }, 250);
+    });
   }
 
   /** Ends the queue now (Ctrl-C while the store refuses writes): whatever is queued is rejected. */
