@@ -6,6 +6,7 @@
 // exactly as a user runs it.
 //   npm test                 every test file
 //   npm test -- lock store   only files whose path contains "lock" or "store"
+//   TEST_BOUND_MINUTES=N     stop (and fail) a run that takes longer than N minutes (default 45)
 import { execFileSync, spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -28,9 +29,16 @@ if (files.length === 0) {
 }
 execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" });
 const concurrency = process.env.TEST_CONCURRENCY ?? "2";
+// A test file whose process never exits (a promise nobody settles, a handle left open) would hold
+// the run forever; past this bound the run is killed and fails, saying so.
+const boundMinutes = Number(process.env.TEST_BOUND_MINUTES ?? 45);
 const result = spawnSync(
   process.execPath,
   ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...files],
-  { stdio: "inherit" },
+  { stdio: "inherit", timeout: boundMinutes * 60_000, killSignal: "SIGKILL" },
 );
+if (result.error?.code === "ETIMEDOUT" || result.signal === "SIGKILL") {
+  console.error(`the test run took longer than ${boundMinutes} minutes and was stopped: a test file hung (the last files above without a summary)`);
+  process.exit(1);
+}
 process.exit(result.status ?? 1);
