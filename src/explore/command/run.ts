@@ -85,6 +85,13 @@ export async function explore(o: ExploreOptions): Promise<number> {
   const role = roleOf(o);
   checkDirectory(inputDir, "-i");
   if (corpusDir === inputDir) throw new UsageError("-o must not be the input directory: the corpus holds every child too");
+  if (o.wallTimeoutSeconds > 0 && o.timeoutSeconds >= o.wallTimeoutSeconds) {
+    // No run starts unless it could finish inside the budget: such a campaign would run nothing.
+    throw new UsageError(
+      `-t ${formatDuration(o.timeoutSeconds)} is not shorter than --wall-timeout ${formatDuration(o.wallTimeoutSeconds)}: no run could start and finish inside the budget, ` +
+        `so nothing would be explored; ask for a shorter -t (below ${formatDuration(o.wallTimeoutSeconds)}) or a longer --wall-timeout`,
+    );
+  }
   mkdirSync(corpusDir, { recursive: true });
   const state = stateDir(corpusDir);
   const leaseTtlSeconds = o.leaseTtlSeconds ?? Math.max(120, 4 * o.timeoutSeconds);
@@ -285,8 +292,16 @@ async function finalStatistics(e: Ended, links: Links, leases: LeaseTable, maste
   } else {
     stats = computeStats(common);
   }
+  const ended = ENDED[e.end];
   write(renderStats(stats));
-  if (o.statsJson) writeFileSync(o.statsJson, JSON.stringify(stats, null, 2) + "\n");
+  write(`ended: ${ended}`);
+  if (stats.observations > 0 && stats.generated === 0) {
+    write(
+      "warning: no run produced a child input — check that the target writes its children where fuzzfleet reads them " +
+        "(every file it writes into $SYMCC_OUTPUT_DIR, docs/explore.md) and that its backend generates any (SymCC's simple backend may not)",
+    );
+  }
+  if (o.statsJson) writeFileSync(o.statsJson, JSON.stringify({ ...stats, ended }, null, 2) + "\n");
   if (stats.late_inputs > 0) write(`${stats.late_inputs} input file(s) arrived after the frontier was declared exhausted: left for the next campaign`);
 }
 
@@ -323,3 +338,15 @@ function checkDirectory(path: string, flag: string): void {
 }
 
 export type { ExploreStats };
+
+/** How a campaign ended, in the words of its output and of --stats-json's `ended`. */
+const ENDED: Record<EndReason, string> = {
+  idle: "frontier exhausted",
+  quiescence: "frontier exhausted (every master agreed)",
+  "wall budget": "wall budget reached",
+  interrupted: "interrupted",
+  "no usable executor": "no usable executor",
+  conflict: "quiescence conflict",
+  "master lost": "a master was lost",
+};
+
