@@ -148,28 +148,32 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
           engine.drain("interrupted");
           this.o.log("interrupted: draining — no new chunks; chunks in flight that do not land will be re-swept");
         }
-        if (!engine.draining && engine.remainingSeconds() < engine.floorSeconds) {
+        // One reading of the clock per turn: a second one could find the deadline passed that the
+        // first did not, and the turn would then sleep as if the store were blocked.
+        const now = this.o.now();
+        const remaining = engine.remainingSeconds();
+        if (!engine.draining && remaining < engine.floorSeconds) {
           engine.drain("deadline");
           this.o.log("deadline: draining — waiting for the chunks in flight");
         }
         let sleepMs: number;
         if (engine.draining) {
-          drainDeadline ??= this.o.now() + this.o.drainGraceSeconds * 1000;
+          drainDeadline ??= now + this.o.drainGraceSeconds * 1000;
           const left = engine.inFlightChunks();
           if (left.length === 0) break;
-          if (this.o.now() >= drainDeadline && !this.books.blocked) {
+          if (now >= drainDeadline && !this.books.blocked) {
             abandoned = left.length;
             for (const f of left) this.reissue(f.chunkId, "drain grace expired");
             await this.books.settled();
             this.o.log(`${abandoned} chunk(s) were still running when the drain grace expired — not counted; the next session re-sweeps them`);
             break;
           }
-          sleepMs = drainDeadline - this.o.now();
+          // Past the drain deadline only while the store is blocked: then only events wake it.
+          sleepMs = now >= drainDeadline ? MAX_SLEEP_MS : Math.max(1, drainDeadline - now);
         } else {
-          sleepMs = (engine.remainingSeconds() - engine.floorSeconds) * 1000;
+          sleepMs = Math.max(1, (remaining - engine.floorSeconds) * 1000);
         }
-        // Past a deadline (the store is blocked) only the events wake it: a long sleep, not a spin.
-        await this.sleeper.pause(sleepMs > 0 ? Math.min(sleepMs, MAX_SLEEP_MS) : MAX_SLEEP_MS);
+        await this.sleeper.pause(Math.min(sleepMs, MAX_SLEEP_MS));
       }
     } finally {
       clearInterval(leaseScan);
