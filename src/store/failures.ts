@@ -178,18 +178,7 @@ export function listFailures(db: Db, filter: FailureFilter): FailureListRow[] {
     where.push("f.id = ?");
     args.push(filter.id);
   } else {
-    if (filter.state !== "all") {
-      where.push("f.state = ?");
-      args.push(filter.state);
-    }
-    if (filter.bucket) {
-      where.push("f.bucket = ?");
-      args.push(filter.bucket);
-    }
-    if (filter.generationId != null) {
-      where.push("f.generation_id = ?");
-      args.push(filter.generationId);
-    }
+    scopeClauses(filter, where, args);
     if (filter.signature != null) {
       where.push("f.signature = ?");
       args.push(filter.signature);
@@ -256,18 +245,7 @@ export interface PendingGroup {
 export function pendingGroups(db: Db, filter: FailureFilter): PendingGroup[] {
   const where = [`f.${PENDING}`];
   const args: (string | number)[] = [];
-  if (filter.state !== "all") {
-    where.push("f.state = ?");
-    args.push(filter.state);
-  }
-  if (filter.bucket) {
-    where.push("f.bucket = ?");
-    args.push(filter.bucket);
-  }
-  if (filter.generationId != null) {
-    where.push("f.generation_id = ?");
-    args.push(filter.generationId);
-  }
+  scopeClauses(filter, where, args);
   return stmt(
     db,
     `SELECT f.state, f.bucket, COALESCE(f.signature, f.bucket) AS signature, COUNT(*) AS finds, SUM(f.hits) AS hits,
@@ -285,3 +263,20 @@ export function pendingGroups(db: Db, filter: FailureFilter): PendingGroup[] {
       return { ...rest, distinct: distinct_ };
     });
 }
+
+/** The WHERE clauses of a filter's state, bucket and generation, shared by distinct failures and pending finds. */
+function scopeClauses(filter: FailureFilter, where: string[], args: (string | number)[]): void {
+  if (filter.state !== "all") {
+    where.push("f.state = ?");
+    args.push(filter.state);
+  }
+  if (filter.bucket) {
+    where.push("f.bucket = ?");
+    args.push(filter.bucket);
+  }
+  if (filter.generationId != null) {
+    where.push("f.generation_id = ?");
+    args.push(filter.generationId);
+  }
+}
+

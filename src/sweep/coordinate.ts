@@ -158,7 +158,6 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
         session: s,
         engine,
         budgetSeconds: o.seconds,
-        now: () => performance.now(),
         startMs,
         log: (line) => out.line(`[${clock()}] ${line}`),
       });

@@ -14,13 +14,14 @@ export interface SweepDashboardOptions {
   session: SweepSession;
   engine: SweepEngine;
   budgetSeconds: number;
-  /** The engine's monotonic clock (ms). */
-  now: () => number;
+  /** The engine's monotonic clock (ms); performance.now() unless a test says otherwise. */
+  now?: () => number;
   startMs: number;
   log: (line: string) => void;
 }
 
 export async function serveSweepDashboard(o: SweepDashboardOptions): Promise<{ server: Dashboard; banner: string[] }> {
+  const now = o.now ?? (() => performance.now());
   const loopback = isLoopbackHost(o.address.host);
   const token = loopback ? null : serverToken({ outDir: o.session.outDir, env: process.env }).token;
   const source = new SweepDashboardSource({
@@ -31,8 +32,8 @@ export async function serveSweepDashboard(o: SweepDashboardOptions): Promise<{ s
       sessionId: o.session.sessionId,
       host: hostname(),
       budgetSeconds: o.budgetSeconds,
-      now: o.now,
-      elapsedSeconds: () => (o.now() - o.startMs) / 1000,
+      now,
+      elapsedSeconds: () => (now() - o.startMs) / 1000,
       engine: o.engine,
     },
   });

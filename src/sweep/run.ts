@@ -110,7 +110,6 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
         session: s,
         engine,
         budgetSeconds: o.seconds,
-        now: () => performance.now(),
         startMs,
         log: (line) => out.line(`fuzzfleet: ${line}`),
       });

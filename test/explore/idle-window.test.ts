@@ -5,11 +5,10 @@ import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { DEFAULT_BUDGETS } from "../../src/explore/defaults.ts";
 import { IdleWindow } from "../../src/explore/fleet/endings.ts";
-import { ExploreMaster } from "../../src/explore/master/master.ts";
-import { LeaseTable } from "../../src/explore/state/lease-table.ts";
+import type { ExploreMaster } from "../../src/explore/master/master.ts";
 import { scratchDirs } from "../helpers/scratch.ts";
+import { loneMaster } from "../helpers/explore.ts";
 
 const { freshDir } = scratchDirs("idle-window");
 const MAX_IDLE = 1000;
@@ -19,21 +18,7 @@ function setup(): { master: ExploreMaster; inputDir: string; window: IdleWindow;
   const inputDir = join(dir, "in");
   mkdirSync(inputDir);
   mkdirSync(join(dir, "corpus"));
-  const master = new ExploreMaster({
-    corpusDir: join(dir, "corpus"),
-    inputDir,
-    stagingRoot: join(dir, "staging"),
-    leases: new LeaseTable({ root: join(dir, "leases"), durability: "fence" }),
-    epoch: "e".repeat(64),
-    rank: 0,
-    ranks: [0],
-    ownership: "rendezvous",
-    budgets: DEFAULT_BUDGETS,
-    timeoutSeconds: 5,
-    leaseTtlMs: 60_000,
-    wallNow: () => Date.now(),
-    log: () => {},
-  });
+  const master = loneMaster({ dir, corpusDir: join(dir, "corpus"), inputDir });
   const log: string[] = [];
   return { master, inputDir, window: new IdleWindow(master, MAX_IDLE, (line) => log.push(line)), log };
 }

@@ -2,10 +2,9 @@ import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { DEFAULT_BUDGETS } from "../../src/explore/state/corpus.ts";
-import { LeaseTable } from "../../src/explore/state/lease-table.ts";
-import { ExploreMaster } from "../../src/explore/master/master.ts";
+import type { ExploreMaster } from "../../src/explore/master/master.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
+import { loneMaster } from "../helpers/explore.ts";
 
 const { freshDir } = scratchDirs("master");
 
@@ -16,21 +15,7 @@ function setup(inputs: number): { master: ExploreMaster; inputDir: string; corpu
   mkdirSync(inputDir);
   mkdirSync(corpusDir);
   for (let i = 0; i < inputs; i++) writeFileSync(join(inputDir, `seed-${i}`), `seed ${i}\n`);
-  const master = new ExploreMaster({
-    corpusDir,
-    inputDir,
-    stagingRoot: join(dir, "staging"),
-    leases: new LeaseTable({ root: join(dir, "leases"), durability: "fence" }),
-    epoch: "e".repeat(64),
-    rank: 0,
-    ranks: [0],
-    ownership: "rendezvous",
-    budgets: DEFAULT_BUDGETS,
-    timeoutSeconds: 5,
-    leaseTtlMs: 60_000,
-    wallNow: () => Date.now(),
-    log: () => {},
-  });
+  const master = loneMaster({ dir, corpusDir: corpusDir, inputDir });
   return { master, inputDir, corpusDir };
 }
 

@@ -6,6 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CLI, killProcessesMentioning, ROOT, waitFor } from "./campaign.ts";
 import type { ExploreStats } from "../../src/explore/command/stats.ts";
+import { DEFAULT_BUDGETS } from "../../src/explore/defaults.ts";
+import { ExploreMaster, type MasterOptions } from "../../src/explore/master/master.ts";
+import { LeaseTable } from "../../src/explore/state/lease-table.ts";
 
 export const MAZE = join(ROOT, "examples/maze/maze.mjs");
 export const MAZE_SEEDS = join(ROOT, "examples/maze/seeds");
@@ -92,4 +95,28 @@ export class ExploreDir {
     killProcessesMentioning(this.dir);
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A lone ExploreMaster (rank 0 of 1, rendezvous ownership, the default budgets, a 5 s per-run
+ * timeout) over `corpusDir` and `inputDir`, its staging and lease records below `dir`; `over`
+ * replaces any option.
+ */
+export function loneMaster(o: { dir: string; corpusDir: string; inputDir: string }, over: Partial<MasterOptions> = {}): ExploreMaster {
+  return new ExploreMaster({
+    corpusDir: o.corpusDir,
+    inputDir: o.inputDir,
+    stagingRoot: join(o.dir, "staging"),
+    leases: new LeaseTable({ root: join(o.dir, "leases"), durability: "fence" }),
+    epoch: "e".repeat(64),
+    rank: 0,
+    ranks: [0],
+    ownership: "rendezvous",
+    budgets: DEFAULT_BUDGETS,
+    timeoutSeconds: 5,
+    leaseTtlMs: 60_000,
+    wallNow: () => Date.now(),
+    log: () => {},
+    ...over,
+  });
 }

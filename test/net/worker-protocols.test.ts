@@ -11,9 +11,6 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { after, describe, test } from "node:test";
-import { DEFAULT_BUDGETS } from "../../src/explore/state/corpus.ts";
-import { LeaseTable } from "../../src/explore/state/lease-table.ts";
-import { ExploreMaster } from "../../src/explore/master/master.ts";
 import { ExploreWorkerProtocol } from "../../src/explore/fleet/worker-protocol.ts";
 import { PeerClosed } from "../../src/errors.ts";
 import type { Connection } from "../../src/net/connection.ts";
@@ -22,6 +19,7 @@ import { WorkerServer, type AttachedWorker, type WorkProtocol } from "../../src/
 import { READ as read, servedSweep } from "../engine/served-sweep.ts";
 import { scratchDirs } from "../helpers/scratch.ts";
 import { fakeWorker, frameBytes, rawExchange, send } from "../helpers/wire.ts";
+import { loneMaster } from "../helpers/explore.ts";
 
 const TOKEN = "conformance-test-token-0123456789";
 /** A worker silent this long is dropped (the product's limit is a minute at least). */
@@ -130,21 +128,7 @@ const explore: Backend = {
     mkdirSync(inputDir);
     mkdirSync(corpusDir);
     for (let i = 0; i < 4; i++) writeFileSync(join(inputDir, `seed-${i}`), `seed ${i}\n`);
-    const master = new ExploreMaster({
-      corpusDir,
-      inputDir,
-      stagingRoot: join(dir, "staging"),
-      leases: new LeaseTable({ root: join(dir, "leases"), durability: "fence" }),
-      epoch: "e".repeat(64),
-      rank: 0,
-      ranks: [0],
-      ownership: "rendezvous",
-      budgets: DEFAULT_BUDGETS,
-      timeoutSeconds: 5,
-      leaseTtlMs: 60_000,
-      wallNow: () => Date.now(),
-      log: () => {},
-    });
+    const master = loneMaster({ dir, corpusDir: corpusDir, inputDir });
     master.admitInputs();
     const nonce = { path: join(dir, "nonce"), value: "explore-nonce" };
     writeFileSync(nonce.path, `${nonce.value}\n`);
