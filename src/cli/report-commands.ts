@@ -19,6 +19,7 @@ import { parseHostPort } from "../net/address.ts";
 import { remoteRead } from "../net/read-client.ts";
 import { clientToken } from "../net/token.ts";
 import { EXIT } from "../exit-codes.ts";
+import { exploreFindingsData, exportExploreFindings, renderExploreFindings } from "../report/findings-explore.ts";
 
 /** The config when it loads; reports still work from the store alone when it does not. */
 function optionalConfig(paths: CampaignPaths): Config | null {
@@ -124,6 +125,7 @@ export function registerReportCommands(program: Command): void {
     .option("--json", "print the same data as one JSON object")
     .option("--master <host:port>", "ask a running coordinator instead of reading the store")
     .option("--token <t>", "with --master: the shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token)")
+    .option("--corpus <dir>", "an explore campaign's corpus (its -o): its findings (crashes and hangs) by signature, instead of a sweep's failures")
     .action(
       action<{
         state: FailureFilters["state"];
@@ -134,8 +136,15 @@ export function registerReportCommands(program: Command): void {
         json?: boolean;
         master?: string;
         token?: string;
+        corpus?: string;
       }>(
         async (o) => {
+          if (o.corpus !== undefined) {
+            refuseSweepFilters(o, ["master", "bucket", "allGenerations"]);
+            const data = exploreFindingsData(o.corpus);
+            process.stdout.write(o.json ? JSON.stringify(data, null, 2) + "\n" : renderExploreFindings(data, { verbose: o.verbose ?? false, lines: o.lines }));
+            return EXIT.ok;
+          }
           const paths = campaignPaths(o);
           const filters = effectiveFilters({ state: o.state, bucket: o.bucket ?? null, allGenerations: o.allGenerations ?? false });
           if (o.master) {
@@ -180,6 +189,7 @@ export function registerReportCommands(program: Command): void {
     .option("--full", "include every artifact file, not only the minimized input and report.txt")
     .option("--lines <n>", "lines shown per file section", intAtLeast(1), 200)
     .option("-o, --output <file>", "write the bundle to a file instead of stdout")
+    .option("--corpus <dir>", "an explore campaign's corpus (its -o): bundle its findings (inputs and output tails) instead of a sweep's failures")
     .action(
       action<{
         id?: number;
@@ -189,7 +199,18 @@ export function registerReportCommands(program: Command): void {
         full?: boolean;
         lines: number;
         output?: string;
+        corpus?: string;
       }>((o) => {
+        if (o.corpus !== undefined) {
+          refuseSweepFilters(o, ["id", "bucket", "allGenerations", "full"]);
+          const bundle = exportExploreFindings(exploreFindingsData(o.corpus), { lines: o.lines });
+          if (bundle.findings === 0) {
+            process.stderr.write(`no findings recorded on ${o.corpus}\n`);
+            return EXIT.ok;
+          }
+          writeBundle(o.output, bundle.text, `${bundle.findings} finding(s)`);
+          return EXIT.ok;
+        }
         const paths = campaignPaths(o);
         refuseIfRemoteCampaign(paths.outDir, "export");
         // The bundle goes to stdout; everything said about it goes to stderr.
@@ -222,20 +243,36 @@ export function registerReportCommands(program: Command): void {
           process.stderr.write("no matching failures\n");
           return EXIT.ok;
         }
-        if (o.output) {
-          try {
-            writeFileSync(o.output, bundle.text);
-          } catch (err) {
-            const reason = (err as Error).message.replace(/, \w+ '.*'$/, "");
-            throw new RuntimeFailure(`cannot write the export to ${o.output} (${reason}); pick a writable path for -o`, { cause: err });
-          }
-          process.stderr.write(`wrote ${o.output} (${bundle.failures} failure(s), ${Buffer.byteLength(bundle.text)} bytes)\n`);
-        } else {
-          process.stdout.write(bundle.text);
-        }
+        writeBundle(o.output, bundle.text, `${bundle.failures} failure(s)`);
         return EXIT.ok;
       }),
     );
+}
+
+/** The bundle to stdout, or to the file -o names (saying so on stderr). */
+function writeBundle(output: string | undefined, text: string, what: string): void {
+  if (!output) {
+    process.stdout.write(text);
+    return;
+  }
+  try {
+    writeFileSync(output, text);
+  } catch (err) {
+    const reason = (err as Error).message.replace(/, \w+ '.*'$/, "");
+    throw new RuntimeFailure(`cannot write the export to ${output} (${reason}); pick a writable path for -o`, { cause: err });
+  }
+  process.stderr.write(`wrote ${output} (${what}, ${Buffer.byteLength(text)} bytes)\n`);
+}
+
+const SWEEP_FLAGS = { master: "--master", bucket: "--bucket", allGenerations: "--all-generations", id: "--id", full: "--full" } as const;
+
+/** --corpus reads an explore campaign's findings: the sweep's filters mean nothing there. */
+function refuseSweepFilters<T extends object>(opts: T, keys: (keyof typeof SWEEP_FLAGS & keyof T)[]): void {
+  const o = opts as Record<string, unknown>;
+  for (const k of keys as string[]) {
+    if (o[k] !== undefined && o[k] !== false) throw new UsageError(`${SWEEP_FLAGS[k as keyof typeof SWEEP_FLAGS]} filters a sweep's failures; with --corpus (an explore campaign's findings) leave it out`);
+  }
+  if (o.state !== undefined && o.state !== "open") throw new UsageError(`--state ${String(o.state)} filters a sweep's failures; with --corpus (an explore campaign's findings) leave it out`);
 }
 
 /**
