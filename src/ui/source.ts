@@ -132,11 +132,12 @@ export interface ExploreView {
   totals: {
     /** Committed executions (this master's, this session; from the files: every done record or ledger line). */
     executions: number;
-    generated: number;
+    /** null: not known from the files (a finished campaign's lease records are gone). */
+    generated: number | null;
     /** New unique children in the corpus. */
-    unique: number;
+    unique: number | null;
     /** generated − unique, not below 0. */
-    redundant: number;
+    redundant: number | null;
     corpus: number;
     externalInputs: number | null;
     skippedExplored: number | null;
