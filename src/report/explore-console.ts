@@ -51,11 +51,16 @@ function redundancyText(v: ExploreView): string {
   return generated && redundant !== null ? ` (${((100 * redundant) / generated).toFixed(1)}%)` : "";
 }
 
+/** A window such as 1.5 s keeps its fraction; longer ones read as durations. */
+function windowText(seconds: number): string {
+  return seconds < 60 ? `${seconds}s` : formatDuration(seconds);
+}
+
 function idleText(v: ExploreView): string | null {
   if (v.idle) {
     return v.idle.remainingSeconds === null
-      ? `window ${formatDuration(v.idle.windowSeconds)}, not counting: work in sight`
-      : `ends in ${v.idle.remainingSeconds.toFixed(1)}s of ${formatDuration(v.idle.windowSeconds)} unless work appears`;
+      ? `window ${windowText(v.idle.windowSeconds)}, not counting: work in sight`
+      : `ends in ${v.idle.remainingSeconds.toFixed(1)}s of ${windowText(v.idle.windowSeconds)} unless work appears`;
   }
   return null;
 }
