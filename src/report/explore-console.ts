@@ -70,7 +70,8 @@ export function renderExploreView(s: DashboardSnapshot, columns = 100): string[]
   const v = s.explore;
   if (!v) return [printable(s.status.headline, { max: LINE_MAX_CHARS }).slice(0, Math.max(20, columns))];
   const f = v.frontier;
-  const known = (f.pending ?? 0) + (f.running ?? 0) + f.leased + f.committing + f.expired + f.done;
+  // Pending and running tasks are leased records too; the lease counts may be a few seconds old.
+  const known = Math.max(f.leased, (f.pending ?? 0) + (f.running ?? 0)) + f.committing + f.expired + f.done;
   const filled = known > 0 ? Math.round((BAR_CELLS * f.done) / known) : 0;
   const budget = s.status.budgetSeconds === null ? "" : ` of ${formatDuration(s.status.budgetSeconds)}`;
   const elapsed = s.status.elapsedSeconds === null ? "" : ` ── ${formatDuration(Math.floor(s.status.elapsedSeconds))}${budget}`;

@@ -176,12 +176,17 @@ export const CLIENT_JS = String.raw`
   function renderExplore(v) {
     var f = v.frontier;
     var box = document.getElementById('frontier'); clear(box);
+    // Pending and running tasks are leased records too (whose counts may be a few seconds old):
+    // the bar splits the leased part into running, pending and the rest.
+    var pending = f.pending || 0, running = f.running || 0;
+    var parts = { done: f.done, committing: f.committing, running: running, pending: pending,
+      leased: Math.max(0, f.leased - pending - running), expired: f.expired };
     var total = 0;
-    FRONTIER.forEach(function (k) { total += f[k] || 0; });
+    FRONTIER.forEach(function (k) { total += parts[k]; });
     var bar = el('div', null, 'frontier');
-    FRONTIER.forEach(function (k) {
-      if (!f[k]) return;
-      var part = el('div', null, 'f-' + k); part.style.width = (100 * f[k] / Math.max(1, total)) + '%'; part.title = k + ' ' + f[k];
+    ['done', 'committing', 'running', 'pending', 'leased', 'expired'].forEach(function (k) {
+      if (!parts[k]) return;
+      var part = el('div', null, 'f-' + k); part.style.width = (100 * parts[k] / Math.max(1, total)) + '%'; part.title = k + ' ' + parts[k];
       bar.appendChild(part);
     });
     box.appendChild(bar);

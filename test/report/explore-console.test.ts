@@ -39,7 +39,7 @@ test("the view: frontier with its bar, rates, growth and redundancy, findings, m
   const lines = renderExploreView(snap({}, [worker("local-0", "alive", true), worker("local-1", "alive", false), worker("vm#1", "alive", true), worker("vm#2", "slow", true), worker("old#3", "left", false)]), 200);
   assert.equal(lines[0], `fuzzfleet explore ── epoch ${"ab".repeat(6)}… lone master ── 1m15s of 10m00s`);
   assert.equal(lines[1], "  frontier  pending 20 │ running 2 │ leased 22 │ committing 1 │ expired 0 │ done 55");
-  assert.equal(lines[2], `            [${"#".repeat(17)}${".".repeat(13)}] 55 done of 100 known`);
+  assert.equal(lines[2], `            [${"#".repeat(21)}${".".repeat(9)}] 55 done of 78 known`);
   assert.equal(lines[3], "  rates     7.0 exec/s │ 93.0 generated/s");
   assert.equal(lines[4], "  growth    55 executions │ 1,000 generated │ 120 unique │ 880 redundant (88.0%) │ corpus 140");
   assert.match(lines[5]!, /^ {2}findings {2}3 crashes, 1 hang under 2 signatures — top: signal 6 \| boom.* \(x3\)$/);
