@@ -8,7 +8,8 @@
 // Cheap by design, since it runs on the master's own event loop: the counters and the tasks held
 // are memory; what needs the disk (the lease records of the whole fleet, the corpus's size) is
 // read at most every few seconds, and less often when a read takes long (never more than about
-// 2% of the time). The findings store is read once per snapshot (one small file per input).
+// 2% of the time). The findings store (one small file per input) is read when it changed.
+import { lstatSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { printable } from "../../core/log-lines.ts";
@@ -34,6 +35,7 @@ const RATE_WINDOW_MS = 5000;
 /** Disk reads (lease records, corpus size) at most this often, and never more than 1/DISK_SHARE of the time. */
 const DISK_EVERY_MS = 3000;
 const DISK_SHARE = 50;
+const FINDINGS_EVERY_MS = 10_000;
 
 /** A remote worker as the explore worker server knows it (the fields read here). */
 export interface RemoteWorkerView {
@@ -97,6 +99,8 @@ export class ExploreDashboardSource implements DashboardSource {
   /** Per remote worker: the bytes read from it last time, and when that number last moved. */
   private readonly heard = new Map<string, { bytes: number; atMs: number }>();
   private findingsCache: FindingRecord[] = [];
+  /** The findings directory's mtime when they were read, and when (monotonic ms). */
+  private findingsRead = { mtimeMs: -1, atMs: -Infinity };
 
   constructor(
     private readonly o: { title: string; live: ExploreLive | null; files: CampaignFiles | null; wallNow?: () => number },
@@ -157,7 +161,7 @@ export class ExploreDashboardSource implements DashboardSource {
     this.sample();
     this.readDisk(live, now);
     const c = m.counters;
-    this.findingsCache = m.findings.list();
+    this.readFindings(m, now);
     const ending = live.ending();
     const untilEnd = ending && "untilEnd" in ending && typeof (ending as { untilEnd: unknown }).untilEnd === "function" ? (ending as unknown as { untilEnd(n: number): number }).untilEnd(now) : Infinity;
     const elapsed = (now - live.startMs) / 1000;
@@ -211,6 +215,22 @@ export class ExploreDashboardSource implements DashboardSource {
     };
   }
 
+  /**
+   * The findings store (one file per input) is read again when its directory changed, and at
+   * least every FINDINGS_EVERY_MS (an mtime can miss a change made within the same tick).
+   */
+  private readFindings(m: ExploreMaster, now: number): void {
+    let mtimeMs = 0;
+    try {
+      mtimeMs = lstatSync(m.findings.dir).mtimeMs;
+    } catch {
+      // No finding yet: the directory is made with the first.
+    }
+    if (mtimeMs === this.findingsRead.mtimeMs && now - this.findingsRead.atMs < FINDINGS_EVERY_MS) return;
+    this.findingsCache = m.findings.list();
+    this.findingsRead = { mtimeMs, atMs: now };
+  }
+
   /** The lease table's counts and the corpus's size, read at most every DISK_EVERY_MS and within DISK_SHARE. */
   private readDisk(live: ExploreLive, now: number): void {
     if (this.disk && now - this.disk.at < Math.max(DISK_EVERY_MS, this.disk.tookMs * DISK_SHARE)) return;
@@ -253,7 +273,9 @@ export class ExploreDashboardSource implements DashboardSource {
 
   private masters(live: ExploreLive, untilEnd: number): MasterView[] {
     const m = live.master;
-    const told = live.phase?.() ?? null;
+    // An ending that names its own phase (a quiescence state machine's) is asked; else the master's state says.
+    const ending = live.ending() as { phase?: unknown } | null;
+    const told = live.phase?.() ?? (ending && typeof ending.phase === "string" ? ending.phase : null);
     const phase =
       told ??
       (m.frozen
