@@ -11,6 +11,7 @@
 // 2% of the time). The findings store (one small file per input) is read when it changed.
 import { lstatSync } from "node:fs";
 import { hostname } from "node:os";
+import { performance } from "node:perf_hooks";
 import { join } from "node:path";
 import { printable } from "../../core/log-lines.ts";
 import { UsageError } from "../../errors.ts";
@@ -99,6 +100,7 @@ export class ExploreDashboardSource implements DashboardSource {
   /** Per remote worker: the bytes read from it last time, and when that number last moved. */
   private readonly heard = new Map<string, { bytes: number; atMs: number }>();
   private findingsCache: FindingRecord[] = [];
+  private filesCache: { at: number; tookMs: number; read: ReturnType<CampaignFiles["read"]>; records: FindingRecord[] } | null = null;
   /** The findings directory's mtime when they were read, and when (monotonic ms). */
   private findingsRead = { mtimeMs: -1, atMs: -Infinity };
 
@@ -337,8 +339,15 @@ export class ExploreDashboardSource implements DashboardSource {
   }
 
   private filesSnapshot(files: CampaignFiles): DashboardSnapshot {
-    const read = files.read();
-    const records = files.findings();
+    // A large corpus or lease table takes a while to list: read again at most every
+    // DISK_EVERY_MS, and never more than 1/DISK_SHARE of the time.
+    const at = performance.now();
+    const c = this.filesCache;
+    if (!c || at - c.at >= Math.max(DISK_EVERY_MS, c.tookMs * DISK_SHARE)) {
+      this.filesCache = { at, tookMs: 0, read: files.read(), records: files.findings() };
+      this.filesCache.tookMs = performance.now() - at;
+    }
+    const { read, records } = this.filesCache!;
     return {
       kind: "explore",
       title: this.o.title,
