@@ -17,18 +17,17 @@ import { printable } from "../../core/log-lines.ts";
 import { UsageError } from "../../errors.ts";
 import { serverToken, type FoundToken } from "../../net/token.ts";
 import type { UiAddress } from "../../ui/address.ts";
+import { findingsView, groupFindings, reproLine } from "../../ui/explore-findings.ts";
 import { exploreMetrics } from "../../ui/explore-metrics.ts";
 import type { MetricFamily } from "../../ui/metrics.ts";
 import { isLoopbackHost, startDashboard, type Dashboard } from "../../ui/server.ts";
-import type { DashboardSnapshot, DashboardSource, ExploreFindingView, ExploreFrontier, ExploreSeries, ExploreView, FailureDetail, MasterView, WorkerRow } from "../../ui/source.ts";
+import type { DashboardSnapshot, DashboardSource, ExploreFrontier, ExploreSeries, ExploreView, FailureDetail, MasterView, WorkerRow } from "../../ui/source.ts";
 import type { Ending } from "../fleet/endings.ts";
 import type { ExploreMaster } from "../master/master.ts";
 import { listCorpus } from "../state/corpus.ts";
 import type { FindingRecord } from "../state/findings.ts";
 import type { LeaseTable } from "../state/lease-table.ts";
 
-/** Findings groups shown; the final statistics list them all. */
-const FINDINGS_SHOWN = 100;
 /** Points kept in memory for the plots; older ones are thinned out (every other one dropped). */
 const MAX_POINTS = 600;
 /** The window of the rates shown as "now" (ms). */
@@ -370,53 +369,6 @@ export class ExploreDashboardSource implements DashboardSource {
       },
     };
   }
-}
-
-interface Group {
-  signature: string;
-  kind: "crash" | "hang";
-  records: FindingRecord[];
-}
-
-/** Records grouped by signature, largest group first (as the final statistics list them). */
-function groupFindings(records: readonly FindingRecord[]): Group[] {
-  const by = new Map<string, Group>();
-  for (const r of records) {
-    const g = by.get(r.signature) ?? { signature: r.signature, kind: r.kind, records: [] };
-    g.records.push(r);
-    by.set(r.signature, g);
-  }
-  return [...by.values()].sort((a, b) => b.records.length - a.records.length || a.signature.localeCompare(b.signature));
-}
-
-function findingsView(records: readonly FindingRecord[]): { findings: ExploreFindingView[]; findingsTotal: { inputs: number; crashes: number; hangs: number; signatures: number } } {
-  const groups = groupFindings(records);
-  return {
-    findings: groups.slice(0, FINDINGS_SHOWN).map((g, i) => ({
-      id: i + 1,
-      signature: g.signature,
-      kind: g.kind,
-      inputs: g.records.length,
-      timesSeen: g.records.reduce((n, r) => n + r.times_seen, 0),
-      firstSeen: g.records.reduce((t, r) => (r.first_seen < t ? r.first_seen : t), g.records[0]!.first_seen),
-      lastSeen: g.records.reduce((t, r) => (r.last_seen > t ? r.last_seen : t), g.records[0]!.last_seen),
-      example: g.records[0]!.input_hash,
-    })),
-    findingsTotal: {
-      inputs: records.length,
-      crashes: records.filter((r) => r.kind === "crash").length,
-      hangs: records.filter((r) => r.kind === "hang").length,
-      signatures: groups.length,
-    },
-  };
-}
-
-/** The target's command line on one input, quoted for a POSIX shell: `@@` is the path, else stdin. */
-export function reproLine(target: readonly string[], input: string): string {
-  const q = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
-  const fileMode = target.some((a) => a.includes("@@"));
-  const argv = target.map((a) => q(a.replaceAll("@@", input)));
-  return fileMode ? argv.join(" ") : `${argv.join(" ")} < ${q(input)}`;
 }
 
 function round1(x: number): number {
