@@ -1,5 +1,5 @@
 // What a terminal shows after some bytes, for tests of redrawn views: text, CR, LF, cursor up
-// (CSI n A), to a column (CSI n G), erase in line (CSI K, CSI 2K); private modes (CSI ? …) are
+// and down (CSI n A, CSI n B), to a column (CSI n G), erase in line (CSI K, CSI 2K); private modes (CSI ? …) are
 // ignored. Any other escape fails the test, so a view that draws something unexpected is seen.
 import assert from "node:assert/strict";
 
@@ -16,6 +16,10 @@ export function screen(bytes: string): string[] {
       if (m[1] === "?") continue;
       const count = m[2] === "" ? 1 : Number(m[2]);
       if (m[3] === "A") row = Math.max(0, row - count);
+      else if (m[3] === "B") {
+        row += count;
+        while (rows.length <= row) rows.push("");
+      }
       else if (m[3] === "G") col = count - 1;
       else if (m[3] === "K") rows[row] = m[2] === "2" ? "" : rows[row]!.slice(0, col);
       else assert.fail(`unexpected CSI ${m[0]}`);
