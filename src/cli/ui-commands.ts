@@ -1,14 +1,20 @@
-// Commands that show a sweep campaign from its store alone, while nothing runs: `ui` serves the
-// dashboard read-only, `report -o DIR` writes it as a static HTML file. Both open the store
-// read-only (never creating or migrating it) and take no lock.
-import { existsSync } from "node:fs";
+// Commands that show a campaign while nothing runs: `ui` serves the dashboard read-only (a sweep
+// from its store; an explore campaign, with --explore, from the files beside its corpus),
+// `report -o DIR` writes a sweep's as a static HTML file. They open the store read-only (never
+// creating or migrating it), write nothing beside a corpus, and take no lock.
+import { existsSync, lstatSync } from "node:fs";
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import { campaignPaths } from "../config/paths.ts";
-import { ConfigError } from "../errors.ts";
+import { ConfigError, UsageError } from "../errors.ts";
+import type { DashboardSource } from "../ui/source.ts";
 import { EXIT } from "../exit-codes.ts";
 import { refuseIfRemoteCampaign } from "../lock/campaign-lock.ts";
 import { clientToken } from "../net/token.ts";
+import { ExploreDashboardSource } from "../explore/command/dashboard.ts";
+import { stateDir } from "../explore/state/work-dir.ts";
 import { SweepDashboardSource } from "../report/dashboard-sweep.ts";
+import { ExploreCampaignFiles } from "../report/explore-files.ts";
 import { openStore } from "../store/db.ts";
 import { staticReportHtml, writeStaticReport } from "../report/static-report.ts";
 import { parseUiAddress } from "../ui/address.ts";
@@ -22,22 +28,47 @@ function storeOrRefuse(dbPath: string): void {
   }
 }
 
+/** --explore DIR: a real directory (never a link), the corpus of an explore campaign. */
+function exploreCorpus(dir: string): string {
+  const path = resolve(dir);
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch {
+    throw new UsageError(`--explore ${dir}: no such directory; name the corpus directory an explore campaign wrote (its -o)`);
+  }
+  if (!st.isDirectory()) throw new UsageError(`--explore ${dir} is not a directory${st.isSymbolicLink() ? " but a symbolic link, which is never followed; name the directory itself" : ""}`);
+  return path;
+}
+
 export function registerUiCommands(program: Command): void {
   program
     .command("ui")
-    .description("serve the dashboard read-only for this campaign's store, while nothing runs (Ctrl-C stops it)")
+    .description("serve the dashboard read-only, while nothing runs: this sweep campaign's store, or with --explore an explore campaign's files (Ctrl-C stops it)")
     .option("--listen <[host:]port>", "where to listen (a bare port is 127.0.0.1; 0 = a free port)", "127.0.0.1:8080")
-    .option("--token <t>", "off loopback: the campaign token (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token)")
+    .option("--token <t>", "off loopback: the campaign token (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token, or CORPUS_DIR/.fuzzfleet/fuzzfleet.token with --explore)")
+    .option("--explore <corpus-dir>", "an explore campaign instead: read its corpus, findings, explored ledger and lease records (nothing is written)")
     .action(
-      action<{ listen: string; token?: string }>(async (o) => {
+      action<{ listen: string; token?: string; explore?: string }>(async (o) => {
         const address = parseUiAddress(o.listen, "--listen");
-        const paths = campaignPaths(o);
-        refuseIfRemoteCampaign(paths.outDir, "ui");
-        storeOrRefuse(paths.dbPath);
-        const token = isLoopbackHost(address.host) ? null : clientToken({ flag: o.token, env: process.env, outDir: paths.outDir });
-        const db = openStore(paths.dbPath, { readonly: true });
+        const loopback = isLoopbackHost(address.host);
+        let source: DashboardSource;
+        let token: string | null = null;
+        let close = () => {};
+        if (o.explore !== undefined) {
+          const corpus = exploreCorpus(o.explore);
+          if (!loopback) token = clientToken({ flag: o.token, env: process.env, outDir: stateDir(corpus) });
+          source = new ExploreDashboardSource({ title: `fuzzfleet explore — ${corpus}`, live: null, files: new ExploreCampaignFiles(corpus) });
+        } else {
+          const paths = campaignPaths(o);
+          refuseIfRemoteCampaign(paths.outDir, "ui");
+          storeOrRefuse(paths.dbPath);
+          if (!loopback) token = clientToken({ flag: o.token, env: process.env, outDir: paths.outDir });
+          const db = openStore(paths.dbPath, { readonly: true });
+          close = () => db.close();
+          source = new SweepDashboardSource({ db, outDir: paths.outDir, title: `fuzzfleet — ${paths.configPath.replace(/\/[^/]*$/, "")}`, live: null });
+        }
         try {
-          const source = new SweepDashboardSource({ db, outDir: paths.outDir, title: `fuzzfleet — ${paths.configPath.replace(/\/[^/]*$/, "")}`, live: null });
           const server = await startDashboard({ host: address.host, port: address.port, source, token, log: (line) => process.stderr.write(`fuzzfleet: ${line}\n`) });
           process.stdout.write(`dashboard (read-only): ${server.url}  (metrics: ${server.url}metrics); Ctrl-C stops it\n`);
           if (server.loginUrl) process.stdout.write(`  off loopback: open ${server.loginUrl} once to log this browser in\n`);
@@ -45,7 +76,7 @@ export function registerUiCommands(program: Command): void {
           await server.close();
           return EXIT.ok;
         } finally {
-          db.close();
+          close();
         }
       }),
     );

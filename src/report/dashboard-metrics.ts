@@ -40,6 +40,15 @@ export function sweepMetrics(s: DashboardSnapshot): MetricFamily[] {
     { name: "fuzzfleet_chunk_oldest_running_seconds", help: "How long the oldest chunk in flight has run, by lane and worker.", type: "gauge", samples: [...flights.values()].map((f) => ({ labels: { lane: f.lane, worker: f.worker }, value: Math.round(f.oldest * 1000) / 1000 })) },
     { name: "fuzzfleet_session_elapsed_seconds", help: "Time since the running session started.", type: "gauge", samples: s.status.elapsedSeconds === null ? [] : [{ value: Math.round(s.status.elapsedSeconds * 1000) / 1000 }] },
     { name: "fuzzfleet_session_budget_seconds", help: "The running session's --for budget.", type: "gauge", samples: s.status.budgetSeconds === null ? [] : [{ value: s.status.budgetSeconds }] },
+    { name: "fuzzfleet_workers", help: "The session's workers by liveness (alive, slow, lost, left).", type: "gauge", samples: countBy(s.workers ?? [], (w) => w.liveness).map(([liveness, n]) => ({ labels: { liveness }, value: n })) },
+    { name: "fuzzfleet_worker_last_heartbeat_seconds", help: "Seconds since each attached worker was last heard from (as the store recorded it).", type: "gauge", samples: (s.workers ?? []).filter((w) => w.liveness !== "left" && w.lastHeartbeatSeconds !== null).map((w) => ({ labels: { worker: w.label }, value: w.lastHeartbeatSeconds! })) },
+    { name: "fuzzfleet_worker_chunks_held", help: "Chunks each attached worker holds now (as the store recorded it).", type: "gauge", samples: (s.workers ?? []).filter((w) => w.liveness !== "left").map((w) => ({ labels: { worker: w.label }, value: w.holding.length })) },
   ];
   return families;
+}
+
+function countBy<T>(items: readonly T[], key: (t: T) => string): [string, number][] {
+  const m = new Map<string, number>();
+  for (const t of items) m.set(key(t), (m.get(key(t)) ?? 0) + 1);
+  return [...m];
 }

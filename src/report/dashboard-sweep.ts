@@ -11,15 +11,17 @@ import { PinnedDir } from "../files/pinned-dir.ts";
 import { FileProblem } from "../files/file-problem.ts";
 import { resolveStorePath } from "../generator/ingest.ts";
 import type { InFlight, SessionCounts, EngineLane, DrainReason } from "../engine/sweep-engine.ts";
-import { stmt, type Db } from "../store/db.ts";
+import type { Db } from "../store/db.ts";
+import { completeTotals, findsByLane as findsByLaneOf, sessionWorkers } from "../store/dashboard-queries.ts";
 import { FAILURE_STATES, listFailures } from "../store/failures.ts";
 import { currentGeneration, seedsSwept } from "../store/generations.ts";
 import { activeLanes, doneAheadOfCursor } from "../store/lanes.ts";
 import { recentSessions } from "../store/sessions.ts";
 import type { MetricFamily } from "../ui/metrics.ts";
-import type { DashboardSnapshot, DashboardSource, FailureDetail, LaneView, SweepView } from "../ui/source.ts";
+import type { DashboardSnapshot, DashboardSource, FailureDetail, LaneView, SweepView, WorkerRow } from "../ui/source.ts";
 import { sweepMetrics } from "./dashboard-metrics.ts";
 import { sweepSeries } from "./sweep-timeline.ts";
+import { workerRows } from "./sweep-workers.ts";
 
 /** Rows of the failures table; `fuzzfleet failures` lists them all. */
 const FAILURES_SHOWN = 200;
@@ -50,6 +52,8 @@ export interface SweepSourceOptions {
   live: LiveSweep | null;
   /** Wall clock (ms since the epoch), for the series' end and the snapshot's time. */
   wallNow?: () => number;
+  /** The campaign's [distributed] lease_seconds, for the workers' liveness (default 120). */
+  leaseSeconds?: number;
 }
 
 export class SweepDashboardSource implements DashboardSource {
@@ -116,12 +120,7 @@ export class SweepDashboardSource implements DashboardSource {
     if (!gen) return base;
     const flights = live ? live.engine.inFlightChunks() : [];
     const engineLanes = new Map((live?.engine.engineLanes() ?? []).map((l) => [l.laneId, l]));
-    const findsByLane = new Map(
-      (stmt(db, "SELECT lane_id, SUM(finds) AS finds FROM chunk WHERE status = 'complete' GROUP BY lane_id").all() as { lane_id: number; finds: number }[]).map((r) => [
-        r.lane_id,
-        r.finds,
-      ]),
-    );
+    const findsByLane = findsByLaneOf(db);
     const lanes: LaneView[] = activeLanes(db, gen.id).map((row) => ({
       name: row.name,
       baseSeed: row.base_seed,
@@ -135,10 +134,7 @@ export class SweepDashboardSource implements DashboardSource {
         .map((f) => ({ chunkId: f.chunkId, seedFrom: f.seedFrom, seedTo: f.seedTo, runningSeconds: Math.max(0, (live!.now() - f.startedMs) / 1000), worker: f.worker.label })),
     }));
     const failures = listFailures(db, { state: "all", generationId: gen.id });
-    const totals = stmt(
-      db,
-      `SELECT COUNT(*) AS chunks, COALESCE(SUM(c.finds), 0) AS finds FROM chunk c JOIN lane l ON l.id = c.lane_id WHERE l.generation_id = ? AND c.status = 'complete'`,
-    ).get(gen.id) as { chunks: number; finds: number };
+    const totals = completeTotals(db, gen.id);
     const sweep: SweepView = {
       generation: gen.id,
       lanes,
@@ -174,6 +170,20 @@ export class SweepDashboardSource implements DashboardSource {
         host: s.coordinator_host,
       })),
     };
-    return { ...base, sweep };
+    return { ...base, sweep, workers: this.workers(sessions) };
+  }
+
+  /** The workers of the running session (or, read-only, the last one); null for a session that swept in its own process. */
+  private workers(sessions: ReturnType<typeof recentSessions>): WorkerRow[] | null {
+    const live = this.o.live;
+    const session = live ? sessions.find((s) => s.id === live.sessionId) : sessions[0];
+    if (!session || session.mode === "local") return null;
+    const lease = this.o.leaseSeconds ?? 120;
+    return workerRows(sessionWorkers(this.o.db, session.id), {
+      nowMs: this.wallNow(),
+      heartbeatSeconds: Math.min(5, lease / 4),
+      leaseSeconds: lease,
+      sessionRunning: live !== null || session.status === "running",
+    });
   }
 }

@@ -3,44 +3,20 @@
 // chunk's seeds are spread evenly over the time it ran, so a ten-minute chunk draws a plateau
 // rather than a spike at its end. Finds: cumulative, counted when their chunk was recorded.
 // Distinct failures: cumulative, counted at each failure's first_seen.
-import { stmt, type Db } from "../store/db.ts";
+import type { Db } from "../store/db.ts";
+import { completeTimedChunks, failureFirstSeen } from "../store/dashboard-queries.ts";
 import type { SweepSeries } from "../ui/source.ts";
 
 /** Most points on a plot; buckets widen to keep to it. */
 const MAX_POINTS = 240;
-
-interface TimedChunk {
-  lane: string;
-  started_at: string;
-  ended_at: string;
-  seeds: number;
-  finds: number;
-}
-
-/** Complete chunks of one generation's lanes (retired lanes included: their work happened). */
-function completeChunks(db: Db, generationId: number): TimedChunk[] {
-  return stmt(
-    db,
-    `SELECT l.name AS lane, c.started_at AS started_at, c.ended_at AS ended_at, c.seed_to - c.seed_from + 1 AS seeds, c.finds AS finds
-       FROM chunk c JOIN lane l ON l.id = c.lane_id
-      WHERE l.generation_id = ? AND c.status = 'complete' AND c.ended_at IS NOT NULL
-      ORDER BY c.id`,
-  ).all(generationId) as TimedChunk[];
-}
-
-function firstSeenTimes(db: Db, generationId: number): string[] {
-  return (stmt(db, "SELECT first_seen FROM failure WHERE generation_id = ? ORDER BY first_seen").all(generationId) as { first_seen: string }[]).map(
-    (r) => r.first_seen,
-  );
-}
 
 /**
  * The series from the generation's first chunk to `untilMs` (now, for a running campaign; the
  * last chunk's end otherwise). Lanes are named in `laneNames` order, then any others found.
  */
 export function sweepSeries(db: Db, generationId: number, laneNames: readonly string[], untilMs: number | null): SweepSeries {
-  const chunks = completeChunks(db, generationId).map((c) => ({ ...c, from: Date.parse(c.started_at) / 1000, to: Date.parse(c.ended_at) / 1000 }));
-  const firsts = firstSeenTimes(db, generationId).map((t) => Date.parse(t) / 1000);
+  const chunks = completeTimedChunks(db, generationId).map((c) => ({ ...c, from: Date.parse(c.started_at) / 1000, to: Date.parse(c.ended_at) / 1000 }));
+  const firsts = failureFirstSeen(db, generationId).map((t) => Date.parse(t) / 1000);
   const names = [...laneNames];
   for (const c of chunks) if (!names.includes(c.lane)) names.push(c.lane);
   const empty: SweepSeries = { t: [], lanes: Object.fromEntries(names.map((n) => [n, []])), total: [], finds: [], distinct: [] };

@@ -1,12 +1,13 @@
 // The dashboard's browser script, as a string served at /app.js (and inlined in a static report).
 // It renders one snapshot at a time: the status line, lane bars, two uPlot charts, the failures
 // table (a click fetches the report and repro line; a static report carries them embedded), the
-// sessions; workers and explore say when a campaign kind does not have them. Every value from
-// the campaign is set as textContent. Written without template literals so it can live in one.
+// sessions, the workers with their liveness; for an explore campaign the frontier, three uPlot
+// charts, the findings by signature and the masters. Only the kind's own sections are shown.
+// Every value from the campaign is set as textContent. Written without template literals so it can live in one.
 export const CLIENT_JS = String.raw`
 (function () {
   'use strict';
-  var charts = { rate: null, finds: null };
+  var charts = { rate: null, finds: null, exec: null, growth: null, redundancy: null };
   var chartLanes = '';
   var embedded = document.getElementById('embedded');
   var staticData = embedded ? JSON.parse(embedded.textContent) : null;
@@ -161,17 +162,87 @@ export const CLIENT_JS = String.raw`
     var box = document.getElementById('workers'); clear(box);
     if (workers.length === 0) box.appendChild(el('div', 'no workers attached', 'na'));
     workers.forEach(function (w) {
-      box.appendChild(el('div', w.label + ' — ' + w.liveness + ', last heartbeat ' + dur(w.lastHeartbeatSeconds) + ' ago' + (w.chunk ? ', holding ' + w.chunk : '')));
+      var row = el('div', null, 'worker'); row.setAttribute('data-worker', w.label);
+      row.appendChild(el('span', w.label + ' '));
+      row.appendChild(el('b', w.liveness, 'live-' + w.liveness));
+      var heard = w.lastHeartbeatSeconds === null ? '' : ', last heard from ' + dur(w.lastHeartbeatSeconds) + ' ago';
+      var held = w.holding.length ? ' — holding ' + w.holding.map(function (h) { return h.text + (h.ageSeconds === null ? '' : ' (' + dur(h.ageSeconds) + ')'); }).join(', ') : '';
+      row.appendChild(el('span', heard + held + (w.note ? ' — ' + w.note : ''), 'muted'));
+      box.appendChild(row);
     });
   }
+
+  var FRONTIER = ['pending', 'running', 'leased', 'committing', 'expired', 'done'];
+  function renderExplore(v) {
+    var f = v.frontier;
+    var box = document.getElementById('frontier'); clear(box);
+    // Pending and running tasks are leased records too (whose counts may be a few seconds old):
+    // the bar splits the leased part into running, pending and the rest.
+    var pending = f.pending || 0, running = f.running || 0;
+    var parts = { done: f.done, committing: f.committing, running: running, pending: pending,
+      leased: Math.max(0, f.leased - pending - running), expired: f.expired };
+    var total = 0;
+    FRONTIER.forEach(function (k) { total += parts[k]; });
+    var bar = el('div', null, 'frontier');
+    ['done', 'committing', 'running', 'pending', 'leased', 'expired'].forEach(function (k) {
+      if (!parts[k]) return;
+      var part = el('div', null, 'f-' + k); part.style.width = (100 * parts[k] / Math.max(1, total)) + '%'; part.title = k + ' ' + parts[k];
+      bar.appendChild(part);
+    });
+    box.appendChild(bar);
+    box.appendChild(el('div', FRONTIER.map(function (k) { return k + ' ' + int(f[k]); }).join(' · ') +
+      (f.inputBacklog ? ' · ' + int(f.inputBacklog) + ' input file(s) to admit' : '') +
+      (f.leaseCountsAgeSeconds === null ? '' : '  (lease records read ' + dur(f.leaseCountsAgeSeconds) + ' ago)'), 'frontier-text'));
+    var t = v.totals, r = v.rates;
+    var tot = document.getElementById('explore-totals'); clear(tot);
+    tot.appendChild(el('div', v.role + (v.epoch ? ', epoch ' + v.epoch.slice(0, 12) + '…' : '') + ' — ' + int(t.executions) + ' executions, ' +
+      int(t.generated) + ' generated, ' + int(t.unique) + ' unique, ' + int(t.redundant) + ' redundant' +
+      (t.generated ? ' (' + (100 * t.redundant / t.generated).toFixed(1) + '%)' : '') + '; corpus ' + int(t.corpus) +
+      (r.executionsPerSecond === null ? '' : ' — ' + r.executionsPerSecond.toFixed(1) + ' executions/s, ' + r.generatedPerSecond.toFixed(1) + ' generated/s') +
+      '; findings: ' + int(v.findingsTotal.crashes) + ' crash(es), ' + int(v.findingsTotal.hangs) + ' hang(s) under ' + int(v.findingsTotal.signatures) + ' signature(s)' +
+      (t.problems ? '; ' + int(t.problems) + ' problem(s)' : ''), 'explore-totals-text'));
+    var idle = document.getElementById('idle'); clear(idle);
+    if (v.idle) idle.appendChild(el('div', v.idle.remainingSeconds === null ? 'idle window ' + dur(v.idle.windowSeconds) + ': not counting (work in sight)' :
+      'idle window: ends in ' + v.idle.remainingSeconds.toFixed(1) + 's of ' + dur(v.idle.windowSeconds) + ' unless work appears', 'idle-text'));
+    if (v.wall) idle.appendChild(el('div', 'wall budget: ' + dur(v.wall.remainingSeconds) + ' left of ' + dur(v.wall.budgetSeconds), 'muted'));
+    var s = v.series;
+    if (typeof uPlot !== 'undefined') {
+      var exec = [s.t, s.executionsPerSecond], growth = [s.t, s.unique, s.generated], red = [s.t, s.redundancy.map(function (x) { return 100 * x; })];
+      if (!charts.exec) {
+        charts.exec = chart('exec-chart', [{ label: 'executions/s', stroke: '#1565c0', width: 2 }], exec);
+        charts.growth = chart('growth-chart', [{ label: 'unique', stroke: '#2e7d32', width: 2 }, { label: 'generated', stroke: '#ef6c00', width: 2 }], growth);
+        charts.redundancy = chart('redundancy-chart', [{ label: 'redundant %', stroke: '#6a1b9a', width: 2 }], red);
+      } else { charts.exec.setData(exec); charts.growth.setData(growth); charts.redundancy.setData(red); }
+    }
+    var body = document.querySelector('#findings tbody'); clear(body);
+    v.findings.forEach(function (g) {
+      var tr = el('tr'); tr.setAttribute('data-id', String(g.id));
+      [g.id, g.signature, g.kind, int(g.inputs), int(g.timesSeen), g.firstSeen, g.lastSeen, g.example.slice(0, 16) + '…'].forEach(function (c) { tr.appendChild(el('td', c)); });
+      tr.addEventListener('click', function () { openFailure(g.id); });
+      body.appendChild(tr);
+    });
+    if (v.findingsTotal.signatures > v.findings.length) {
+      var more = el('tr'); var td = el('td', (v.findingsTotal.signatures - v.findings.length) + ' more signature(s) (the final statistics list them all)', 'muted');
+      td.colSpan = 8; more.appendChild(td); body.appendChild(more);
+    }
+    var ms = document.getElementById('masters'); clear(ms);
+    v.masters.forEach(function (m) {
+      var row = el('div', 'rank ' + m.rank + (m.host ? ' on ' + m.host : '') + (m.self ? ' (this one)' : '') + ' — ' + m.phase, 'master');
+      row.setAttribute('data-rank', String(m.rank)); ms.appendChild(row);
+    });
+  }
+
+  function show(id, on) { document.getElementById(id).className = on ? '' : 'hidden'; }
 
   function render(s) {
     received++;
     document.body.setAttribute('data-snapshots', String(received));
+    document.body.setAttribute('data-kind', s.kind);
     renderStatus(s);
+    show('sweep-view', s.kind === 'sweep'); show('sessions-view', s.kind === 'sweep'); show('explore-view', s.kind === 'explore');
     if (s.sweep) { renderTotals(s.sweep); renderLanes(s.sweep); renderCharts(s.sweep); renderFailures(s.sweep); renderSessions(s.sweep); }
     renderWorkers(s.workers);
-    if (s.explore === null) notAvailable('explore');
+    if (s.explore) renderExplore(s.explore);
   }
 
   if (staticData) { render(staticData.snapshot); return; }

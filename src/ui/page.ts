@@ -23,6 +23,11 @@ table { border-collapse: collapse; width: 100%; } th, td { text-align: left; pad
 #failures tbody tr { cursor: pointer; } #failures tbody tr:hover { background: #f5f8ff; }
 #detail { white-space: pre-wrap; background: #f8f9fb; border: 1px solid var(--line); padding: 8px; max-height: 360px; overflow: auto; font: 12px/1.35 ui-monospace, monospace; }
 #detail:empty { display: none; }
+.frontier { display: flex; height: 18px; border: 1px solid var(--line); margin: 4px 0; background: #f2f4f7; }
+.frontier div { height: 100%; } .f-pending { background: #f9a825; } .f-running { background: #1565c0; } .f-leased { background: #90caf9; } .f-committing { background: #6a1b9a; } .f-expired { background: #c62828; } .f-done { background: #2e7d32; }
+.worker { margin: 2px 0; } .live-alive { color: #2e7d32; } .live-slow { color: #ef6c00; } .live-lost { color: #c62828; font-weight: 600; } .live-left { color: var(--muted); }
+.hidden { display: none; }
+#findings tbody tr { cursor: pointer; } #findings tbody tr:hover { background: #f5f8ff; }
 `;
 
 export interface PageOptions {
@@ -57,17 +62,30 @@ export function pageHtml(o: PageOptions): string {
 <h1 id="title">${escapeHtml(o.title)}</h1>
 <div id="status"><span id="headline" class="muted">waiting for the first update…</span>
 <span>elapsed <b id="elapsed">–</b></span><span>budget <b id="budget">–</b></span><span>updated <b id="updated">–</b></span><span id="mode" class="muted"></span></div>
+<section id="sweep-view">
 <h2>Totals</h2><div id="totals"></div>
 <h2>Lanes <span class="muted">(green: the covered prefix from base_seed to cursor; yellow: done ahead, not yet coverage; blue: in flight)</span></h2><div id="lanes"></div>
 <div class="charts"><div class="chart"><h3>seeds/s per lane and in total</h3><div id="rate-chart"></div></div>
 <div class="chart"><h3>finds and distinct failures</h3><div id="finds-chart"></div></div></div>
 <h2>Failures <span class="muted">(click a row for its report and repro line)</span></h2>
 <table id="failures"><thead><tr><th>#</th><th>signature</th><th>lane</th><th>state</th><th>hits</th><th>first seed</th><th>first seen</th><th>last seen</th></tr></thead><tbody></tbody></table>
+</section>
+<section id="explore-view">
+<h2>Frontier <span class="muted">(pending and running: this master; leased, committing, expired, done: the lease records of the whole fleet)</span></h2><div id="frontier"></div>
+<div id="explore-totals"></div><div id="idle"></div>
+<div class="charts"><div class="chart"><h3>executions/s</h3><div id="exec-chart"></div></div>
+<div class="chart"><h3>unique and generated inputs</h3><div id="growth-chart"></div></div>
+<div class="chart"><h3>redundancy (share of children that were not new)</h3><div id="redundancy-chart"></div></div></div>
+<h2>Findings by signature <span class="muted">(click a row for an input's output and repro line)</span></h2>
+<table id="findings"><thead><tr><th>#</th><th>signature</th><th>kind</th><th>inputs</th><th>times seen</th><th>first seen</th><th>last seen</th><th>example input</th></tr></thead><tbody></tbody></table>
+<h2>Masters</h2><div id="masters"></div>
+</section>
 <div id="detail"></div>
 <h2>Workers</h2><div id="workers"></div>
-<h2>Explore</h2><div id="explore"></div>
+<section id="sessions-view">
 <h2>Sessions</h2>
 <table id="sessions"><thead><tr><th>#</th><th>mode</th><th>status</th><th>started</th><th>ended</th><th>budget</th><th>host</th></tr></thead><tbody></tbody></table>
+</section>
 ${scripts}
 </body></html>
 `;

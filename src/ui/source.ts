@@ -23,9 +23,9 @@ export interface DashboardSnapshot {
   live: boolean;
   status: CampaignStatus;
   sweep: SweepView | null;
-  /** null: not available for this campaign kind (yet). */
+  /** null: not available for this campaign kind. */
   workers: WorkerRow[] | null;
-  explore: null;
+  explore: ExploreView | null;
 }
 
 export interface CampaignStatus {
@@ -107,9 +107,96 @@ export interface SessionView {
   host: string | null;
 }
 
+/**
+ * A worker (or an explore master's local slot). alive: heard from within its heartbeat; slow:
+ * silent for longer, not yet past its lease; lost: silent past its lease, or its session ended
+ * without it leaving; left: it disconnected.
+ */
 export interface WorkerRow {
   label: string;
-  liveness: "alive" | "slow" | "lost";
+  liveness: "alive" | "slow" | "lost" | "left";
+  /** Seconds since it was last heard from; null when never (or not recorded). */
   lastHeartbeatSeconds: number | null;
-  chunk: string | null;
+  /** What it holds now: chunks (sweep) or tasks (explore), with their age in seconds when known. */
+  holding: { text: string; ageSeconds: number | null }[];
+  /** One more fact: "-j 4", "idle", "quarantined: …". */
+  note: string | null;
+}
+
+/** An explore campaign: its frontier, rates and growth, findings, masters and the idle window. */
+export interface ExploreView {
+  epoch: string | null;
+  /** "lone master", "root of 3 masters", "submaster rank 2", "read from the files". */
+  role: string;
+  frontier: ExploreFrontier;
+  totals: {
+    /** Committed executions (this master's, this session; from the files: every done record or ledger line). */
+    executions: number;
+    /** null: not known from the files (a finished campaign's lease records are gone). */
+    generated: number | null;
+    /** New unique children in the corpus. */
+    unique: number | null;
+    /** generated − unique, not below 0. */
+    redundant: number | null;
+    corpus: number;
+    externalInputs: number | null;
+    skippedExplored: number | null;
+    problems: number | null;
+  };
+  /** Over the last few seconds; null when not running. */
+  rates: { executionsPerSecond: number | null; generatedPerSecond: number | null };
+  series: ExploreSeries;
+  findings: ExploreFindingView[];
+  findingsTotal: { inputs: number; crashes: number; hangs: number; signatures: number };
+  masters: MasterView[];
+  /** The lone master's idle window: null while it is not counting down (or with several masters). */
+  idle: { windowSeconds: number; remainingSeconds: number | null } | null;
+  /** The wall budget: null for none. */
+  wall: { budgetSeconds: number; remainingSeconds: number | null } | null;
+}
+
+export interface ExploreFrontier {
+  /** Held by this master, waiting for an executor. null from the files. */
+  pending: number | null;
+  /** Input files listed, not yet admitted. */
+  inputBacklog: number | null;
+  /** Handed to an executor, not yet answered (this master). */
+  running: number | null;
+  /** Lease records, fleet-wide: leased (unexpired), committing, expired, done. */
+  leased: number;
+  committing: number;
+  expired: number;
+  done: number;
+  /** How old the lease counts are (they are read from disk at most every few seconds); null: no lease table. */
+  leaseCountsAgeSeconds: number | null;
+}
+
+/** Points in time (unix seconds): executions/s, cumulative unique and generated, redundancy (0..1). */
+export interface ExploreSeries {
+  t: number[];
+  executionsPerSecond: number[];
+  unique: number[];
+  generated: number[];
+  redundancy: number[];
+}
+
+export interface ExploreFindingView {
+  /** Its number for /failure/ID: 1 for the first signature. */
+  id: number;
+  signature: string;
+  kind: "crash" | "hang";
+  inputs: number;
+  timesSeen: number;
+  firstSeen: string;
+  lastSeen: string;
+  example: string;
+}
+
+export interface MasterView {
+  rank: number;
+  host: string | null;
+  /** This process's master. */
+  self: boolean;
+  /** Its quiescence phase: "working", "idle", "idle window", "frozen (voted YES)", "proposing", "committed", "lost"… */
+  phase: string;
 }

@@ -1,0 +1,426 @@
+// The dashboard of an explore campaign: a DashboardSource over a running master (`explore --ui`),
+// or over the files a campaign leaves beside its corpus (`fuzzfleet ui --explore DIR`, while
+// nothing runs). What it shows: the frontier (pending, running, and the lease records leased,
+// committing, expired, done), executions/s, unique, generated and redundancy over time, findings
+// by signature, the masters and their quiescence phase, the workers, the idle window counting
+// down.
+//
+// Cheap by design, since it runs on the master's own event loop: the counters and the tasks held
+// are memory; what needs the disk (the lease records of the whole fleet, the corpus's size) is
+// read at most every few seconds, and less often when a read takes long (never more than about
+// 2% of the time). The findings store (one small file per input) is read when it changed.
+import { lstatSync } from "node:fs";
+import { hostname } from "node:os";
+import { performance } from "node:perf_hooks";
+import { join } from "node:path";
+import { printable } from "../../core/log-lines.ts";
+import { UsageError } from "../../errors.ts";
+import { serverToken, type FoundToken } from "../../net/token.ts";
+import type { UiAddress } from "../../ui/address.ts";
+import { findingsView, groupFindings, reproLine } from "../../ui/explore-findings.ts";
+import { exploreMetrics } from "../../ui/explore-metrics.ts";
+import type { MetricFamily } from "../../ui/metrics.ts";
+import { isLoopbackHost, startDashboard, type Dashboard } from "../../ui/server.ts";
+import type { DashboardSnapshot, DashboardSource, ExploreFrontier, ExploreSeries, ExploreView, FailureDetail, MasterView, WorkerRow } from "../../ui/source.ts";
+import type { Ending } from "../fleet/endings.ts";
+import type { ExploreMaster } from "../master/master.ts";
+import { listCorpus } from "../state/corpus.ts";
+import type { FindingRecord } from "../state/findings.ts";
+import type { LeaseTable } from "../state/lease-table.ts";
+
+/** Points kept in memory for the plots; older ones are thinned out (every other one dropped). */
+const MAX_POINTS = 600;
+/** The window of the rates shown as "now" (ms). */
+const RATE_WINDOW_MS = 5000;
+/** Disk reads (lease records, corpus size) at most this often, and never more than 1/DISK_SHARE of the time. */
+const DISK_EVERY_MS = 3000;
+const DISK_SHARE = 50;
+const FINDINGS_EVERY_MS = 10_000;
+
+/** A remote worker as the explore worker server knows it (the fields read here). */
+export interface RemoteWorkerView {
+  readonly label: string;
+  readonly key: string;
+  readonly jobs: number;
+  readonly tasks: number;
+  readonly gone: string | null;
+  readonly conn: { readonly closed: boolean; readonly socket: { readonly bytesRead: number } };
+}
+
+/** What a running master gives the dashboard; everything is read, nothing is changed. */
+export interface ExploreLive {
+  master: ExploreMaster;
+  leases: LeaseTable;
+  corpusDir: string;
+  target: readonly string[];
+  epoch: string;
+  rank: number;
+  ranks: readonly number[];
+  role: "single" | "root" | "participant";
+  /** The ending the loop asks (an IdleWindow gives the countdown). */
+  ending: () => Ending | null;
+  /** Its quiescence phase, when the ending can say more than the master's own state. */
+  phase?: () => string | null;
+  slots: number;
+  /** Remote workers attached now, and every one ever attached. */
+  remote: () => { workers: Iterable<RemoteWorkerView>; everyone: readonly RemoteWorkerView[] } | null;
+  /** The other masters (the root's submasters, or a submaster's root). */
+  peers?: () => { rank: number; host: string | null; lost: boolean }[];
+  maxIdleSeconds: number;
+  wallTimeoutSeconds: number;
+  leaseTtlMs: number;
+  /** How often remote workers were told to heartbeat (seconds). */
+  heartbeatSeconds: number;
+  /** The monotonic clock (ms) and when the campaign started on it. */
+  now: () => number;
+  startMs: number;
+}
+
+/** A campaign's files, read while nothing runs (src/report/explore-files.ts reads them). */
+export interface CampaignFiles {
+  readonly corpusDir: string;
+  findings(): FindingRecord[];
+  read(): { headline: string; epoch: string | null; frontier: ExploreFrontier; totals: ExploreView["totals"]; series: ExploreSeries; masters: number[] };
+}
+
+interface Sample {
+  t: number;
+  executions: number;
+  generated: number;
+  unique: number;
+}
+
+export class ExploreDashboardSource implements DashboardSource {
+  private readonly samples: Sample[] = [];
+  private disk: { at: number; tookMs: number; counts: { leased: number; committing: number; expired: number; done: number }; corpus: number } | null = null;
+  private diskProblem: string | null = null;
+  /** When each active task was first seen held by its executor (task id -> monotonic ms). */
+  private readonly taskSeen = new Map<number, number>();
+  /** Per remote worker: the bytes read from it last time, and when that number last moved. */
+  private readonly heard = new Map<string, { bytes: number; atMs: number }>();
+  private findingsCache: FindingRecord[] = [];
+  private filesCache: { at: number; tookMs: number; read: ReturnType<CampaignFiles["read"]>; records: FindingRecord[] } | null = null;
+  /** The findings directory's mtime when they were read, and when (monotonic ms). */
+  private findingsRead = { mtimeMs: -1, atMs: -Infinity };
+
+  constructor(
+    private readonly o: { title: string; live: ExploreLive | null; files: CampaignFiles | null; wallNow?: () => number },
+  ) {
+    if (!o.live && !o.files) throw new Error("an explore dashboard source needs a running master or the campaign's files");
+  }
+
+  private wallNow(): number {
+    return (this.o.wallNow ?? Date.now)();
+  }
+
+  /** Records one point of the plots (the dashboard calls it once a second). */
+  sample(): void {
+    const live = this.o.live;
+    if (!live) return;
+    const c = live.master.counters;
+    const point = { t: this.wallNow() / 1000, executions: c.observations, generated: c.generated, unique: c.claimedChildren };
+    const last = this.samples.at(-1);
+    if (last && point.t - last.t < 0.5) this.samples[this.samples.length - 1] = point;
+    else this.samples.push(point);
+    if (this.samples.length > MAX_POINTS) {
+      // Cumulative values: dropping every other point keeps every rate right over the wider step.
+      const kept = this.samples.filter((_, i) => i % 2 === 0 || i === this.samples.length - 1);
+      this.samples.splice(0, this.samples.length, ...kept);
+    }
+  }
+
+  snapshot(): DashboardSnapshot {
+    return this.o.live ? this.liveSnapshot(this.o.live) : this.filesSnapshot(this.o.files!);
+  }
+
+  metrics(): MetricFamily[] {
+    return exploreMetrics(this.snapshot());
+  }
+
+  failureDetail(id: number): FailureDetail | null {
+    const records = this.o.live ? this.o.live.master.findings.list() : this.o.files!.findings();
+    const g = groupFindings(records)[id - 1];
+    if (!g) return null;
+    const r = g.records[0]!;
+    const corpusDir = this.o.live?.corpusDir ?? this.o.files!.corpusDir;
+    const target = this.o.live?.target ?? null;
+    const input = join(corpusDir, r.input_hash);
+    return {
+      id,
+      bucket: g.signature,
+      repro: target ? reproLine(target, input) : `run the target on ${input}`,
+      report:
+        `${g.records.length} input(s) under this signature; this one: ${r.input_hash}\n` +
+        `${r.kind}${r.signal !== null ? ` (signal ${r.signal})` : r.exit_code !== null ? ` (exit ${r.exit_code})` : " (timeout)"}, seen ${r.times_seen} time(s), first ${r.first_seen}, last ${r.last_seen}\n\n` +
+        `the end of its output:\n${r.stderr_tail}`,
+    };
+  }
+
+  private liveSnapshot(live: ExploreLive): DashboardSnapshot {
+    const now = live.now();
+    const m = live.master;
+    this.sample();
+    this.readDisk(live, now);
+    const c = m.counters;
+    this.readFindings(m, now);
+    const ending = live.ending();
+    const untilEnd = ending && "untilEnd" in ending && typeof (ending as { untilEnd: unknown }).untilEnd === "function" ? (ending as unknown as { untilEnd(n: number): number }).untilEnd(now) : Infinity;
+    const elapsed = (now - live.startMs) / 1000;
+    const frontier: ExploreFrontier = {
+      pending: m.pendingCount,
+      inputBacklog: m.inputBacklogCount,
+      running: m.activeCount,
+      leased: this.disk?.counts.leased ?? 0,
+      committing: this.disk?.counts.committing ?? 0,
+      expired: this.disk?.counts.expired ?? 0,
+      done: this.disk?.counts.done ?? 0,
+      leaseCountsAgeSeconds: this.disk ? Math.max(0, (now - this.disk.at) / 1000) : null,
+    };
+    const generated = c.generated;
+    const unique = c.claimedChildren;
+    const roleText = live.role === "single" ? "lone master" : live.role === "root" ? `root of ${live.ranks.length} masters` : `submaster rank ${live.rank} of ${live.ranks.length}`;
+    return {
+      kind: "explore",
+      title: this.o.title,
+      takenMs: this.wallNow(),
+      live: true,
+      status: {
+        headline: `explore epoch ${live.epoch.slice(0, 12)}… running on ${hostname()} (${roleText})${this.diskProblem ? ` — ${this.diskProblem}` : ""}`,
+        elapsedSeconds: elapsed,
+        budgetSeconds: live.wallTimeoutSeconds > 0 ? live.wallTimeoutSeconds : null,
+        draining: null,
+      },
+      sweep: null,
+      workers: this.workers(live, now),
+      explore: {
+        epoch: live.epoch,
+        role: roleText,
+        frontier,
+        totals: {
+          executions: c.observations,
+          generated,
+          unique,
+          redundant: Math.max(0, generated - unique),
+          corpus: this.disk?.corpus ?? 0,
+          externalInputs: m.external.size,
+          skippedExplored: m.skippedExplored,
+          problems: m.problems.length,
+        },
+        rates: this.rates(),
+        series: this.series(),
+        ...findingsView(this.findingsCache),
+        masters: this.masters(live, untilEnd),
+        idle: live.role === "single" ? { windowSeconds: live.maxIdleSeconds, remainingSeconds: Number.isFinite(untilEnd) ? Math.max(0, untilEnd / 1000) : null } : null,
+        wall: live.wallTimeoutSeconds > 0 ? { budgetSeconds: live.wallTimeoutSeconds, remainingSeconds: Math.max(0, live.wallTimeoutSeconds - elapsed) } : null,
+      },
+    };
+  }
+
+  /**
+   * The findings store (one file per input) is read again when its directory changed, and at
+   * least every FINDINGS_EVERY_MS (an mtime can miss a change made within the same tick).
+   */
+  private readFindings(m: ExploreMaster, now: number): void {
+    let mtimeMs = 0;
+    try {
+      mtimeMs = lstatSync(m.findings.dir).mtimeMs;
+    } catch {
+      // No finding yet: the directory is made with the first.
+    }
+    if (mtimeMs === this.findingsRead.mtimeMs && now - this.findingsRead.atMs < FINDINGS_EVERY_MS) return;
+    this.findingsCache = m.findings.list();
+    this.findingsRead = { mtimeMs, atMs: now };
+  }
+
+  /** The lease table's counts and the corpus's size, read at most every DISK_EVERY_MS and within DISK_SHARE. */
+  private readDisk(live: ExploreLive, now: number): void {
+    if (this.disk && now - this.disk.at < Math.max(DISK_EVERY_MS, this.disk.tookMs * DISK_SHARE)) return;
+    const start = live.now();
+    try {
+      const counts = live.leases.counts(this.wallNow(), live.leaseTtlMs);
+      const corpus = listCorpus(live.corpusDir).length;
+      this.disk = { at: now, tookMs: live.now() - start, counts, corpus };
+      this.diskProblem = null;
+    } catch (err) {
+      // A corrupt record is the master's to report; the dashboard shows what it last read.
+      this.diskProblem = `the lease records could not be read: ${printable((err as Error).message, { max: 200 })}`;
+      if (this.disk) this.disk.at = now;
+      else this.disk = { at: now, tookMs: live.now() - start, counts: { leased: 0, committing: 0, expired: 0, done: 0 }, corpus: 0 };
+    }
+  }
+
+  private rates(): { executionsPerSecond: number | null; generatedPerSecond: number | null } {
+    const last = this.samples.at(-1);
+    if (!last) return { executionsPerSecond: null, generatedPerSecond: null };
+    let from = this.samples[0]!;
+    for (const s of this.samples) if (last.t - s.t >= RATE_WINDOW_MS / 1000) from = s;
+    const dt = last.t - from.t;
+    if (dt <= 0) return { executionsPerSecond: null, generatedPerSecond: null };
+    return { executionsPerSecond: round1((last.executions - from.executions) / dt), generatedPerSecond: round1((last.generated - from.generated) / dt) };
+  }
+
+  private series(): ExploreSeries {
+    const s: ExploreSeries = { t: [], executionsPerSecond: [], unique: [], generated: [], redundancy: [] };
+    this.samples.forEach((p, i) => {
+      const prev = this.samples[i - 1];
+      s.t.push(Math.round(p.t * 1000) / 1000);
+      s.executionsPerSecond.push(prev && p.t > prev.t ? round1((p.executions - prev.executions) / (p.t - prev.t)) : 0);
+      s.unique.push(p.unique);
+      s.generated.push(p.generated);
+      s.redundancy.push(p.generated > 0 ? Math.round((1000 * Math.max(0, p.generated - p.unique)) / p.generated) / 1000 : 0);
+    });
+    return s;
+  }
+
+  private masters(live: ExploreLive, untilEnd: number): MasterView[] {
+    const m = live.master;
+    // An ending that names its own phase (a quiescence state machine's) is asked; else the master's state says.
+    const ending = live.ending() as { phase?: unknown } | null;
+    const told = live.phase?.() ?? (ending && typeof ending.phase === "string" ? ending.phase : null);
+    const phase =
+      told ??
+      (m.frozen
+        ? "frozen (voted YES: a quiescence decision is pending)"
+        : Number.isFinite(untilEnd)
+          ? `idle window: ends in ${Math.max(0, untilEnd / 1000).toFixed(1)}s unless work appears`
+          : m.idle
+            ? live.role === "single"
+              ? "idle (rescanning)"
+              : "idle (waiting for the whole fleet)"
+            : "working");
+    const self: MasterView = { rank: live.rank, host: hostname(), self: true, phase };
+    const peers = (live.peers?.() ?? []).map((p) => ({ rank: p.rank, host: p.host, self: false, phase: p.lost ? "lost" : "joined (its phase is its own)" }));
+    return [self, ...peers].sort((a, b) => a.rank - b.rank);
+  }
+
+  private workers(live: ExploreLive, now: number): WorkerRow[] {
+    const m = live.master;
+    const active = new Set<number>();
+    const holding = (key: string) =>
+      m.activeOn(key).map((id) => {
+        active.add(id);
+        if (!this.taskSeen.has(id)) this.taskSeen.set(id, now);
+        return { text: `task ${id}`, ageSeconds: round1((now - this.taskSeen.get(id)!) / 1000) };
+      });
+    const rows: WorkerRow[] = [];
+    for (let i = 0; i < live.slots; i++) {
+      const key = `local-${i}`;
+      const held = holding(key);
+      const q = m.quarantined.get(key);
+      rows.push({ label: key, liveness: "alive", lastHeartbeatSeconds: 0, holding: held, note: q ? `quarantined: ${printable(q, { max: 120 })}` : held.length ? "local slot" : "local slot, idle" });
+    }
+    const remote = live.remote();
+    if (remote) {
+      const attached = new Set<string>();
+      const hb = live.heartbeatSeconds;
+      for (const w of remote.workers) {
+        attached.add(w.label);
+        const bytes = w.conn.socket.bytesRead;
+        const h = this.heard.get(w.label);
+        if (!h || h.bytes !== bytes) this.heard.set(w.label, { bytes, atMs: now });
+        const silent = (now - this.heard.get(w.label)!.atMs) / 1000;
+        const q = m.quarantined.get(w.key);
+        rows.push({
+          label: w.label,
+          liveness: w.conn.closed ? "lost" : silent <= 3 * hb + 1 ? "alive" : silent <= live.leaseTtlMs / 1000 ? "slow" : "lost",
+          lastHeartbeatSeconds: round1(silent),
+          holding: holding(w.key),
+          note: `-j ${w.jobs}, ${w.tasks} task(s) so far${q ? `; quarantined: ${printable(q, { max: 120 })}` : ""}`,
+        });
+      }
+      for (const w of remote.everyone) {
+        if (attached.has(w.label)) continue;
+        rows.push({ label: w.label, liveness: "left", lastHeartbeatSeconds: null, holding: [], note: `${w.tasks} task(s); left: ${printable(w.gone ?? "disconnected", { max: 120 })}` });
+      }
+    }
+    for (const id of this.taskSeen.keys()) if (!active.has(id)) this.taskSeen.delete(id);
+    return rows;
+  }
+
+  private filesSnapshot(files: CampaignFiles): DashboardSnapshot {
+    // A large corpus or lease table takes a while to list: read again at most every
+    // DISK_EVERY_MS, and never more than 1/DISK_SHARE of the time.
+    const at = performance.now();
+    const c = this.filesCache;
+    if (!c || at - c.at >= Math.max(DISK_EVERY_MS, c.tookMs * DISK_SHARE)) {
+      this.filesCache = { at, tookMs: 0, read: files.read(), records: files.findings() };
+      this.filesCache.tookMs = performance.now() - at;
+    }
+    const { read, records } = this.filesCache!;
+    return {
+      kind: "explore",
+      title: this.o.title,
+      takenMs: this.wallNow(),
+      live: false,
+      status: { headline: read.headline, elapsedSeconds: null, budgetSeconds: null, draining: null },
+      sweep: null,
+      workers: null,
+      explore: {
+        epoch: read.epoch,
+        role: "read from the files",
+        frontier: read.frontier,
+        totals: read.totals,
+        rates: { executionsPerSecond: null, generatedPerSecond: null },
+        series: read.series,
+        ...findingsView(records),
+        masters: read.masters.map((rank) => ({ rank, host: null, self: false, phase: "not running" })),
+        idle: null,
+        wall: null,
+      },
+    };
+  }
+}
+
+function round1(x: number): number {
+  return Math.round(x * 10) / 10;
+}
+
+export interface ExploreDashboardOptions {
+  address: UiAddress;
+  live: ExploreLive;
+  /** The campaign token if the master has one (with --port, --masters, --join); off loopback one is made if not. */
+  found: FoundToken | null;
+  /** <corpus>/.fuzzfleet: where a token made for the dashboard is kept. */
+  stateDir: string;
+  log: (line: string) => void;
+}
+
+export interface ServedExploreDashboard {
+  server: Dashboard;
+  banner: string[];
+  /** A token file this call created (off loopback, no token yet): the command removes it after a clean end like its own. */
+  tokenFile: string | null;
+  close(): Promise<void>;
+}
+
+/** Serves a running master's dashboard where --ui says; the banner lines name it. */
+export async function serveExploreDashboard(o: ExploreDashboardOptions): Promise<ServedExploreDashboard> {
+  const loopback = isLoopbackHost(o.address.host);
+  let token: string | null = null;
+  let tokenFile: string | null = null;
+  if (!loopback) {
+    if (o.found) token = o.found.token;
+    else {
+      const made = serverToken({ env: process.env, outDir: o.stateDir });
+      token = made.token;
+      tokenFile = made.file;
+    }
+    if (!token) throw new UsageError(`--ui ${o.address.host}:${o.address.port} is off loopback and needs the campaign token; pass --token or FUZZFLEET_TOKEN`);
+  }
+  const source = new ExploreDashboardSource({ title: `fuzzfleet explore — ${o.live.corpusDir}`, live: o.live, files: null });
+  source.sample();
+  const timer = setInterval(() => source.sample(), 1000);
+  timer.unref();
+  const server = await startDashboard({ host: o.address.host, port: o.address.port, source, token, log: o.log });
+  const banner = [`dashboard: ${server.url}  (metrics: ${server.url}metrics)`];
+  if (server.loginUrl) banner.push(`  off loopback: open ${server.loginUrl} once to log this browser in (scrapers send Authorization: Bearer <campaign token>)`);
+  return {
+    server,
+    banner,
+    tokenFile,
+    close: async () => {
+      clearInterval(timer);
+      await server.close();
+    },
+  };
+}

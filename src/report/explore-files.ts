@@ -1,0 +1,239 @@
+// An explore campaign read from the files it leaves beside its corpus, for `fuzzfleet ui --explore
+// DIR` while nothing runs (or while a master runs elsewhere and this page only reads):
+//
+//   <corpus>/<sha256>                       the public corpus
+//   <corpus>/.fuzzfleet/findings/*.json     every crash and hang found on this corpus
+//   <corpus>/.fuzzfleet/explored/*.log      the explored ledger: one 65-byte line per completed task
+//   <corpus>/.fuzzfleet/work-<epoch>/       an unfinished campaign: its lease records and baseline
+//
+// Nothing is written, nothing is created, nothing is read through a symlink: the state directory
+// and every directory below it must be real directories (a link is reported and passed over).
+// A clean end removes the work directory, so a finished campaign shows its corpus, findings and
+// ledger; its generated and unique counts and its history need the lease records of a work
+// directory and are shown only while one is kept.
+import { lstatSync } from "node:fs";
+import { join } from "node:path";
+import { HEX64 } from "../core/message-checks.ts";
+import { printable } from "../core/log-lines.ts";
+import type { CampaignFiles } from "../explore/command/dashboard.ts";
+import { listCorpus } from "../explore/state/corpus.ts";
+import { FindingsStore, findingsDir, type FindingRecord } from "../explore/state/findings.ts";
+import { LeaseTable, type LeaseRecord } from "../explore/state/lease-table.ts";
+import { ledgerDir } from "../explore/state/ledger.ts";
+import { stateDir } from "../explore/state/work-dir.ts";
+import { PinnedDir } from "../files/pinned-dir.ts";
+import { describeHolder, readLock } from "../lock/campaign-lock.ts";
+import type { ExploreFrontier, ExploreSeries, ExploreView } from "../ui/source.ts";
+
+/** One ledger line: 64 hex digits and a newline. */
+const LEDGER_LINE_BYTES = 65;
+const LEDGER_NAME = /^([0-9a-f]{64})-r(\d{1,4})\.log$/;
+const WORK_NAME = /^work-([0-9a-f]{64})$/;
+/** Most points on a plot. */
+const MAX_POINTS = 240;
+const BASELINE_MAX_BYTES = 256 * 1024 * 1024;
+
+type Read = ReturnType<CampaignFiles["read"]>;
+
+/** What lstat says of `path`: a real directory, missing, or something else (a link, a file). */
+function kindOf(path: string): "dir" | "missing" | "other" {
+  try {
+    return lstatSync(path).isDirectory() ? "dir" : "other";
+  } catch {
+    return "missing";
+  }
+}
+
+export class ExploreCampaignFiles implements CampaignFiles {
+  readonly state: string;
+
+  constructor(readonly corpusDir: string) {
+    this.state = stateDir(corpusDir);
+  }
+
+  /** The state directory, if it is a real one (never a link). */
+  private stateOk(): boolean {
+    return kindOf(this.state) === "dir";
+  }
+
+  findings(): FindingRecord[] {
+    if (!this.stateOk() || kindOf(findingsDir(this.state)) !== "dir") return [];
+    return new FindingsStore(findingsDir(this.state)).list();
+  }
+
+  read(): Read {
+    const notes: string[] = [];
+    const corpus = listCorpus(this.corpusDir).length;
+    const empty: ExploreFrontier = { pending: null, inputBacklog: null, running: null, leased: 0, committing: 0, expired: 0, done: 0, leaseCountsAgeSeconds: null };
+    const series: ExploreSeries = { t: [], executionsPerSecond: [], unique: [], generated: [], redundancy: [] };
+    const base: Read = {
+      headline: "",
+      epoch: null,
+      frontier: empty,
+      totals: { executions: 0, generated: null, unique: null, redundant: null, corpus, externalInputs: null, skippedExplored: null, problems: null },
+      series,
+      masters: [],
+    };
+    const st = kindOf(this.state);
+    if (st !== "dir") {
+      base.headline = st === "missing" ? `no explore state beside this corpus (${this.state}): only the corpus is shown` : `${this.state} is not a directory (a link?): it is not read`;
+      return base;
+    }
+    const ledger = this.ledger(notes);
+    const works = this.workDirs(notes);
+    const latest = works.at(-1) ?? null;
+    base.epoch = latest?.epoch ?? ledger.latest;
+    base.totals.executions = ledger.lines;
+    base.masters = [...(ledger.ranks.get(base.epoch ?? "") ?? [])].sort((a, b) => a - b);
+    if (latest) {
+      const records = this.leaseRecords(latest.dir, notes);
+      if (records) {
+        const counts = { leased: 0, committing: 0, done: 0 };
+        for (const r of records) counts[r.status]++;
+        base.frontier = { ...empty, ...counts, leaseCountsAgeSeconds: 0 };
+        const history = historyOf(records, this.baseline(latest.dir));
+        base.series = history.series;
+        base.totals = { ...base.totals, generated: history.generated, unique: history.unique, redundant: Math.max(0, history.generated - history.unique) };
+      }
+    }
+    const lock = this.stateOk() ? readLock(this.state) : null;
+    base.headline = lock
+      ? `${describeHolder(lock)}; this page reads its files (explore --ui serves the live page)`
+      : works.length > 0
+        ? `nothing running: ${works.length} unfinished epoch(s) kept for --resume (latest ${latest!.epoch.slice(0, 12)}…)`
+        : "nothing running: the last campaign ended cleanly (its hidden state was removed; the corpus, findings and explored ledger remain)";
+    if (notes.length) base.headline += ` — ${notes.map((n) => printable(n, { max: 200 })).join("; ")}`;
+    return base;
+  }
+
+  /** Lines of every ledger (by file size: each line is 65 bytes; a torn last one does not count), per epoch and rank. */
+  private ledger(notes: string[]): { lines: number; latest: string | null; ranks: Map<string, Set<number>> } {
+    const out = { lines: 0, latest: null as string | null, ranks: new Map<string, Set<number>>() };
+    const dir = ledgerDir(this.state);
+    const kind = kindOf(dir);
+    if (kind === "missing") return out;
+    if (kind === "other") {
+      notes.push(`${dir} is not a directory; the explored ledger is not read`);
+      return out;
+    }
+    const pin = PinnedDir.openNoFollow(dir);
+    try {
+      let newest = -1;
+      for (const e of pin.list()) {
+        const m = LEDGER_NAME.exec(e.name);
+        if (!m || e.kind !== "file") continue;
+        const s = pin.lstat(e.name);
+        if (!s) continue;
+        out.lines += Math.floor(s.size / LEDGER_LINE_BYTES);
+        const ranks = out.ranks.get(m[1]!) ?? new Set<number>();
+        ranks.add(Number(m[2]));
+        out.ranks.set(m[1]!, ranks);
+        if (s.mtimeMs > newest) {
+          newest = s.mtimeMs;
+          out.latest = m[1]!;
+        }
+      }
+    } finally {
+      pin.close();
+    }
+    return out;
+  }
+
+  /** Work directories of unfinished epochs, oldest first (by their state.json). */
+  private workDirs(notes: string[]): { epoch: string; dir: string; at: number }[] {
+    const pin = PinnedDir.openNoFollow(this.state);
+    try {
+      const found: { epoch: string; dir: string; at: number }[] = [];
+      for (const e of pin.list()) {
+        const m = WORK_NAME.exec(e.name);
+        if (!m) continue;
+        if (e.kind !== "directory") {
+          notes.push(`${e.name} is not a directory; not read`);
+          continue;
+        }
+        const dir = join(this.state, e.name);
+        let at = 0;
+        try {
+          const s = lstatSync(join(dir, "state.json"));
+          at = s.isFile() ? s.mtimeMs : 0;
+        } catch {
+          // No state.json: an epoch being created; shown all the same.
+        }
+        found.push({ epoch: m[1]!, dir, at });
+      }
+      return found.sort((a, b) => a.at - b.at);
+    } finally {
+      pin.close();
+    }
+  }
+
+  /** The lease records of a work directory; null when it has none (or they cannot be read). */
+  private leaseRecords(work: string, notes: string[]): LeaseRecord[] | null {
+    const root = join(work, "leases");
+    const kind = kindOf(root);
+    if (kind !== "dir") {
+      if (kind === "other") notes.push(`${root} is not a directory; the lease records are not read`);
+      return null;
+    }
+    try {
+      // The directory exists, so the table creates nothing; its scan opens every record without following a link.
+      return new LeaseTable({ root, durability: "fence" }).snapshot();
+    } catch (err) {
+      notes.push(`the lease records could not be read: ${(err as Error).message}`);
+      return null;
+    }
+  }
+
+  /** The corpus objects there before the epoch began (never counted as new). */
+  private baseline(work: string): Set<string> {
+    let pin: PinnedDir | null = null;
+    try {
+      pin = PinnedDir.openNoFollow(work);
+      return new Set(pin.readFile("preexisting", BASELINE_MAX_BYTES).bytes.toString("latin1").split("\n").filter((l) => HEX64.test(l)));
+    } catch {
+      return new Set();
+    } finally {
+      pin?.close();
+    }
+  }
+}
+
+/**
+ * Executions, generated and unique children over time, from the done records: each commit at
+ * its completion time; a child is unique the first time a commit publishes it, unless it was an
+ * initial input or in the corpus before the epoch.
+ */
+export function historyOf(records: readonly LeaseRecord[], baseline: ReadonlySet<string>): { series: ExploreSeries; generated: number; unique: number } {
+  const initial = new Set(records.filter((r) => r.payload.origin === "initial").map((r) => r.id));
+  const done = records.filter((r) => r.status === "done" && r.commit && r.commit.worker !== "budget" && r.completed !== undefined).sort((a, b) => a.completed! - b.completed!);
+  const seen = new Set<string>();
+  const series: ExploreSeries = { t: [], executionsPerSecond: [], unique: [], generated: [], redundancy: [] };
+  let generated = 0;
+  let unique = 0;
+  if (done.length === 0) return { series, generated, unique };
+  const start = Math.floor(done[0]!.completed! / 1000);
+  const end = Math.ceil(done.at(-1)!.completed! / 1000);
+  const width = Math.max(1, Math.ceil((end - start) / MAX_POINTS));
+  const n = Math.max(1, Math.ceil((end - start) / width));
+  const per = Array.from({ length: n }, () => ({ executions: 0, generated: 0, unique: 0 }));
+  for (const r of done) {
+    const b = per[Math.min(n - 1, Math.floor((r.completed! / 1000 - start) / width))]!;
+    b.executions++;
+    b.generated += r.commit!.num_generated;
+    for (const h of r.commit!.hashes) {
+      if (seen.has(h)) continue;
+      seen.add(h);
+      if (!initial.has(h) && !baseline.has(h)) b.unique++;
+    }
+  }
+  per.forEach((b, i) => {
+    generated += b.generated;
+    unique += b.unique;
+    series.t.push(start + (i + 1) * width);
+    series.executionsPerSecond.push(Math.round((10 * b.executions) / width) / 10);
+    series.generated.push(generated);
+    series.unique.push(unique);
+    series.redundancy.push(generated > 0 ? Math.round((1000 * Math.max(0, generated - unique)) / generated) / 1000 : 0);
+  });
+  return { series, generated, unique };
+}
