@@ -1,5 +1,5 @@
 // Commands that show a campaign while nothing runs: `ui` serves the dashboard read-only (a sweep
-// from its store; an explore campaign, with --explore, from the files beside its corpus),
+// from its store; an explore campaign, with --corpus, from the files beside its corpus),
 // `report -o DIR` writes a sweep's as a static HTML file. They open the store read-only (never
 // creating or migrating it), write nothing beside a corpus, and take no lock.
 import { existsSync, lstatSync } from "node:fs";
@@ -28,35 +28,35 @@ function storeOrRefuse(dbPath: string): void {
   }
 }
 
-/** --explore DIR: a real directory (never a link), the corpus of an explore campaign. */
+/** --corpus DIR: a real directory (never a link), the corpus of an explore campaign. */
 function exploreCorpus(dir: string): string {
   const path = resolve(dir);
   let st;
   try {
     st = lstatSync(path);
   } catch {
-    throw new UsageError(`--explore ${dir}: no such directory; name the corpus directory an explore campaign wrote (its -o)`);
+    throw new UsageError(`--corpus ${dir}: no such directory; name the corpus directory an explore campaign wrote (its -o)`);
   }
-  if (!st.isDirectory()) throw new UsageError(`--explore ${dir} is not a directory${st.isSymbolicLink() ? " but a symbolic link, which is never followed; name the directory itself" : ""}`);
+  if (!st.isDirectory()) throw new UsageError(`--corpus ${dir} is not a directory${st.isSymbolicLink() ? " but a symbolic link, which is never followed; name the directory itself" : ""}`);
   return path;
 }
 
 export function registerUiCommands(program: Command): void {
   program
     .command("ui")
-    .description("serve the dashboard read-only, while nothing runs: this sweep campaign's store, or with --explore an explore campaign's files (Ctrl-C stops it)")
+    .description("serve the dashboard read-only, while nothing runs: this sweep campaign's store, or with --corpus an explore campaign's files (Ctrl-C stops it)")
     .option("--listen <[host:]port>", "where to listen (a bare port is 127.0.0.1; 0 = a free port)", "127.0.0.1:8080")
-    .option("--token <t>", "off loopback: the campaign token (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token, or CORPUS_DIR/.fuzzfleet/fuzzfleet.token with --explore)")
-    .option("--explore <corpus-dir>", "an explore campaign instead: read its corpus, findings, explored ledger and lease records (nothing is written)")
+    .option("--token <t>", "off loopback: the campaign token (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token, or CORPUS_DIR/.fuzzfleet/fuzzfleet.token with --corpus)")
+    .option("--corpus <corpus-dir>", "an explore campaign instead: read its corpus, findings, explored ledger and lease records (nothing is written)")
     .action(
-      action<{ listen: string; token?: string; explore?: string }>(async (o) => {
+      action<{ listen: string; token?: string; corpus?: string }>(async (o) => {
         const address = parseUiAddress(o.listen, "--listen");
         const loopback = isLoopbackHost(address.host);
         let source: DashboardSource;
         let token: string | null = null;
         let close = () => {};
-        if (o.explore !== undefined) {
-          const corpus = exploreCorpus(o.explore);
+        if (o.corpus !== undefined) {
+          const corpus = exploreCorpus(o.corpus);
           if (!loopback) token = clientToken({ flag: o.token, env: process.env, outDir: stateDir(corpus) });
           source = new ExploreDashboardSource({ title: `fuzzfleet explore — ${corpus}`, live: null, files: new ExploreCampaignFiles(corpus) });
         } else {

@@ -1,4 +1,4 @@
-// An explore campaign read from the files it leaves beside its corpus, for `fuzzfleet ui --explore
+// An explore campaign read from the files it leaves beside its corpus, for `fuzzfleet ui --corpus
 // DIR` while nothing runs (or while a master runs elsewhere and this page only reads):
 //
 //   <corpus>/<sha256>                       the public corpus

@@ -55,7 +55,7 @@ describe("fuzzfleet ui --explore", () => {
     assert.equal(r.code, 0, r.stdout + r.stderr);
     const stats = clean.stats();
     const before = snapshotTree(clean.corpus);
-    const ui = await served(clean, ["--explore", clean.corpus]);
+    const ui = await served(clean, ["--corpus", clean.corpus]);
     try {
       const s = JSON.parse((await get(ui.url + "snapshot.json")).body) as DashboardSnapshot;
       assert.equal(s.kind, "explore");
@@ -91,7 +91,7 @@ describe("fuzzfleet ui --explore", () => {
     m.child.kill("SIGINT");
     const done = await m.done;
     assert.notEqual(done.code, null, m.output());
-    const ui = await served(stopped, ["--explore", stopped.corpus]);
+    const ui = await served(stopped, ["--corpus", stopped.corpus]);
     try {
       const s = JSON.parse((await get(ui.url + "snapshot.json")).body) as DashboardSnapshot;
       const v = s.explore!;
@@ -108,10 +108,10 @@ describe("fuzzfleet ui --explore", () => {
     }
   });
 
-  test("a symlink is never followed: --explore on a link is refused, a linked state directory is not read", async () => {
+  test("a symlink is never followed: --corpus on a link is refused, a linked state directory is not read", async () => {
     const link = join(stopped.dir, "corpus-link");
     symlinkSync(stopped.corpus, link);
-    const refused = spawnUi(stopped, ["--explore", link]);
+    const refused = spawnUi(stopped, ["--corpus", link]);
     assert.equal(refused.code, 2, refused.stderr);
     assert.match(refused.stderr, /symbolic link, which is never followed/);
     // A corpus whose .fuzzfleet is a link to another campaign's state.
@@ -121,7 +121,7 @@ describe("fuzzfleet ui --explore", () => {
       const corpus = join(other.dir, "corpus");
       mkdirSync(corpus);
       symlinkSync(join(stopped.corpus, ".fuzzfleet"), join(corpus, ".fuzzfleet"));
-      const ui = await served(other, ["--explore", corpus]);
+      const ui = await served(other, ["--corpus", corpus]);
       try {
         const s = JSON.parse((await get(ui.url + "snapshot.json")).body) as DashboardSnapshot;
         assert.match(s.status.headline, /is not a directory \(a link\?\): it is not read/);

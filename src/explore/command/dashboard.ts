@@ -1,5 +1,5 @@
 // The dashboard of an explore campaign: a DashboardSource over a running master (`explore --ui`),
-// or over the files a campaign leaves beside its corpus (`fuzzfleet ui --explore DIR`, while
+// or over the files a campaign leaves beside its corpus (`fuzzfleet ui --corpus DIR`, while
 // nothing runs). What it shows: the frontier (pending, running, and the lease records leased,
 // committing, expired, done), executions/s, unique, generated and redundancy over time, findings
 // by signature, the masters and their quiescence phase, the workers, the idle window counting
