@@ -112,7 +112,6 @@ export async function joinRootEpoch(
   const rank = requestedRank();
   j.write(`fuzzfleet explore: joining the root master at ${role.join.host}:${role.join.port}${rank !== null ? ` as rank ${rank}` : ""}`);
   const { joinRoot, HELLO_CARRIES_RANK } = await import("../fleet/peers.ts");
-  if (rank !== null && !HELLO_CARRIES_RANK) j.write(`  (this build cannot ask the root for a rank: the root gives the next free one, in join order)`);
   const joined = await joinRoot({
     ...role.join,
     token: j.token,
