@@ -61,8 +61,19 @@ EOF
   echo "SLURM_CONF=$SLURM_CONF"
   ;;
 down)
-  for pid in "$dir/slurmd.pid" "$dir/slurmctld.pid" "$dir/munge/munged.pid"; do
-    [ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
+  pids=""
+  for file in "$dir/slurmd.pid" "$dir/slurmctld.pid" "$dir/munge/munged.pid"; do
+    [ -f "$file" ] && pids="$pids $(cat "$file")"
+  done
+  for pid in $pids; do kill "$pid" 2>/dev/null || true; done
+  # Until each has exited (a zombie left for init counts as exited: its state says Z).
+  i=0
+  for pid in $pids; do
+    while [ -d "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null; do
+      i=$((i + 1))
+      [ "$i" -gt 100 ] && kill -9 "$pid" 2>/dev/null
+      sleep 0.1
+    done
   done
   ;;
 *)

@@ -10,7 +10,9 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { assertBooksTrue, exitOwed } from "../helpers/books.ts";
-import { Campaign, CLI, distributedTable } from "../helpers/campaign.ts";
+import { spawn } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { Campaign, CLI, distributedTable, waitFor } from "../helpers/campaign.ts";
 
 const SCRIPT = fileURLToPath(new URL("./slurm-single-node.sh", import.meta.url));
 const skip = !existsSync("/usr/sbin/slurmctld") || !existsSync("/usr/bin/sbatch") ? "Debian slurm-wlm is not installed" : process.geteuid?.() !== 0 ? "bringing up Slurm needs root" : false;
@@ -58,3 +60,45 @@ srun ${process.execPath} ${CLI} --config ${c.configPath} launch --bind 127.0.0.1
     c.cleanup();
   }
 });
+
+// Unlike mpirun, srun lets the other tasks run on when one dies: the coordinator reissues the dead
+// worker's chunk and finishes its session as it would with any lost worker.
+test("srun -n 4 with a worker task killed mid-sweep: the step runs on, the chunk is reissued, the books stay true", { timeout: 180_000, skip }, async () => {
+  const c = new Campaign({ extra: distributedTable({ lease: 5, stopGrace: 5 }), costMs: 2, defaults: { chunk_minutes: 0.05, bootstrap_seeds: 60 } });
+  try {
+    const child = spawn("srun", ["--overcommit", "-n", "4", process.execPath, CLI, "--config", c.configPath, "launch", "--bind", "127.0.0.1", "-j", "1", "--wait", "60", "--", "sweep", "--for", "15s"], {
+      cwd: c.dir,
+      env: { ...process.env, ...c.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
+    child.stderr!.setEncoding("utf8").on("data", (d: string) => (out += d));
+    const done = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    await waitFor("task 3 to finish a chunk", () => (/^\[rank 3\]\s+chunk \d+: /m.test(out) ? true : undefined), 60_000);
+    process.kill(await waitFor("task 3's pid", () => taskPid(3)), "SIGKILL");
+    const code = await done;
+    assert.match(out, /chunk \d+ \(small [\d,.]+\) reissued: worker \S+ left/, out);
+    assert.match(out, /^session 1 done — /m, "the coordinator finished its session");
+    assert.equal((out.match(/stop acknowledged/g) ?? []).length, 2, "the two live workers were stopped");
+    assert.equal(code, 137, "srun reports the highest exit status of its tasks: the killed one's");
+    assertBooksTrue(c, "a worker task killed under srun");
+    assert.equal(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM chunk WHERE status = 'running'").n, 0);
+  } finally {
+    c.cleanup();
+  }
+});
+
+/** The pid of the fuzzfleet process of Slurm task `rank`, read from /proc. */
+function taskPid(rank: number): number | undefined {
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (!readFileSync(`/proc/${name}/cmdline`, "utf8").includes(CLI)) continue;
+      if (readFileSync(`/proc/${name}/environ`, "utf8").split("\0").includes(`SLURM_PROCID=${rank}`)) return Number(name);
+    } catch {
+      // Gone.
+    }
+  }
+  return undefined;
+}
