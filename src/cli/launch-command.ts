@@ -33,7 +33,7 @@ interface LaunchFlags extends GlobalOptions {
 }
 
 /** Flags of the campaign's own command that the launch sets for each rank. */
-const SET_BY_LAUNCH = ["--port", "--bind", "--masters", "--join", "--token", "--resume"];
+const SET_BY_LAUNCH = ["--port", "--bind", "--masters", "--join", "--token"];
 
 export function registerLaunch(program: Command): void {
   program
@@ -149,7 +149,8 @@ async function runSubmaster(r: Rank, masterRank: number): Promise<number> {
   publish(jobDir(r.base, r.jobId), { job: r.jobId, rank: masterRank, role: "submaster", host: r.advertise, port, token: root.token });
   // explore --join asks the root for this rank (explore/command/roles.ts).
   process.env.FUZZFLEET_MASTER_RANK = String(masterRank);
-  return runCommand("explore", ["explore", ...withFlags(r.rest, ["--join", `${root.host}:${root.port}`, "--port", String(port), "--bind", r.bind])], r.o);
+  const args = withoutResume(r.rest);
+  return runCommand("explore", ["explore", ...withFlags(args, ["--join", `${root.host}:${root.port}`, "--port", String(port), "--bind", r.bind])], r.o);
 }
 
 /** A worker: finds its master's address and the token, then is an ordinary worker. */
@@ -210,6 +211,17 @@ async function runCommand(kind: "sweep" | "explore", argv: string[], g: GlobalOp
 function ownArgs(rest: string[]): string[] {
   const i = rest.indexOf("--");
   return i < 0 ? rest : rest.slice(0, i);
+}
+
+/** The explore options without --resume, which is the root's alone (a submaster joins whatever epoch the root runs). */
+function withoutResume(rest: string[]): string[] {
+  const end = rest.indexOf("--") < 0 ? rest.length : rest.indexOf("--");
+  const out: string[] = [];
+  for (let i = 0; i < rest.length; i++) {
+    if (i < end && rest[i] === "--resume") i++;
+    else if (!(i < end && rest[i]!.startsWith("--resume="))) out.push(rest[i]!);
+  }
+  return out;
 }
 
 /** `rest` with `flags` put before the target's `--`. */
