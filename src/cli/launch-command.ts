@@ -86,7 +86,9 @@ async function launch(o: LaunchFlags, args: string[]): Promise<number> {
   const jobId = o.jobId ?? place.jobId;
   const size = place.size;
   if (size !== null && size < o.masters + (kind === "sweep" ? 1 : 0)) {
-    throw new UsageError(`${place.launcher} started ${size} rank(s): a ${kind} with ${kind === "sweep" ? "a coordinator needs at least one worker too (2 ranks)" : `--masters ${o.masters} needs at least ${o.masters}`}`);
+    throw new UsageError(
+      `${place.launcher} started ${size} rank(s): ${kind === "sweep" ? "a sweep with a coordinator needs at least one worker too (2 ranks)" : `an explore with --masters ${o.masters} needs at least ${o.masters}`}; start more ranks${kind === "explore" ? " or lower --masters" : ""}`,
+    );
   }
   const role = roleOf(kind, place.rank, o.masters);
   const say = (line: string): void => void process.stdout.write(`[rank ${place.rank}] ${line}\n`);
