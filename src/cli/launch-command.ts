@@ -90,6 +90,13 @@ async function launch(o: LaunchFlags, args: string[]): Promise<number> {
       `${place.launcher} started ${size} rank(s): ${kind === "sweep" ? "a sweep with a coordinator needs at least one worker too (2 ranks)" : `an explore with --masters ${o.masters} needs at least ${o.masters}`}; start more ranks${kind === "explore" ? " or lower --masters" : ""}`,
     );
   }
+  if (kind === "explore" && size !== null && localSlots(own) === 0 && size - o.masters < o.masters) {
+    // Workers are dealt to the masters in turn: with fewer workers than masters the last masters get none.
+    throw new UsageError(
+      `${place.launcher} started ${size} rank(s): with --masters ${o.masters} that leaves ${size - o.masters} worker(s), so master rank ${Math.max(1, size - o.masters)} and up would have none, and -j 0 gives them no local slot either: ` +
+        `start at least ${2 * o.masters} ranks, or give the masters local slots (-j 1)`,
+    );
+  }
   const role = roleOf(kind, place.rank, o.masters);
   const say = (line: string): void => void process.stdout.write(`[rank ${place.rank}] ${line}\n`);
   if (size === 1 && kind === "explore") return runCommand(kind, ["explore", ...rest], o); // a lone master needs no rendezvous
@@ -230,6 +237,18 @@ function withoutResume(rest: string[]): string[] {
 function withFlags(rest: string[], flags: string[]): string[] {
   const i = rest.indexOf("--");
   return i < 0 ? [...rest, ...flags] : [...rest.slice(0, i), ...flags, ...rest.slice(i)];
+}
+
+/** explore's -j (local slots) among its options; 1, explore's default, when absent. */
+function localSlots(own: string[]): number {
+  let slots = 1;
+  for (let i = 0; i < own.length; i++) {
+    const a = own[i]!;
+    if ((a === "-j" || a === "--jobs") && own[i + 1] !== undefined) slots = Number(own[++i]);
+    else if (a.startsWith("--jobs=")) slots = Number(a.slice(7));
+    else if (/^-j\d+$/.test(a)) slots = Number(a.slice(2));
+  }
+  return slots;
 }
 
 /** The corpus directory of explore's options (-o DIR, --output-dir DIR, --output-dir=DIR, -oDIR). */

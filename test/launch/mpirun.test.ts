@@ -11,6 +11,7 @@ import { assertBooksTrue, exitOwed } from "../helpers/books.ts";
 import { Campaign, CLI, distributedTable, waitFor } from "../helpers/campaign.ts";
 import { ExploreDir, MAZE, MAZE_SEEDS } from "../helpers/explore.ts";
 import { cpSync } from "node:fs";
+import { HELLO_CARRIES_RANK } from "../../src/explore/fleet/peers.ts";
 
 const MPIRUN = "/usr/bin/mpirun";
 const skip = existsSync(MPIRUN) ? false : "no /usr/bin/mpirun (Debian openmpi-bin)";
@@ -125,6 +126,32 @@ test("mpirun -n 4 --masters 2: two masters and two workers explore the maze to t
   assert.deepEqual(multi.corpusFiles(), single.corpusFiles(), "the same corpus");
   const hidden = (e: ExploreDir) => readdirSync(join(e.corpus, ".fuzzfleet")).sort();
   assert.deepEqual(hidden(multi), hidden(single), "what a clean end leaves (the explored ledger), and no rendezvous, work directory or token");
+});
+
+// Master rank = launcher rank, however the joins race: each submaster asks for its rank in
+// peer_hello (the schema's optional `rank`, net/messages.ts).
+test("mpirun -n 5 --masters 3: launcher ranks 1 and 2 are master ranks 1 and 2; the maze's numbers are one host's", { ...TEST, skip: skip || (HELLO_CARRIES_RANK ? false : "peer_hello's schema has no rank field yet") }, async () => {
+  const single = new ExploreDir();
+  const multi = new ExploreDir();
+  cleanups.push(() => single.cleanup(), () => multi.cleanup());
+  for (const e of [single, multi]) cpSync(MAZE_SEEDS, e.seeds, { recursive: true });
+  const maze = { MAZE_DEPTH: "6" };
+  const alone = single.run(["-j", "2", "--max-idle", "1"], [process.execPath, MAZE, "@@"], maze);
+  assert.equal(alone.code, 0, alone.stdout + alone.stderr);
+  // Five ranks: three masters, each with a local slot, and two workers (of masters 0 and 1).
+  const job = mpirun(5, ["launch", "--masters", "3", "--bind", "127.0.0.1", "--wait", "60", "--", ...multi.args(["-j", "1", "--max-idle", "1"], [process.execPath, MAZE, "@@"])], {
+    cwd: multi.dir,
+    env: maze,
+  });
+  const r = await job.done;
+  const out = job.output();
+  assert.equal(r.code, 0, out);
+  for (const rank of [1, 2]) {
+    assert.match(rankLines(out, rank), new RegExp(`epoch [0-9a-f]{64} \\(joined\\), rank ${rank} of 3 masters`), rankLines(out, rank));
+    assert.match(rankLines(out, 0), new RegExp(`joined as rank ${rank} \\(as asked\\)`));
+  }
+  assert.equal(multi.stats().observations, single.stats().observations);
+  assert.deepEqual(multi.corpusFiles(), single.corpusFiles());
 });
 
 // Open MPI ends the whole job when one rank dies (4.1 hangs when told not to): the other ranks

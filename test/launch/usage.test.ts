@@ -31,6 +31,11 @@ test("what launch cannot run is refused with exit 2, naming the value and the fi
     [["--", "sweep"], { PMI_RANK: "1", PMI_SIZE: "2" }, /MPI \(PMI\) gives no job id: pass --job-id ID \(or set FUZZFLEET_JOB_ID\)/],
     [["--launcher", "slurm", "--", "sweep"], {}, /--launcher slurm: none of SLURM_PROCID is set/],
     [["--", "explore", "-i", "s", "--", "t"], RANK1, /launch -- explore needs -o CORPUS_DIR/],
+    [
+      ["--masters", "2", "--", "explore", "-i", "s", "-o", "c", "-j", "0", "--", "t"],
+      { ...RANK1, OMPI_COMM_WORLD_SIZE: "3" },
+      /started 3 rank\(s\): with --masters 2 that leaves 1 worker\(s\), so master rank 1 and up would have none, and -j 0 gives them no local slot either: start at least 4 ranks, or give the masters local slots \(-j 1\)/,
+    ],
   ];
   for (const [args, env, message] of cases) {
     const r = launch(args, env);
