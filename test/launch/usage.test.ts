@@ -3,7 +3,7 @@
 // (exit 4). The compiled CLI, run as a user runs it, with the launchers' variables it would get.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -50,4 +50,24 @@ test("a worker rank whose coordinator never publishes gives up after --wait, nam
   assert.match(r.out, /\[rank 1\] Open MPI: rank 1 of 2, a worker \(job 77\)/);
   assert.match(r.out, /\[rank 1\] waiting up to 2s for the coordinator \(launcher rank 0\) to publish its address in .*\/fuzzfleet-out\/launch\/job-[0-9a-f]{16}\/r0\.json …/);
   assert.match(r.out, /fuzzfleet: the coordinator published no address in .*r0\.json within 2s \(--wait\): is launcher rank 0 running/);
+});
+
+test("rank 0 of an explore reports the work directory an earlier job left, with --resume and the rm that removes it", () => {
+  const seeds = join(dir, "seeds");
+  const stale = join(dir, "corpus", ".fuzzfleet", `work-${"c".repeat(64)}`);
+  mkdirSync(seeds, { recursive: true });
+  writeFileSync(join(seeds, "one"), "1");
+  mkdirSync(stale, { recursive: true });
+  writeFileSync(join(stale, "state.json"), "{}");
+  const r = launch(["--bind", "127.0.0.1", "--", "explore", "-i", seeds, "-o", join(dir, "corpus"), "-j", "1", "--max-idle", "0.5", "--", "/bin/true", "@@"], {
+    OMPI_COMM_WORLD_RANK: "0",
+    OMPI_COMM_WORLD_SIZE: "2",
+    OMPI_MCA_ess_base_jobid: "78",
+  });
+  assert.equal(r.code, 0, r.out);
+  assert.match(r.out, /\[rank 0\] stale state: 1 earlier campaign\(s\) on this corpus did not end cleanly/);
+  assert.ok(r.out.includes(`[rank 0]   ${stale} (last written `), r.out);
+  assert.ok(r.out.includes(`continue it with --resume ${"c".repeat(64)}, or remove it with: rm -rf -- ${stale}`), r.out);
+  assert.ok(existsSync(stale), "reported, never removed behind the user's back");
+  assert.ok(!existsSync(join(dir, "corpus", ".fuzzfleet", "launch")), "the rendezvous is gone after the job");
 });
