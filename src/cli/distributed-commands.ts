@@ -1,5 +1,5 @@
 // Distributed campaigns: `coordinate` (a sweep's master; sweeps nothing itself) and `worker`
-// (for a coordinator or an explore master).
+// (for a coordinator or an explore master: its help and its lines speak of both).
 import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import { Option, type Command } from "commander";
@@ -69,27 +69,34 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
 
   program
     .command("worker")
-    .description("pull chunks from a coordinator (or tasks from an explore master) and run them here")
-    .requiredOption("--master <host:port>", "the coordinator's address (its banner prints it)")
-    .option("-j, --jobs <n>", "parallel jobs per chunk, passed to the generator as {jobs} (default: this host's cores)", intAtLeast(1), availableParallelism())
-    .option("--slots <n>", "chunks held at once (the coordinator allows up to 8)", intAtLeast(1), 1)
+    .description("run a campaign's units here: a sweep coordinator's chunks or an explore master's tasks")
+    .requiredOption("--master <host:port>", "the coordinator's or explore master's address (its banner prints it)")
+    .option("-j, --jobs <n>", "sweep: parallel jobs per chunk, passed to the generator as {jobs}; explore: only shown in the master's log, --slots sets the tasks run at once (default: this host's cores)", intAtLeast(1), availableParallelism())
+    .option("--slots <n>", "units held at once: chunks (a coordinator allows up to 8) or explore tasks run side by side", intAtLeast(1), 1)
     .option("--token-file <path>", "read the shared secret from this file (an explore master's banner names it)")
     .option("--token <t>", "the shared secret itself (other local users can read it in the process list: prefer the file)")
     .option("--wait <duration>", "how long to wait for the token file and the master when they are not there yet: seconds (60) or a duration (15s, 2m)", waitSeconds, 60)
     .addHelpText(
       "after",
       `
+One worker serves either kind of campaign; the master's welcome says which.
+  sweep    a coordinator hands out chunks (ranges of seeds); the worker runs the generator on each
+           with -j as {jobs} and writes its output into the shared fuzzfleet-out/
+  explore  an explore master hands out tasks (one corpus input each); the worker runs the target
+           on it and stages the children in the shared corpus's hidden directory
 The token: --token, else --token-file FILE, else $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token,
 the file a sweep coordinator keeps in its campaign directory (run the worker there, or pass --out).
 An explore master keeps its token in CORPUS_DIR/.fuzzfleet/fuzzfleet.token: pass that path with
 --token-file (the master's banner prints the whole command). A worker started before its master
 waits for the token file and then for the master, up to --wait in all, and says so once.
 The worker reads no config and no store: it proves at the handshake that it sees the same shared
-directory and the same generator (and app) as the coordinator, then runs what it is given.
-Exit: 0 after the coordinator's stop (or Ctrl-C), 2 bad flag or token,
-3 refused by the coordinator (the reason names what differs), a token file refused (symlink,
+directory (and, for a sweep, the same generator and app) as its master, then runs what it is given,
+one line per unit. Under mpirun, srun or Kubernetes, \`fuzzfleet launch\` starts workers with no
+address or token to type (docs/cluster.md).
+Exit: 0 after the master's stop (or Ctrl-C), 2 bad flag or token,
+3 refused by the master (the reason names what differs), a token file refused (symlink,
 open to others, not yours), or no token file within --wait,
-4 could not reach it or lost it (its children are killed).`,
+4 could not reach the master or lost it (its children are killed).`,
     )
     .action(
       action<{ master: string; jobs: number; slots: number; token?: string; tokenFile?: string; wait: number }>(async (o) => {

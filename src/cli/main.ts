@@ -16,6 +16,7 @@ const GROUPS: { commands: string[]; load: () => Promise<Register> }[] = [
   { commands: ["status", "failures", "export"], load: async () => (await import("./report-commands.ts")).registerReportCommands },
   { commands: ["coordinate", "worker"], load: async () => (await import("./distributed-commands.ts")).registerDistributedCommands },
   { commands: ["explore"], load: async () => (await import("./explore-command.ts")).registerExplore },
+  { commands: ["launch"], load: async () => (await import("./launch-command.ts")).registerLaunch },
   { commands: ["demo"], load: async () => (await import("./demo.ts")).registerDemo },
   { commands: ["ui", "report"], load: async () => (await import("./ui-commands.ts")).registerUiCommands },
 ];

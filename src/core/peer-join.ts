@@ -12,7 +12,9 @@
 //   new --peer_hello--> proving [challenge]
 //   proving --prove: the nonce read back, a seat left--> seated [rank]
 //   proving --wrong nonce | bad frame | no seat left | deadline | peer gone--> closed (refused)
-// Root, the seats (JoinRoster): ranks 1, 2, … in join order; open --all N-1 seated--> roster (one
+// Root, the seats (JoinRoster): a submaster that asks for a rank (a launcher gave it one) gets
+// exactly that rank or is refused (not a submaster rank, or taken); one that asks for none gets
+// the lowest free rank, so ranks follow join order as before; open --all N-1 seated--> roster (one
 // frame per rank; no seat is left after it) | --the deadline--> failed (named count and fix).
 //
 // Submaster (SubmasterJoin):
@@ -29,7 +31,15 @@ import { printable } from "./log-lines.ts";
 import type { Checked, ProveView } from "./worker-session.ts";
 
 /** What the root reads of a submaster's first frame (its token was checked before). */
-export type PeerHelloView = { type: "peer_hello"; protocol: number; host: string; setup: string; setup_text: string };
+export type PeerHelloView = {
+  type: "peer_hello";
+  protocol: number;
+  host: string;
+  setup: string;
+  setup_text: string;
+  /** The rank this submaster asks for (its launcher rank); absent or null: the lowest free one. */
+  rank?: number | null;
+};
 /** The root asks a submaster only for the nonce: masters need no generator or app. */
 export type JoinChallenge = { type: "challenge"; nonce_path: string; identity: null; app_path: null };
 export type RosterFrame = { type: "roster"; epoch: string; rank: number; ranks: number[] };
@@ -46,7 +56,8 @@ export type RosterStep =
   | { kind: "failed"; message: string };
 
 export class JoinRoster {
-  private seated = 0;
+  /** Rank -> the host that holds it. */
+  private readonly seats = new Map<number, string>();
   /** Why no seat is taken any more (the roster is out, the wait failed), or null while seats are open. */
   private closed: string | null = null;
   private deadline: number | null = null;
@@ -64,19 +75,33 @@ export class JoinRoster {
     return Array.from({ length: this.masters }, (_, i) => i);
   }
 
-  /** Why a submaster cannot join now, or null when a seat is left. */
-  noSeat(): string | null {
+  /** Why a submaster (asking for `requested`, or for any rank) cannot join now, or null when it may. */
+  noSeat(requested: number | null = null): string | null {
     if (this.closed !== null) return this.closed;
-    if (this.seated >= this.masters - 1) return this.full();
+    if (this.seats.size >= this.masters - 1) return this.full();
+    if (requested === null) return null;
+    if (!Number.isInteger(requested) || requested < 1 || requested >= this.masters) {
+      return (
+        `this master asked for rank ${requested}, which is no submaster rank of a campaign of ${this.masters} masters (1 to ${this.masters - 1}): ` +
+        `give the root the same --masters as the launch, or start fewer masters`
+      );
+    }
+    const holder = this.seats.get(requested);
+    if (holder !== undefined) return `rank ${requested} is held already (by ${holder}): two masters asked for the same rank; give each launched rank its own`;
     return null;
   }
 
   /** Seats a submaster whose proof checked out: its rank, and the line that says so. */
-  take(host: string): { rank: number; line: string } | { refused: string } {
-    const no = this.noSeat();
+  take(host: string, requested: number | null = null): { rank: number; line: string } | { refused: string } {
+    const no = this.noSeat(requested);
     if (no !== null) return { refused: no };
-    const rank = ++this.seated;
-    return { rank, line: `master ${host} joined as rank ${rank} (${rank + 1} of ${this.masters})` };
+    let rank = requested;
+    if (rank === null) for (rank = 1; this.seats.has(rank); rank++);
+    this.seats.set(rank, host);
+    return {
+      rank,
+      line: `master ${host} joined as rank ${rank}${requested !== null ? " (as asked)" : ""} (${this.seats.size + 1} of ${this.masters})`,
+    };
   }
 
   /** The root starts waiting for its submasters, for at most `timeoutMs`. */
@@ -91,7 +116,7 @@ export class JoinRoster {
   check(now: number): RosterStep {
     assert.ok(this.deadline !== null, "the roster wait was not opened");
     assert.equal(this.closed, null, "the roster wait is over");
-    if (this.seated === this.masters - 1) {
+    if (this.seats.size === this.masters - 1) {
       this.closed = this.full();
       return { kind: "roster", frames: this.ranks.slice(1).map((rank) => ({ type: "roster", epoch: this.epoch, rank, ranks: this.ranks })) };
     }
@@ -99,7 +124,7 @@ export class JoinRoster {
     this.closed = "the root gave up waiting for its masters";
     return {
       kind: "failed",
-      message: `only ${this.seated + 1} of ${this.masters} masters joined within ${Math.round(this.timeoutMs / 1000)}s; start the others with --join, or lower --masters`,
+      message: `only ${this.seats.size + 1} of ${this.masters} masters joined within ${Math.round(this.timeoutMs / 1000)}s; start the others with --join, or lower --masters`,
     };
   }
 
@@ -136,6 +161,7 @@ export class RootAdmission<Prove extends ProveView> {
   private current: AdmissionState = "new";
   private deadline: number | null = null;
   private host = "";
+  private requested: number | null = null;
 
   constructor(
     private readonly rules: AdmissionRules<Prove>,
@@ -154,9 +180,11 @@ export class RootAdmission<Prove extends ProveView> {
     const otherVersion = protocolMismatch(h.protocol, this.rules.speaks, MASTER_JOINS);
     if (otherVersion !== null) return this.refuse(otherVersion);
     if (h.setup !== this.rules.setup.hash) return this.refuse(`the campaign setup differs — ${this.rules.setup.differences(h.setup_text)}`);
-    const noSeat = this.seats.noSeat();
+    const requested = h.rank ?? null;
+    const noSeat = this.seats.noSeat(requested);
     if (noSeat !== null) return this.refuse(noSeat);
     this.host = h.host;
+    this.requested = requested;
     this.current = "proving";
     this.deadline = now + this.rules.handshakeMs;
     return [{ kind: "send", frame: { type: "challenge", nonce_path: this.rules.nonce.path, identity: null, app_path: null } }, { kind: "receive", deadline: this.deadline }];
@@ -168,7 +196,7 @@ export class RootAdmission<Prove extends ProveView> {
     if (!checked.ok) return this.refuse(checked.reason);
     const unread = nonceMismatch(checked.frame, this.rules.nonce, MASTER_JOINS);
     if (unread !== null) return this.refuse(unread);
-    const seat = this.seats.take(this.host);
+    const seat = this.seats.take(this.host, this.requested);
     if ("refused" in seat) return this.refuse(seat.refused);
     this.current = "seated";
     return [{ kind: "seated", rank: seat.rank, host: this.host, line: seat.line }];

@@ -33,19 +33,28 @@ export interface WorkerOptions {
   log: (line: string) => void;
   hostname?: string;
   lookup?: HostLookup;
+  /**
+   * Who is dialed, for the lines of the wait and the refusals: a worker that knows its campaign's
+   * kind (a launched rank) names it; default "the coordinator or explore master".
+   */
+  who?: string;
 }
 
+/** A plain worker cannot know, before the welcome, which kind of campaign it serves. */
+export const EITHER_MASTER = "the coordinator or explore master";
+
 /** Handshake: hello -> challenge -> prove -> welcome. Throws RefusedError with the coordinator's reason. */
-export async function handshake(conn: Connection, o: { token: string; jobs: number; slots: number; hostname?: string }): Promise<WelcomeFrame> {
+export async function handshake(conn: Connection, o: { token: string; jobs: number; slots: number; hostname?: string; who?: string }): Promise<WelcomeFrame> {
+  const who = o.who ?? EITHER_MASTER;
   const first = await conn.request(
     { type: "hello", token: o.token, protocol: PROTOCOL_VERSION, host: o.hostname ?? osHostname(), jobs: o.jobs, slots: o.slots },
     HandshakeReply,
     REQUEST_TIMEOUT_MS,
   );
-  if (first.type === "refuse") throw new RefusedError(`the coordinator refused this worker:\n  ${printable(first.reason, { max: 2000 })}`);
+  if (first.type === "refuse") throw new RefusedError(`${who} refused this worker:\n  ${printable(first.reason, { max: 2000 })}`);
   if (first.type !== "challenge") throw new RuntimeFailure(`unexpected handshake reply '${first.type}'`);
   const reply = await conn.request(proveIdentity(first), z.discriminatedUnion("type", [Welcome, Refuse]), REQUEST_TIMEOUT_MS);
-  if (reply.type === "refuse") throw new RefusedError(`the coordinator refused this worker:\n  ${printable(reply.reason, { max: 2000 })}`);
+  if (reply.type === "refuse") throw new RefusedError(`${who} refused this worker:\n  ${printable(reply.reason, { max: 2000 })}`);
   return reply;
 }
 
@@ -58,7 +67,7 @@ export async function runWorker(o: WorkerOptions): Promise<number> {
     waitSeconds: o.waitSeconds,
     signal: o.signal,
     log: o.log,
-    creator: "the coordinator or explore master",
+    creator: o.who ?? EITHER_MASTER,
     fix:
       o.token.file !== undefined
         ? "check --token-file against the path the master's banner prints, and start the master"
@@ -71,11 +80,11 @@ export async function runWorker(o: WorkerOptions): Promise<number> {
   }
   // Whole seconds, so the line that may follow names the budget as given when no time was spent.
   const left = Math.max(0, Math.round(o.waitSeconds - (performance.now() - startMs) / 1000));
-  const conn = await connectWithWait({ ...o, waitSeconds: left });
+  const conn = await connectWithWait({ ...o, waitSeconds: left, who: o.who ?? EITHER_MASTER });
   if (!conn) return EXIT.ok;
   let welcome: WelcomeFrame;
   try {
-    welcome = await handshake(conn, { token: found.token, jobs: o.jobs, slots: o.slots, hostname: host });
+    welcome = await handshake(conn, { token: found.token, jobs: o.jobs, slots: o.slots, hostname: host, who: o.who });
   } catch (err) {
     conn.destroy();
     throw err;

@@ -5,6 +5,9 @@
 // States (the machine's): working -> draining -> stopping -> done; interrupted (Ctrl-C); lost.
 // A lost coordinator (EOF, timeout, bad frame, refusal) => children are ended, exit 4.
 //
+// One line per unit: what it was (the runner's `started` text) and how it ended, printed when it
+// reports; a unit stopped before reporting prints nothing of its own (the stop's lines say it).
+//
 // Every line this loop logs carries what the coordinator sent (lanes, notes, reasons): each goes
 // through printable(), so a coordinator's text cannot move the cursor or forge a line.
 import assert from "node:assert/strict";
@@ -48,6 +51,8 @@ type Action<U> = PullAction<U, Frame>;
 export class WorkerLoop<U> {
   private readonly machine: PullLoop<U, Frame, CoordinatorReplyT>;
   private readonly controllers = new Map<number, AbortController>();
+  /** What each unit running is (the runner's `started`), said once it reports. */
+  private readonly described = new Map<number, string>();
   /** Cut short by a unit that finishes and by Ctrl-C. */
   private readonly sleeper = new WakeablePause();
   private readonly now: () => number;
@@ -121,9 +126,11 @@ export class WorkerLoop<U> {
           break;
         case "reported":
           this.controllers.delete(this.runner.id(a.unit));
-          this.say(this.runner.finished(a.unit, a.report, a.note));
+          this.say(oneLine(this.described.get(this.runner.id(a.unit)) ?? this.runner.started(a.unit), this.runner.finished(a.unit, a.report, a.note)));
+          this.described.delete(this.runner.id(a.unit));
           break;
         case "cleanup":
+          this.described.delete(this.runner.id(a.unit));
           this.runner.cleanup(a.unit);
           break;
         case "say":
@@ -141,7 +148,8 @@ export class WorkerLoop<U> {
     const id = this.runner.id(unit);
     const controller = new AbortController();
     this.controllers.set(id, controller);
-    this.say(this.runner.started(unit));
+    // Said with its outcome: a worker's console holds one line per unit.
+    this.described.set(id, this.runner.started(unit));
     void this.runner.run(unit, controller.signal).then((report) => {
       this.machine.finished(id, report);
       this.sleeper.wake();
@@ -151,4 +159,15 @@ export class WorkerLoop<U> {
   private say(line: string): void {
     this.o.log(printable(line, { max: LINE_MAX_CHARS }));
   }
+}
+
+/**
+ * A unit's one line: its description, then its outcome. The outcome usually repeats the
+ * description's head ("  chunk 7" of "  chunk 7: lane …"), which is then said once.
+ */
+export function oneLine(started: string, finished: string): string {
+  const colon = started.indexOf(":");
+  const head = colon > 0 ? started.slice(0, colon) : null;
+  if (head !== null && finished.startsWith(head) && /^\s/.test(finished.slice(head.length))) return `${started} —${finished.slice(head.length)}`;
+  return `${started} — ${finished.trimStart()}`;
 }

@@ -230,3 +230,54 @@ describe("MasterLink", () => {
     assert.deepEqual(lost((l) => l.broken("bad length prefix")), [{ kind: "lost", why: "protocol error: bad length prefix" }]);
   });
 });
+
+describe("JoinRoster: a rank asked for", () => {
+  test("submasters that ask for their launcher ranks get exactly those, whatever the join order", () => {
+    const seats = new JoinRoster(4, EPOCH);
+    seats.open(0, 60_000);
+    const join = (host: string, rank: number) => {
+      const a = new RootAdmission(rules, PEER, seats);
+      assert.deepEqual(a.hello(hello({ host, rank }), 1), [challenge, { kind: "receive", deadline: 30_001 }]);
+      return a.frame(prove(), 2);
+    };
+    assert.deepEqual(join("m3", 3), [{ kind: "seated", rank: 3, host: "m3", line: "master m3 joined as rank 3 (as asked) (2 of 4)" }]);
+    assert.deepEqual(join("m1", 1), [{ kind: "seated", rank: 1, host: "m1", line: "master m1 joined as rank 1 (as asked) (3 of 4)" }]);
+    assert.deepEqual(join("m2", 2), [{ kind: "seated", rank: 2, host: "m2", line: "master m2 joined as rank 2 (as asked) (4 of 4)" }]);
+    const step = seats.check(3);
+    assert.equal(step.kind, "roster");
+    assert.deepEqual(step.kind === "roster" ? step.frames.map((f) => f.rank) : [], [1, 2, 3]);
+  });
+
+  test("a rank out of range or held already is refused at peer_hello, naming it and the fix", () => {
+    const seats = new JoinRoster(3, EPOCH);
+    seats.open(0, 60_000);
+    const a = new RootAdmission(rules, PEER, seats);
+    a.hello(hello({ host: "m2", rank: 2 }), 1);
+    a.frame(prove(), 2);
+    const held = new RootAdmission(rules, PEER, seats).hello(hello({ host: "m9", rank: 2 }), 3);
+    assert.equal(held[0]!.kind, "refuse");
+    assert.match((held[0] as { reason: string }).reason, /rank 2 is held already \(by m2\).*give each launched rank its own/);
+    for (const rank of [0, 3, 7]) {
+      const out = new RootAdmission(rules, PEER, seats).hello(hello({ rank }), 4);
+      assert.equal(out[0]!.kind, "refuse");
+      assert.match((out[0] as { reason: string }).reason, new RegExp(`asked for rank ${rank}, which is no submaster rank of a campaign of 3 masters \\(1 to 2\\)`));
+    }
+    // One that asks for none takes the lowest free rank.
+    const free = new RootAdmission(rules, PEER, seats);
+    free.hello(hello({ host: "m1" }), 5);
+    assert.deepEqual(free.frame(prove(), 6), [{ kind: "seated", rank: 1, host: "m1", line: "master m1 joined as rank 1 (3 of 3)" }]);
+  });
+
+  test("two masters asking for one rank: the second proof finds it taken and is refused", () => {
+    const seats = new JoinRoster(3, EPOCH);
+    seats.open(0, 60_000);
+    const first = new RootAdmission(rules, PEER, seats);
+    const second = new RootAdmission(rules, PEER, seats);
+    first.hello(hello({ host: "a", rank: 1 }), 1);
+    second.hello(hello({ host: "b", rank: 1 }), 1);
+    assert.equal(first.frame(prove(), 2)[0]!.kind, "seated");
+    const out = second.frame(prove(), 2);
+    assert.equal(out[0]!.kind, "refuse");
+    assert.match((out[0] as { reason: string }).reason, /rank 1 is held already \(by a\)/);
+  });
+});

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { RefusedError, RuntimeFailure } from "../../src/errors.ts";
 import type { ExploreMaster } from "../../src/explore/master/master.ts";
-import { joinRoot, readRoot, RootHub, setupHash, type CampaignSetup, type JoinedRoot, type PeerLink } from "../../src/explore/fleet/peers.ts";
+import { HELLO_CARRIES_RANK, joinRoot, peerHello, readRoot, RootHub, setupHash, type CampaignSetup, type JoinedRoot, type PeerLink } from "../../src/explore/fleet/peers.ts";
 import { participantStats, rootStats, type Inbox } from "../../src/explore/fleet/stats-round.ts";
 import { Connection } from "../../src/net/connection.ts";
 import { FIRST_FRAME_BYTES } from "../../src/net/frame.ts";
@@ -79,8 +79,9 @@ async function root(masters: number, o: { graceMs?: number; nonceOnDisk?: string
   return r;
 }
 
-function submaster(port: number, o: { setup?: CampaignSetup; joinTimeoutMs?: number } = {}): Promise<JoinedRoot> {
+function submaster(port: number, o: { setup?: CampaignSetup; joinTimeoutMs?: number; rank?: number } = {}): Promise<JoinedRoot> {
   return joinRoot({
+    rank: o.rank ?? null,
     host: "127.0.0.1",
     port,
     token: TOKEN,
@@ -204,4 +205,29 @@ test("the statistics round over the links: the root totals every master's counts
   assert.deepEqual(subOut, { problems: [], timedOut: false });
   sub.conn.destroy();
   r.hub.close();
+});
+
+// A launched submaster asks for its launcher rank in peer_hello; the wire's schema must have the
+// field (net/messages.ts: PeerHello's optional `rank`) for the root to see it.
+test("masters that ask for ranks get them whatever the join order; a second asking for one is refused by name", { ...TEST, skip: HELLO_CARRIES_RANK ? false : "peer_hello's schema has no rank field yet" }, async () => {
+  const r = await root(4);
+  const started = r.hub.start(60_000);
+  const later = (ms: number, rank: number) => new Promise((res) => setTimeout(res, ms)).then(() => submaster(r.port, { rank }));
+  const [m3, m1, m2] = await Promise.all([submaster(r.port, { rank: 3 }), later(150, 1), later(300, 2), started]);
+  assert.deepEqual([m3!.rank, m1!.rank, m2!.rank], [3, 1, 2]);
+  assert.deepEqual(r.lines.filter((l) => / joined as rank /.test(l)).map((l) => /rank (\d)/.exec(l)![1]), ["3", "1", "2"], "seated in join order, each at its own rank");
+
+  const q = await root(3);
+  const roster = q.hub.start(60_000);
+  const first = submaster(q.port, { rank: 1 });
+  await until(() => q.lines.some((l) => / joined as rank 1/.test(l)));
+  await assert.rejects(submaster(q.port, { rank: 1 }), (err: Error) => err instanceof RefusedError && /rank 1 is held already/.test(err.message));
+  await assert.rejects(submaster(q.port, { rank: 5 }), (err: Error) => err instanceof RefusedError && /asked for rank 5, which is no submaster rank of a campaign of 3 masters/.test(err.message));
+  const [a, b] = await Promise.all([first, submaster(q.port, { rank: 2 }), roster]);
+  assert.deepEqual([a!.rank, b!.rank], [1, 2]);
+});
+
+test("without a rank to ask for, peer_hello carries none (a root of an earlier version reads it as before)", () => {
+  assert.equal("rank" in peerHello(TOKEN, "m1", SETUP), false);
+  assert.equal("rank" in peerHello(TOKEN, "m1", SETUP, 2), HELLO_CARRIES_RANK, "the rank travels exactly when the schema knows it");
 });

@@ -152,3 +152,11 @@ test("Ctrl-C: the child is aborted, its report is sent, then bye; exit 0", TEST,
   assert.deepEqual(got.filter((f) => f.type !== "heartbeat").map((f) => f.type), ["want", "result", "bye"]);
   conn.destroy();
 });
+
+test("a unit's one line: what it was, then how it ended, its name said once", async () => {
+  const { oneLine } = await import("../../src/worker/loop.ts");
+  assert.equal(oneLine("  chunk 7: small seeds 1..60 (60)", "  chunk 7 complete (rc 0) in 1s (recorded)"), "  chunk 7: small seeds 1..60 (60) — complete (rc 0) in 1s (recorded)");
+  assert.equal(oneLine("  task 3: 0123456789ab", "  task 3 2 child(ren), rc 0 in 0s (recorded)"), "  task 3: 0123456789ab — 2 child(ren), rc 0 in 0s (recorded)");
+  assert.equal(oneLine("  chunk 7: x", "  chunk 70 complete"), "  chunk 7: x — chunk 70 complete", "another unit's name is not taken for this one's");
+  assert.equal(oneLine("no colon", "  done"), "no colon — done");
+});

@@ -24,6 +24,23 @@ import { epochVisible, workDir } from "../state/work-dir.ts";
 import type { MasterLoop } from "./master-loop.ts";
 import type { ExploreOptions } from "./run.ts";
 
+/**
+ * The environment variable by which a launched submaster (fuzzfleet launch) asks the root for its
+ * launcher rank; unset, the root gives the next free rank in join order.
+ */
+export const MASTER_RANK_ENV = "FUZZFLEET_MASTER_RANK";
+
+/** The rank this submaster asks for, from MASTER_RANK_ENV: null when unset, refused when not a rank. */
+export function requestedRank(env: NodeJS.ProcessEnv = process.env): number | null {
+  const raw = env[MASTER_RANK_ENV];
+  if (raw === undefined) return null;
+  const n = Number(raw.trim());
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n < 1) {
+    throw new UsageError(`${MASTER_RANK_ENV} wants a submaster rank, an integer >= 1 (got '${raw}'); unset it to take the next free rank`);
+  }
+  return n;
+}
+
 /** How long a submaster waits for the root's token file and then the root, together. */
 export const JOIN_WAIT_SECONDS = 60;
 
@@ -92,8 +109,9 @@ export async function joinRootEpoch(
   role: Extract<Role, { kind: "participant" }>,
   j: { token: string; setup: CampaignSetup; state: string; waitSeconds: number; options: ExploreOptions; write: (line: string) => void },
 ): Promise<JoinedRoot> {
-  j.write(`fuzzfleet explore: joining the root master at ${role.join.host}:${role.join.port}`);
-  const { joinRoot } = await import("../fleet/peers.ts");
+  const rank = requestedRank();
+  j.write(`fuzzfleet explore: joining the root master at ${role.join.host}:${role.join.port}${rank !== null ? ` as rank ${rank}` : ""}`);
+  const { joinRoot, HELLO_CARRIES_RANK } = await import("../fleet/peers.ts");
   const joined = await joinRoot({
     ...role.join,
     token: j.token,
@@ -102,6 +120,7 @@ export async function joinRootEpoch(
     joinTimeoutMs: (j.options.joinTimeoutSeconds ?? DEFAULT_JOIN_TIMEOUT_SECONDS) * 1000,
     signal: j.options.signal,
     log: j.write,
+    rank: HELLO_CARRIES_RANK ? rank : null,
   });
   if (!epochVisible(j.state, joined.epoch)) {
     joined.conn.destroy();

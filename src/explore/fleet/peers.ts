@@ -1,6 +1,6 @@
 // The master-to-master control channel of an explore campaign with several masters. Submasters
 // dial the root (pull-only, token on the first frame, same wire as workers); the root assigns
-// ranks in join order and, once all N masters are in, sends every one the roster (epoch, ranks).
+// ranks (the one a submaster asks for — its launcher rank — or else the next in join order) and, once all N masters are in, sends every one the roster (epoch, ranks).
 // After that both sides send frames whenever they have something to say; each side reads in its
 // own loop and treats silence longer than the grace, or a closed connection, as a lost master.
 // What each step decides is core/peer-join.ts's machines; this file drives them between the
@@ -24,6 +24,7 @@ import {
   FromRoot,
   HandshakeReply,
   PROTOCOL_VERSION,
+  PeerHello,
   Prove,
   Refuse,
   Roster,
@@ -84,10 +85,18 @@ function setupDifferences(mine: CampaignSetup, theirsText: string): string {
  * (FIRST_FRAME_BYTES); setup_text only names differences for a refusal, so when the whole setup
  * does not fit it travels empty and the root says so (the hash alone decides).
  */
-export function peerHello(token: string, host: string, setup: CampaignSetup): PeerHelloFrame {
+export function peerHello(token: string, host: string, setup: CampaignSetup, rank: number | null = null): PeerHelloFrame {
   const frame: PeerHelloFrame = { type: "peer_hello", token, protocol: PROTOCOL_VERSION, host, setup: setupHash(setup), setup_text: setupText(setup) };
+  // Asked only where the schema knows the field (HELLO_CARRIES_RANK); the caller says when it cannot.
+  if (rank !== null && HELLO_CARRIES_RANK) (frame as PeerHelloFrame & { rank?: number }).rank = rank;
   return encodeFrame(frame).length <= FIRST_FRAME_BYTES ? frame : { ...frame, setup_text: "" };
 }
+
+/**
+ * Whether the wire schema of peer_hello has the optional `rank` a launched submaster asks for
+ * (net/messages.ts): a root whose schema lacks it refuses a frame that carries one, so none is sent.
+ */
+export const HELLO_CARRIES_RANK = "rank" in PeerHello.shape;
 
 export interface PeerLink {
   readonly rank: number;
@@ -243,8 +252,10 @@ export async function joinRoot(o: {
   joinTimeoutMs: number;
   signal: AbortSignal;
   log: (line: string) => void;
+  /** The rank to ask for (a launcher's); null: whichever is free. */
+  rank?: number | null;
 }): Promise<JoinedRoot> {
-  const conn = await connectWithWait(o);
+  const conn = await connectWithWait({ ...o, who: "the root master" });
   if (!conn) throw new RuntimeFailure("interrupted while waiting for the root master");
   const now = () => performance.now();
   const join = new SubmasterJoin<PeerHelloFrame, z.infer<typeof HandshakeReply>, z.infer<typeof RosterOrRefuse>>({
@@ -253,7 +264,7 @@ export async function joinRoot(o: {
     validate: { reply: (raw) => check(HandshakeReply, raw), roster: (raw) => check(RosterOrRefuse, raw) },
   });
   const outcome: { joined?: JoinedRoot; failure?: Error } = {};
-  await drive(conn, join, join.start(peerHello(o.token, osHostname(), o.setup), now()), now, (a) => {
+  await drive(conn, join, join.start(peerHello(o.token, osHostname(), o.setup, o.rank ?? null), now()), now, (a) => {
     switch (a.kind) {
       case "send":
         sendQuietly(conn, a.frame);
