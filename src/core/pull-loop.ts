@@ -59,6 +59,8 @@ export interface PullOptions<U, Reply> {
   /** The units a reply to `want` carries (an assign, a task), or null. */
   unitsOf(reply: Reply): U[] | null;
   idOf(unit: U): number;
+  /** Who hands the units out, as the log lines name it: "the coordinator" (a sweep) or "the master" (explore). */
+  peer?: string;
 }
 
 /** An idle drained worker polls at least this often, so a stop reaches it promptly. */
@@ -89,6 +91,10 @@ export class PullLoop<U, Report extends { type: string }, Reply extends PullRepl
     assert.ok(o.beatMs > 0, `beatMs must be > 0, got ${o.beatMs}`);
   }
 
+  private get peer(): string {
+    return this.o.peer ?? "the coordinator";
+  }
+
   get state(): PullState {
     return this.current;
   }
@@ -106,16 +112,16 @@ export class PullLoop<U, Report extends { type: string }, Reply extends PullRepl
     this.outstanding = null;
     if (asked.kind === "stop_ack") {
       if (reply.type === "bye") return this.end("stopped", [{ kind: "say", line: "  stop acknowledged" }]);
-      return this.end("stop-unacknowledged", [{ kind: "say", line: `  the coordinator answered the stop_ack with '${reply.type}'` }]);
+      return this.end("stop-unacknowledged", [{ kind: "say", line: `  ${this.peer} answered the stop_ack with '${reply.type}'` }]);
     }
-    if (reply.type === "refuse") return this.lost(`the coordinator refused a request: ${reply.reason}`);
+    if (reply.type === "refuse") return this.lost(`${this.peer} refused a request: ${reply.reason}`);
     // A stop is remembered whatever it answered; a second one while stopping changes nothing.
     if (reply.type === "stop" && this.current !== "stopping") this.stopToken = reply.token;
     switch (asked.kind) {
       case "want":
         return this.afterWant(reply, now);
       case "heartbeat": {
-        const said = this.drainIfTold(reply, "the coordinator is draining — finishing what I hold");
+        const said = this.drainIfTold(reply, `${this.peer} is draining — finishing what I hold`);
         if (this.stopToken !== null) return [...said, ...this.decide(now)];
         return [...said, this.pause(now, asked.idleDrained ? Math.min(asked.pauseMs, IDLE_DRAINED_POLL_MS) : asked.pauseMs)];
       }
@@ -124,7 +130,7 @@ export class PullLoop<U, Report extends { type: string }, Reply extends PullRepl
         this.running.delete(asked.id);
         const note = reply.type === "ack" ? (reply.note ?? "ok") : reply.type;
         const reported: PullAction<U, Report> = { kind: "reported", unit: run.unit, report: run.report!, note };
-        return [reported, ...this.drainIfTold(reply, "the coordinator is draining — finishing what I hold"), ...this.decide(now)];
+        return [reported, ...this.drainIfTold(reply, `${this.peer} is draining — finishing what I hold`), ...this.decide(now)];
       }
       case "bye":
         return this.end("interrupted", []);
@@ -137,7 +143,7 @@ export class PullLoop<U, Report extends { type: string }, Reply extends PullRepl
     this.outstanding = null;
     this.paused = false;
     this.current = "lost";
-    return [{ kind: "say", line: `worker: lost the coordinator (${message})` }, ...this.abortAll(), ...this.childrenEnded()];
+    return [{ kind: "say", line: `worker: lost ${this.peer} (${message})` }, ...this.abortAll(), ...this.childrenEnded()];
   }
 
   /** A unit's report is ready. It is sent at the next decision: the caller wakes its pause. */
@@ -152,7 +158,7 @@ export class PullLoop<U, Report extends { type: string }, Reply extends PullRepl
   interrupt(): PullAction<U, Report>[] {
     if (this.current !== "working" && this.current !== "draining") return [];
     this.current = "interrupted";
-    return [{ kind: "say", line: "  interrupted: stopping what I hold; the coordinator will hand it out again" }, ...this.abortAll()];
+    return [{ kind: "say", line: `  interrupted: stopping what I hold; ${this.peer} will hand it out again` }, ...this.abortAll()];
   }
 
   /** The pause ended (its deadline, or an event woke it). */
@@ -193,7 +199,7 @@ export class PullLoop<U, Report extends { type: string }, Reply extends PullRepl
       return [...runs, ...this.decide(now)];
     }
     const pauseMs = reply.type === "wait" ? Math.min(this.o.beatMs, reply.seconds * 1000) : this.o.beatMs;
-    const said = reply.type === "drain" ? this.drain(`the coordinator is draining (${reply.reason}) — finishing what I hold`) : [];
+    const said = reply.type === "drain" ? this.drain(`${this.peer} is draining (${reply.reason}) — finishing what I hold`) : [];
     if (this.stopToken !== null) return [...said, ...this.decide(now)];
     return [...said, ...this.beat(now, pauseMs)];
   }
@@ -214,7 +220,7 @@ export class PullLoop<U, Report extends { type: string }, Reply extends PullRepl
     if (this.current !== "stopping") {
       this.current = "stopping";
       this.stopped = [...this.running.values()].map((r) => r.unit);
-      actions.push({ kind: "say", line: "  the coordinator asked me to stop" }, ...this.abortAll());
+      actions.push({ kind: "say", line: `  ${this.peer} asked me to stop` }, ...this.abortAll());
     }
     // Bounded by the runners' own TERM -> KILL grace.
     if (this.running.size > 0) return [...actions, this.pauseUntilEvent()];

@@ -69,6 +69,7 @@ export class WorkerLoop<U> {
       beatMs: Math.max(0.2, welcome.heartbeat_seconds) * 1000,
       unitsOf: (reply) => runner.unitsFrom(reply),
       idOf: (unit) => runner.id(unit),
+      peer: welcome.mode === "explore" ? "the master" : "the coordinator",
     });
   }
 

@@ -17,8 +17,8 @@ const report = (id: number, outcome = "complete"): Report => ({ type: "done", ch
 const assign = (...ids: number[]): Reply => ({ type: "assign", units: ids.map(u) });
 const ack = (note: string | null = null, drain = false): Reply => ({ type: "ack", drain, note });
 
-function loop(slots = 2) {
-  const m = new PullLoop<Unit, Report, Reply>({ slots, beatMs: BEAT, unitsOf: (r) => (r.type === "assign" && "units" in r ? r.units : null), idOf: (x) => x.id });
+function loop(slots = 2, peer?: string) {
+  const m = new PullLoop<Unit, Report, Reply>({ slots, beatMs: BEAT, unitsOf: (r) => (r.type === "assign" && "units" in r ? r.units : null), idOf: (x) => x.id, peer });
   const states: string[] = [];
   /** Runs `step` and records the state it left the machine in. */
   const at = <T>(actions: T): T => {
@@ -206,6 +206,16 @@ describe("PullLoop interrupted and lost", () => {
       { kind: "say", line: "worker: lost the coordinator (the coordinator refused a request: frame 'want': slots: too big)" },
       { kind: "end", outcome: "lost" },
     ]);
+  });
+
+  test("a worker of an explore master names the master, not a coordinator, in every line", () => {
+    const { m } = loop(1, "the master");
+    m.start(0);
+    assert.deepEqual(m.replied({ type: "drain", reason: "deadline" }, 1).find((a) => a.kind === "say"), {
+      kind: "say",
+      line: "  the master is draining (deadline) — finishing what I hold",
+    });
+    assert.deepEqual(m.lost("no frame within 60s")[0], { kind: "say", line: "worker: lost the master (no frame within 60s)" });
   });
 
   test("misuse is asserted: a reply with no request out, a report for a unit not running, a second start", () => {

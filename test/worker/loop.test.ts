@@ -116,7 +116,7 @@ test("a stop while a unit runs: the child is aborted and waited for, reported, c
   );
   assert.deepEqual(got.at(-2), { ...result(task(7), "interrupted") });
   assert.deepEqual(got.at(-1), { type: "stop_ack", token: STOP });
-  assert.ok(log.includes("  the coordinator asked me to stop") && log.at(-1) === "  stop acknowledged");
+  assert.ok(log.includes("  the master asked me to stop") && log.at(-1) === "  stop acknowledged");
   conn.destroy();
 });
 
@@ -131,7 +131,7 @@ test("a coordinator that goes away: the running child is ended and waited for, n
     got.map((f) => f.type),
     ["want", "heartbeat"],
   );
-  assert.match(log.find((l) => l.startsWith("worker: lost")) ?? "", /^worker: lost the coordinator \(.+\)$/);
+  assert.match(log.find((l) => l.startsWith("worker: lost")) ?? "", /^worker: lost the master \(.+\)$/);
 });
 
 test("Ctrl-C: the child is aborted, its report is sent, then bye; exit 0", TEST, async () => {
