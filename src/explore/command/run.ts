@@ -294,6 +294,8 @@ async function finishParticipant(e: Ended, links: Links): Promise<number> {
   const { master, rank, graceMs, log, write, rounds, options: o } = e.started;
   const { participantStats } = await import("../fleet/stats-round.ts");
   const r = await participantStats({
+    executors: { local_slots: o.slots, remote_workers: links.remote?.server.everyone.length ?? 0 },
+    workDir: e.workDir,
     conn: links.rootLink!,
     rank,
     master,
@@ -342,9 +344,12 @@ async function finalStatistics(e: Ended, links: Links): Promise<void> {
   let stats: ExploreStats;
   if (links.hub) {
     const { rootStats } = await import("../fleet/stats-round.ts");
-    const r = await rootStats({ hub: links.hub, master, late: e.late, graceMs, inbox: rounds.inbox, now, log });
+    const own = { local_slots: executors.local, remote_workers: executors.remote };
+    const r = await rootStats({ hub: links.hub, master, late: e.late, graceMs, inbox: rounds.inbox, now, log, executors: own, workDir: e.workDir });
     e.problems.push(...r.problems);
-    stats = computeStats({ ...common, masters, exchanged: { ...r.totals, byMaster: r.byMaster } });
+    // The fleet's executors: every slot and worker of every master that reported.
+    const fleet = { local: r.executors.local_slots, remote: r.executors.remote_workers };
+    stats = computeStats({ ...common, executors: fleet, masters, exchanged: { ...r.totals, byMaster: r.byMaster } });
   } else {
     stats = computeStats(common);
   }
