@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { waitFor } from "../helpers/campaign.ts";
+import { spawn } from "node:child_process";
+import { CLI, waitFor } from "../helpers/campaign.ts";
 import { ExploreDir } from "../helpers/explore.ts";
 import { sha256 } from "../helpers/scratch.ts";
 import { campaignStateLeft } from "./leftovers.ts";
@@ -131,6 +132,32 @@ test("--corpus-mode 0644: inputs and children are readable by others; a mode wit
     const bad = e.run(["--corpus-mode", "0666"], ["/bin/true"]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--corpus-mode: 0666 gives write or execute permission beyond the owner's read and write.*\(0640 or 0644\)/);
+  } finally {
+    e.cleanup();
+  }
+});
+
+test("--corpus-mode also reaches the children a remote worker staged: the master gives them the mode once it verified them", async () => {
+  const e = new ExploreDir();
+  try {
+    e.seed("a", "a");
+    e.seed("b", "b");
+    const token = "corpus-mode-test-token-0123456789";
+    const master = e.start(["--corpus-mode", "0644", "-j", "0", "--port", "0", "--bind", "127.0.0.1", "--token", token, "--max-idle", "1", "-t", "5"], childOnce(e));
+    const port = await master.port();
+    const worker = spawn(process.execPath, [CLI, "worker", "--master", `127.0.0.1:${port}`, "--token", token, "-j", "1"], { cwd: e.dir, stdio: "ignore" });
+    const workerDone = new Promise((resolve) => worker.on("close", resolve));
+    const r = await master.done;
+    assert.equal(r.code, 0, master.output());
+    await workerDone;
+    assert.equal(e.stats().executors.remote_workers, 1);
+    const modes = Object.fromEntries(e.corpusFiles().map((h) => [h, statSync(join(e.corpus, h)).mode & 0o777]));
+    assert.deepEqual(modes, {
+      [sha256("a")]: 0o644,
+      [sha256("b")]: 0o644,
+      [sha256("a-child")]: 0o644,
+      [sha256("b-child")]: 0o644,
+    });
   } finally {
     e.cleanup();
   }

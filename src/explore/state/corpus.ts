@@ -41,6 +41,8 @@ export const STAGE_ID_RE = /^[0-9a-f]{32}$/;
 export const CHUNK_BYTES = 1024 * 1024;
 
 let corpusMode = DEFAULT_CORPUS_MODE;
+/** setCorpusMode was called: verified objects are brought to the mode too. */
+let modeSet = false;
 
 /**
  * Sets the mode every corpus file this process creates gets from now on (inputs it publishes,
@@ -50,6 +52,7 @@ export function setCorpusMode(mode: number): void {
   const checked = parseCorpusMode(octalMode(mode));
   if (typeof checked !== "number") throw new RuntimeFailure(`corpus file mode: ${checked.error}`);
   corpusMode = checked;
+  modeSet = checked !== DEFAULT_CORPUS_MODE;
 }
 
 /** The mode corpus files get (DEFAULT_CORPUS_MODE unless setCorpusMode changed it). */
@@ -303,15 +306,37 @@ export function publishFile(corpusDir: string, src: string, c: Omit<CopyOptions,
   }
 }
 
-/** Re-hashes a public object: IntegrityError when its bytes are not its name, FileProblem when unreadable. */
+/**
+ * Re-hashes a public object: IntegrityError when its bytes are not its name, FileProblem when
+ * unreadable. When the corpus mode was set (setCorpusMode), a verified object of this process's
+ * user with another mode is given it: children that a remote worker's process staged arrive with
+ * that process's mode, and are verified right after their promotion.
+ */
 export function verifyPublic(corpusDir: string, hash: string, maxBytes: number): void {
   if (!HEX64.test(hash)) {
     throw new RuntimeFailure(`'${hash}' is not a corpus object name (64 lowercase hex digits)`);
   }
   const path = join(corpusDir, hash);
-  const actual = hashFile(path, maxBytes).hash;
-  if (actual !== hash) {
-    throw new IntegrityError(`shared corpus digest mismatch: ${displayPath(path)} holds ${actual}`);
+  const opened = openRegular(path, maxBytes);
+  try {
+    const actual = streamOpened(path, opened, ignore);
+    if (actual !== hash) {
+      throw new IntegrityError(`shared corpus digest mismatch: ${displayPath(path)} holds ${actual}`);
+    }
+    if (modeSet) conformMode(opened.fd);
+  } finally {
+    closeSync(opened.fd);
+  }
+}
+
+/** Gives an object of this process's user the corpus mode (another user's is left as it is). */
+function conformMode(fd: number): void {
+  const st = fstatSync(fd);
+  if ((st.mode & 0o7777) === corpusMode || st.uid !== process.geteuid?.()) return;
+  try {
+    fchmodSync(fd, corpusMode);
+  } catch {
+    // Not ours to change after all (a race with another owner): left as it is.
   }
 }
 
