@@ -89,6 +89,21 @@ test("symlinked inputs are a counted, reported skip; the file behind the link is
   }
 });
 
+test("temp files a killed publication left in the hidden state are cleared by the next campaign, never in the corpus", () => {
+  const e = new ExploreDir();
+  try {
+    e.seed("a", "a");
+    const tmp = join(e.corpus, ".fuzzfleet", "tmp");
+    mkdirSync(tmp, { recursive: true });
+    writeFileSync(join(tmp, ".tmp-0123456789abcdef0123456789abcdef"), "half a seed");
+    const r = e.run(["-j", "1", "--max-idle", "0.5"], ["/bin/true"]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.deepEqual(campaignStateLeft(e.corpus), [], "the temp directory went with the rest of the campaign state");
+  } finally {
+    e.cleanup();
+  }
+});
+
 test("--follow: an idle frontier does not end the campaign; inputs that arrive later are explored; the wall budget ends it (exit 5)", async () => {
   const e = new ExploreDir();
   try {

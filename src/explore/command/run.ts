@@ -24,7 +24,7 @@ import type { CampaignSetup } from "../fleet/peers.ts";
 import { ExploreMaster, type Ownership } from "../master/master.ts";
 import { LeaseTable } from "../state/lease-table.ts";
 import { openEpoch, removeIfEmpty, SHARD_COUNT, stateDir, workDir as workDirOf } from "../state/work-dir.ts";
-import { publishTempDir, setCorpusMode } from "../state/corpus.ts";
+import { clearPublishTemps, publishTempDir, setCorpusMode } from "../state/corpus.ts";
 import { AFL_INSTANCE, AflExport } from "./afl-export.ts";
 import { checkInputDirs } from "./input-dirs.ts";
 import { ADMIT_BATCH, MasterLoop } from "./master-loop.ts";
@@ -130,6 +130,9 @@ export async function explore(o: ExploreOptions): Promise<number> {
   const rounds: EndRounds = { inbox: [], lost: null };
   // The root and a single master own the campaign state; a submaster borrows the root's.
   const lock = role.kind === "participant" ? null : CampaignLock.acquire(state, { command: "explore", port: o.port });
+  // The lock holder starts before any master of its campaign publishes: temp files left there
+  // belong to a publication that was killed.
+  if (lock !== null) clearPublishTemps(corpusDir);
   let tokenFile: string | null = null;
   let nonce: Nonce | null = null;
   let keepState = true;

@@ -307,6 +307,32 @@ export function publishFile(corpusDir: string, src: string, c: Omit<CopyOptions,
 }
 
 /**
+ * Removes the temp files a publication left behind (a master killed in mid-copy) below
+ * publishTempDir; never follows a symlink. Only for the holder of the campaign lock, before any
+ * other master of its campaign publishes. Returns how many were removed.
+ */
+export function clearPublishTemps(corpusDir: string): number {
+  let pin: PinnedDir;
+  try {
+    pin = PinnedDir.openNoFollow(publishTempDir(corpusDir));
+  } catch (err) {
+    if (err instanceof FileProblem && err.problem === "missing") return 0;
+    throw err;
+  }
+  try {
+    let n = 0;
+    for (const e of pin.list()) {
+      if (!e.name.startsWith(".tmp-")) continue;
+      pin.remove(e.name);
+      n++;
+    }
+    return n;
+  } finally {
+    pin.close();
+  }
+}
+
+/**
  * Re-hashes a public object: IntegrityError when its bytes are not its name, FileProblem when
  * unreadable. When the corpus mode was set (setCorpusMode), a verified object of this process's
  * user with another mode is given it: children that a remote worker's process staged arrive with
