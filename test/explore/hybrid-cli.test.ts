@@ -197,6 +197,16 @@ test("--afl-sync: new inputs (never the input directory's own) are exported once
     assert.equal(again.code, 0, again.stdout + again.stderr);
     assert.deepEqual(readdirSync(queue).sort(), [`id:000000,src:fuzzfleet,sha256:${sha256("a-child")}`, `id:000001,src:fuzzfleet,sha256:${sha256("b-child")}`]);
     assert.deepEqual(campaignStateLeft(e.corpus), []);
+
+    // A sync directory whose fuzzfleet/ is a symlink is refused before anything runs.
+    const trap = join(e.dir, "trap");
+    mkdirSync(join(trap, "elsewhere"), { recursive: true });
+    symlinkSync(join(trap, "elsewhere"), join(trap, "fuzzfleet"));
+    const refused = e.run(["--afl-sync", trap, "-j", "1", "--max-idle", "0.5"], childOnce(e));
+    assert.equal(refused.code, 2, refused.stdout + refused.stderr);
+    assert.match(refused.stderr, /--afl-sync: .*trap\/fuzzfleet is a symbolic link; give a sync directory whose fuzzfleet\/ is a plain directory/);
+    assert.deepEqual(readdirSync(join(trap, "elsewhere")), [], "nothing written through the link");
+    assert.deepEqual(campaignStateLeft(e.corpus), [], "no campaign state was opened");
   } finally {
     e.cleanup();
   }

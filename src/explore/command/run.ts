@@ -127,6 +127,13 @@ export async function explore(o: ExploreOptions): Promise<number> {
   const joinWaitStart = now();
   let found = role.kind === "participant" ? await rootToken(role, { flag: o.token, state, signal: o.signal, write }) : null;
 
+  // One exporter per campaign: the root (or a lone master) exports what every master published.
+  // Set up before anything else is, so that a sync directory it refuses leaves nothing behind.
+  let isExternal: (hash: string) => boolean = () => true;
+  const exporter =
+    o.aflSync && role.kind !== "participant"
+      ? new AflExport({ syncDir: resolve(o.aflSync), corpusDir, isExternal: (h) => isExternal(h), maxBytes: budgets.maxInputBytes, log: (line) => write(line) })
+      : null;
   const rounds: EndRounds = { inbox: [], lost: null };
   // The root and a single master own the campaign state; a submaster borrows the root's.
   const lock = role.kind === "participant" ? null : CampaignLock.acquire(state, { command: "explore", port: o.port });
@@ -162,9 +169,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     // Findings already recorded on this corpus (by any campaign, any master): what is not among
     // them at the end is new.
     const knownFindings = new Set(master.findings.list().map((f) => f.input_hash));
-    // One exporter per campaign: the root (or a lone master) exports what every master published.
-    const exporter =
-      o.aflSync && role.kind !== "participant" ? new AflExport({ syncDir: resolve(o.aflSync), corpusDir, isExternal: (h) => master.external.has(h), maxBytes: budgets.maxInputBytes, log }) : null;
+    isExternal = (h) => master.external.has(h);
 
     const loop = new MasterLoop({
       master,
