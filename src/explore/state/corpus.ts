@@ -271,6 +271,17 @@ export function copyHashing(src: string, dest: string, c: CopyOptions): { hash: 
   }
 }
 
+/** The temp directory, pinned; created (0700) the first time it is missing. */
+function openTempDir(dir: string): PinnedDir {
+  try {
+    return PinnedDir.openNoFollow(dir);
+  } catch (err) {
+    if (!(err instanceof FileProblem && err.problem === "missing")) throw err;
+  }
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return PinnedDir.openNoFollow(dir);
+}
+
 /**
  * Seed admission: copies src into a temp file of the hidden state (publishTempDir) while hashing,
  * then either verifies the object that already holds that name (the temp is dropped) or renames
@@ -281,10 +292,8 @@ export function copyHashing(src: string, dest: string, c: CopyOptions): { hash: 
  */
 export function publishFile(corpusDir: string, src: string, c: Omit<CopyOptions, "reuse">): { hash: string; size: number; created: boolean } {
   const { maxBytes, durable = true } = c;
-  const tempDir = publishTempDir(corpusDir);
-  mkdirSync(tempDir, { recursive: true, mode: 0o700 });
   // Below a pin: a temp directory replaced by a symlink is refused, never written through.
-  const pin = PinnedDir.openNoFollow(tempDir);
+  const pin = openTempDir(publishTempDir(corpusDir));
   const temp = pin.entry(`.tmp-${randomHex(16)}`);
   try {
     const { hash, size } = copyHashing(src, temp, { maxBytes, hooks: c.hooks, durable, mode: c.mode });
