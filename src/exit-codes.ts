@@ -3,12 +3,19 @@ import type { ErrorCode } from "./errors.ts";
 
 export const EXIT = {
   ok: 0,
-  /** `run`/`coordinate` recorded at least one newly distinct or reopened failure (cron alerts on it). */
+  /**
+   * `run`/`coordinate` recorded at least one newly distinct or reopened failure (cron alerts on it);
+   * `explore --fail-on-findings`: the campaign recorded a crash or hang on an input never recorded before.
+   */
   newFailures: 1,
   usage: 2,
   refused: 3,
   /** Also `run` when every lane got disabled and nothing new was found: the sweep stopped sweeping. */
   runtime: 4,
+  /** explore: the wall budget ran out before the frontier was exhausted (the state is kept for --resume). */
+  budgetReached: 5,
+  /** explore: stopped by a signal before the frontier was exhausted (the state is kept for --resume). */
+  interrupted: 6,
   /**
    * Lifecycle incomplete. `coordinate`: a worker did not acknowledge the stop. `explore`: invalid
    * results, an unacknowledged stop, a control failure.

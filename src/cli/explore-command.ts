@@ -6,6 +6,7 @@ import { action, intAtLeast, portNumber } from "./action.ts";
 import { parseHostPort } from "../net/address.ts";
 import { DEFAULT_STOP_GRACE_SECONDS } from "../net/worker-service.ts";
 import { signalLabel, withSignalStop } from "./stop-signals.ts";
+import { parseCorpusMode } from "../explore/corpus-mode.ts";
 
 function seconds(flag: string, min: number) {
   return (value: string): number => {
@@ -15,13 +16,23 @@ function seconds(flag: string, min: number) {
   };
 }
 
+function corpusMode(value: string): number {
+  const mode = parseCorpusMode(value);
+  if (typeof mode !== "number") throw new UsageError(`--corpus-mode: ${mode.error}`);
+  return mode;
+}
+
 export function registerExplore(program: Command): void {
   program
     .command("explore")
     .description("explore a corpus: run TARGET on every unique input, publish its children, until nothing new is left")
     .usage("-i INPUT_DIR -o CORPUS_DIR [options] -- TARGET [ARGS...]")
     .argument("[target...]", "the target command; put it after --. An argument containing @@ gets the input's path, else the input is on stdin")
-    .requiredOption("-i, --input-dir <dir>", "seed inputs; rescanned about every second, so a producer may keep adding files")
+    .requiredOption(
+      "-i, --input-dir <dir>",
+      "seed inputs; rescanned about every second, so a producer may keep adding files. Repeat for several directories (e.g. each AFL++ instance's queue/)",
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
     .requiredOption("-o, --output-dir <dir>", "the shared content-addressed corpus (files named by their SHA-256)")
     .option("-j, --jobs <n>", "local slots: executions run in this process", intAtLeast(0), 1)
     .option("-t, --timeout <sec>", "per-execution time limit", seconds("-t", 0.001), 90)
@@ -38,6 +49,10 @@ export function registerExplore(program: Command): void {
     .option("--join <host:port>", "be a submaster of the root master at this address (same command line otherwise)")
     .addOption(new Option("--ownership <mode>", "rendezvous: each content has one owning master; broadcast: every master runs everything (for comparison)").choices(["rendezvous", "broadcast"]).default("rendezvous"))
     .option("--grace <sec>", "a master silent for this long is lost; also bounds the statistics exchange (default max(120, 4 x -t))", seconds("--grace", 0.1))
+    .option("--follow", "keep following the inputs (a live AFL++ queue): an idle frontier does not end the campaign; it ends by --wall-timeout or a signal")
+    .option("--corpus-mode <octal>", "mode of corpus files: 0600 (default), 0640 or 0644 (e.g. for an AFL++ running as another user)", corpusMode)
+    .option("--afl-sync <dir>", "export every new input into the AFL++ sync directory DIR (AFL's -o) as DIR/fuzzfleet/queue/id:NNNNNN,…, which afl-fuzz -M imports")
+    .option("--fail-on-findings", "exit 1 when this campaign recorded a crash or hang on an input never recorded before")
     .option("--fresh", "run content that earlier campaigns on this corpus already explored again (by default it is skipped and counted)")
     .option("--stop-grace <sec>", "at the end, how long remote workers have to acknowledge the stop (as a sweep's stop_grace_seconds)", seconds("--stop-grace", 0.1), DEFAULT_STOP_GRACE_SECONDS)
     .option("--join-timeout <sec>", "how long the root waits for every master to join, and a submaster for the roster", seconds("--join-timeout", 0.1), DEFAULT_JOIN_TIMEOUT_SECONDS)
@@ -70,13 +85,14 @@ Several masters: start the root with --masters N --port P, then each other maste
 command line and --join ROOT_HOST:P (the root prints it). Each content hash has one
 owning master (rendezvous hashing); leases make any takeover safe; the campaign ends only when
 every master agrees, through a two-phase commit, that nothing is left.
-Exit: 0 clean, 2 bad flag, 3 refused (lock held, setup differs), 4 runtime error, 70 lifecycle
+Exit: 0 frontier exhausted, 1 new crashes or hangs (with --fail-on-findings), 2 bad flag, 3 refused
+(lock held, setup differs), 4 runtime error, 5 wall budget reached, 6 interrupted, 70 lifecycle
 incomplete (invalid results, digest mismatch, unacknowledged stop, lost master, quiescence
-conflict), 71 final rendezvous timed out.`,
+conflict), 71 final rendezvous timed out. Precedence: 71, 70, 1, then 5 or 6 (docs/exit-codes.md).`,
     )
     .action(
       action<{
-        inputDir: string;
+        inputDir: string[];
         outputDir: string;
         jobs: number;
         timeout: number;
@@ -101,6 +117,10 @@ conflict), 71 final rendezvous timed out.`,
         joinTimeout: number;
         finalizeTimeout: number;
         sync: "fence" | "all";
+        follow?: boolean;
+        corpusMode?: number;
+        aflSync?: string;
+        failOnFindings?: boolean;
       }>(async (o, cmd) => {
         const target = cmd.args;
         if (target.length === 0) throw new UsageError("no target command: put it after --, e.g. fuzzfleet explore -i seeds -o corpus -- ./target @@");
@@ -145,6 +165,10 @@ conflict), 71 final rendezvous timed out.`,
               joinTimeoutSeconds: o.joinTimeout,
               finalizeSeconds: o.finalizeTimeout,
               durability: o.sync,
+              follow: o.follow === true,
+              corpusMode: o.corpusMode ?? null,
+              aflSync: o.aflSync ?? null,
+              failOnFindings: o.failOnFindings === true,
               signal,
             }),
           words,

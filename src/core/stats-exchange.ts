@@ -3,8 +3,10 @@
 // ACK; the root accepts exactly one valid report per peer, sums them with its own, and ACKs
 // every peer only once all have reported. Anything else is quarantined and counted. Messages
 // arrive already checked against their wire schema (net/messages.ts); the ledgers decide what a
-// well-formed one means. The caller sends, receives and owns the deadline; a peer still silent at the deadline is listed as
-// pending and the exchange is incomplete (the campaign fails instead of hanging).
+// well-formed one means. The caller sends, receives and owns the deadline; a peer still silent at
+// the deadline is listed as pending and the exchange is incomplete (the campaign fails instead of
+// hanging). Each master's executors (local slots, remote workers) travel beside its report under
+// the report's token (fleetExecutors): the root sums only those of the reports it accepted.
 import assert from "node:assert/strict";
 import { asObject, HEX64, isCount } from "./message-checks.ts";
 
@@ -51,6 +53,44 @@ export interface StatsOutcome {
   byMaster: Record<number, number>;
   /** Reports refused (naming another rank, duplicate, from a non-peer). */
   quarantined: number;
+  /** The token of each accepted report, by rank: what a master's executor report must carry. */
+  tokens: Record<number, string>;
+}
+
+/** The executors of one master: its local slots and the remote workers it served. */
+export interface ExecutorCounts {
+  local_slots: number;
+  remote_workers: number;
+}
+
+/** A master's executor report: its counts under the token of its statistics report. */
+export interface ExecutorReport extends ExecutorCounts {
+  token: string;
+}
+
+/**
+ * The fleet's executors: the root's own plus every accepted peer's report whose token is that of
+ * its accepted statistics report (a report from another exchange, or none, leaves the rank
+ * `missing` and uncounted). `reports` are values as read, unchecked.
+ */
+export function fleetExecutors(
+  own: ExecutorCounts,
+  tokens: Record<number, string>,
+  reports: Record<number, unknown>,
+): { total: ExecutorCounts; missing: number[] } {
+  assert.ok(isCount(own.local_slots) && isCount(own.remote_workers), `the root's executors must be non-negative integers, got ${JSON.stringify(own)}`);
+  const total = { local_slots: own.local_slots, remote_workers: own.remote_workers };
+  const missing: number[] = [];
+  for (const rank of Object.keys(tokens).map(Number).sort((a, b) => a - b)) {
+    const r = asObject(reports[rank]);
+    if (r === null || r.token !== tokens[rank] || !isCount(r.local_slots) || !isCount(r.remote_workers)) {
+      missing.push(rank);
+      continue;
+    }
+    total.local_slots += r.local_slots;
+    total.remote_workers += r.remote_workers;
+  }
+  return { total, missing };
 }
 
 const TOKEN = HEX64;
@@ -98,6 +138,7 @@ export class StatsCollector {
     const byMaster: Record<number, number> = { [this.rank]: this.own.observations };
     const received: number[] = [];
     const pending: number[] = [];
+    const tokens: Record<number, string> = {};
     for (const p of this.peers) {
       const r = this.reports.get(p);
       if (!r) {
@@ -105,12 +146,13 @@ export class StatsCollector {
         continue;
       }
       received.push(p);
+      tokens[p] = r.token;
       for (const f of FIELDS) totals[f] += r[f];
       byMaster[p] = r.observations;
     }
     const quarantined = Object.values(this.counters).reduce((a, b) => a + b, 0);
     const complete = pending.length === 0;
-    return { complete, settled: complete || now >= deadline, received, pending, totals, byMaster, quarantined };
+    return { complete, settled: complete || now >= deadline, received, pending, totals, byMaster, quarantined, tokens };
   }
 
   private quarantine<C extends StatsClass>(cls: C): C {

@@ -138,7 +138,7 @@ test("--simulate synthesises five seeded mutants when a run produced nothing", (
     e.seed("a", "0123456789");
     // Every mutant has mutants of its own: the frontier never ends, so the wall budget does.
     const r = e.run(["-j", "1", "--max-idle", "0.5", "-t", "1", "--wall-timeout", "3", "--simulate"], ["/bin/true"]);
-    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.equal(r.code, 5, "wall budget reached: exit 5\n" + r.stdout + r.stderr);
     const s = e.stats();
     assert.ok(s.observations >= 2 && s.generated === 5 * s.observations, `5 mutants per run (${s.generated} for ${s.observations})`);
     assert.match(r.stdout, /the frontier is not exhausted \(wall budget\); continue with: --resume [0-9a-f]{64}/);
@@ -178,7 +178,7 @@ test("SIGINT ends cleanly: running executions are stopped and requeued, the stat
     await waitFor("two executions done", () => (existsSync(log) && readFileSync(log, "utf8").split("\n").length > 2 ? true : undefined), 60_000);
     first.child.kill("SIGINT");
     const r = await first.done;
-    assert.equal(r.code, 0, first.output());
+    assert.equal(r.code, 6, "interrupted: exit 6\n" + first.output());
     const epoch = /continue with: --resume ([0-9a-f]{64})/.exec(first.output())?.[1];
     assert.ok(epoch, first.output());
     assert.ok(e.stats().observations >= 2 && e.stats().observations < 8);

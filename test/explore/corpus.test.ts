@@ -1,18 +1,22 @@
 import assert from "node:assert/strict";
-import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, symlinkSync, utimesSync, writeFileSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, statSync, symlinkSync, utimesSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import {
   CHUNK_BYTES,
   DEFAULT_BUDGETS,
+  currentCorpusMode,
+  DEFAULT_CORPUS_MODE,
   FileProblem,
-  
   IntegrityError,
   copyHashing,
   hashFile,
   listCorpus,
   listRegularFiles,
+  parseCorpusMode,
   publishFile,
+  publishTempDir,
+  setCorpusMode,
   verifyPublic,
 } from "../../src/explore/state/corpus.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
@@ -191,6 +195,11 @@ describe("copyHashing", () => {
   });
 });
 
+/** The corpus directory's entries but the hidden state directory, where publication stages its temp files. */
+const publicEntries = (corpus: string) => readdirSync(corpus).filter((n) => n !== ".fuzzfleet");
+/** Temp files publication left behind in the hidden state directory. */
+const tempsLeft = (corpus: string) => (existsSync(publishTempDir(corpus)) ? readdirSync(publishTempDir(corpus)) : []);
+
 describe("publishFile", () => {
   it("publishes under the content digest and leaves no temporary file", () => {
     const corpus = freshDir();
@@ -199,8 +208,61 @@ describe("publishFile", () => {
     writeFileSync(join(inputs, "seed"), data);
     const got = publishFile(corpus, join(inputs, "seed"), { maxBytes: DEFAULT_BUDGETS.maxInputBytes });
     assert.deepEqual(got, { hash: sha256(data), size: data.length, created: true });
-    assert.deepEqual(readdirSync(corpus), [sha256(data)]);
+    assert.deepEqual(publicEntries(corpus), [sha256(data)]);
     assert.deepEqual(readFileSync(join(corpus, got.hash)), data);
+    assert.deepEqual(tempsLeft(corpus), []);
+  });
+
+  it("never has a temporary file in the corpus directory, even while it copies", () => {
+    const corpus = freshDir();
+    const inputs = freshDir();
+    writeFileSync(join(inputs, "seed"), patterned(CHUNK_BYTES * 3, 4));
+    const seenDuringCopy: string[][] = [];
+    const staged: string[][] = [];
+    publishFile(corpus, join(inputs, "seed"), {
+      maxBytes: DEFAULT_BUDGETS.maxInputBytes,
+      hooks: {
+        afterChunk: () => {
+          seenDuringCopy.push(readdirSync(corpus));
+          staged.push(tempsLeft(corpus));
+        },
+      },
+    });
+    assert.equal(seenDuringCopy.length, 3);
+    for (const names of seenDuringCopy) assert.deepEqual(names, [".fuzzfleet"], "only the hidden state directory, never a .tmp-* file");
+    for (const names of staged) assert.equal(names.filter((n) => n.startsWith(".tmp-")).length, 1, "the temp file is staged in the hidden state");
+    assert.deepEqual(tempsLeft(corpus), []);
+  });
+
+  it("gives corpus files the corpus mode exactly, whatever the umask", () => {
+    const corpus = freshDir();
+    const inputs = freshDir();
+    writeFileSync(join(inputs, "a"), "a");
+    writeFileSync(join(inputs, "b"), "b");
+    const before = process.umask(0o077);
+    try {
+      const a = publishFile(corpus, join(inputs, "a"), { maxBytes: 1024 });
+      assert.equal(statSync(join(corpus, a.hash)).mode & 0o777, 0o600, "the default");
+      setCorpusMode(0o644);
+      const b = publishFile(corpus, join(inputs, "b"), { maxBytes: 1024 });
+      assert.equal(statSync(join(corpus, b.hash)).mode & 0o777, 0o644, "readable by others despite umask 077");
+      assert.equal(currentCorpusMode(), 0o644);
+    } finally {
+      setCorpusMode(DEFAULT_CORPUS_MODE);
+      process.umask(before);
+    }
+  });
+
+  it("refuses a temp directory replaced by a symlink instead of writing through it", () => {
+    const corpus = freshDir();
+    const elsewhere = freshDir();
+    const inputs = freshDir();
+    writeFileSync(join(inputs, "seed"), "seed");
+    mkdirSync(join(corpus, ".fuzzfleet"));
+    symlinkSync(elsewhere, publishTempDir(corpus));
+    assertProblem(() => publishFile(corpus, join(inputs, "seed"), { maxBytes: 1024 }), "symlink");
+    assert.deepEqual(readdirSync(elsewhere), []);
+    assert.deepEqual(publicEntries(corpus), []);
   });
 
   it("reports created=false for content that is already public", () => {
@@ -211,7 +273,7 @@ describe("publishFile", () => {
     assert.equal(publishFile(corpus, join(inputs, "a"), { maxBytes: 1024 }).created, true);
     const again = publishFile(corpus, join(inputs, "b"), { maxBytes: 1024 });
     assert.deepEqual(again, { hash: sha256("same bytes"), size: 10, created: false });
-    assert.deepEqual(readdirSync(corpus), [sha256("same bytes")]);
+    assert.deepEqual(publicEntries(corpus), [sha256("same bytes")]);
   });
 
   it("refuses an existing public object whose bytes are not its name and leaves it in place", () => {
@@ -225,7 +287,7 @@ describe("publishFile", () => {
       assert.equal(err.message, `shared corpus digest mismatch: ${join(corpus, hash)} holds ${sha256("evil")}`);
       return true;
     });
-    assert.deepEqual(readdirSync(corpus), [hash]);
+    assert.deepEqual(publicEntries(corpus), [hash]);
     assert.equal(readFileSync(join(corpus, hash), "utf8"), "evil");
   });
 
@@ -235,7 +297,7 @@ describe("publishFile", () => {
     mkdirSync(join(corpus, sha256("x")));
     writeFileSync(join(inputs, "seed"), "x");
     assertProblem(() => publishFile(corpus, join(inputs, "seed"), { maxBytes: 1024 }), "not-regular");
-    assert.deepEqual(readdirSync(corpus), [sha256("x")]);
+    assert.deepEqual(publicEntries(corpus), [sha256("x")]);
   });
 
   it("refuses symlinked, oversized and changing sources and leaves the corpus empty", () => {
@@ -258,7 +320,25 @@ describe("publishFile", () => {
       } }),
       "changed",
     );
-    assert.deepEqual(readdirSync(corpus), []);
+    assert.deepEqual(publicEntries(corpus), []);
+  });
+});
+
+describe("parseCorpusMode", () => {
+  it("takes 0600, 0640, 0644 (with or without the leading 0) and refuses the rest with the reason", () => {
+    assert.deepEqual(["0600", "640", "0644", "0604"].map(parseCorpusMode), [0o600, 0o640, 0o644, 0o604]);
+    for (const [value, why] of [
+      ["0666", /gives write or execute permission beyond the owner's/],
+      ["0755", /gives write or execute permission/],
+      ["0400", /does not let the owner read and write/],
+      ["4644", /not an octal file mode such as 0600 or 0644/],
+      ["rw-r--r--", /not an octal file mode/],
+      ["0o644", /not an octal file mode/],
+    ] as const) {
+      const got = parseCorpusMode(value);
+      assert.ok(typeof got !== "number", value);
+      assert.match(got.error, why, value);
+    }
   });
 });
 

@@ -38,7 +38,7 @@ test("a campaign stopped by its wall budget says so, distinct from an exhausted 
   try {
     for (let i = 0; i < 40; i++) e.seed(`s${i}`, `${i}\n`);
     const r = e.run(["-j", "1", "-t", "1", "--wall-timeout", "2"], [e.script("t.sh", "sleep 0.2"), "@@"]);
-    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.equal(r.code, 5, "wall budget reached: exit 5, not the 0 of an exhausted frontier\n" + r.stdout + r.stderr);
     assert.match(r.stdout, /^ended: wall budget reached$/m);
     assert.equal((e.stats() as unknown as { ended: string }).ended, "wall budget reached");
   } finally {

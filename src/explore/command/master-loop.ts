@@ -3,7 +3,7 @@
 // children, takes over expired leases, fills the local slots, and asks the ending whether the
 // campaign is over; between turns it sleeps until a result, an exit or Ctrl-C wakes it, or the
 // next scan is due. The same loop serves a lone master, the root and a submaster: only the
-// ending differs (fleet/endings.ts).
+// ending differs (fleet/endings.ts). With --afl-sync the turn also exports new corpus inputs.
 //
 //   running --ending.step says why, or the wall budget, or no usable executor--> shutdown
 //   shutdown: dispatch closed; local runs interrupted unless the frontier was exhausted; local
@@ -44,6 +44,8 @@ export interface MasterLoopOptions {
   /** The monotonic clock, in ms. */
   now: () => number;
   log: (line: string) => void;
+  /** Called on every turn (--afl-sync: exports what is new, at its own pace). */
+  exporter?: { step(now: number): void } | null;
 }
 
 export class MasterLoop {
@@ -98,6 +100,7 @@ export class MasterLoop {
         found += master.recoverExpired();
         lastRecovery = t;
       }
+      this.o.exporter?.step(t);
       if (this.dispatchOpen()) this.slots.fill();
       else if (this.o.wallTimeoutSeconds > 0 && master.activeCount === 0) return "wall budget";
       if (!remote && this.slots.count > 0 && master.quarantined.size >= this.slots.count && master.pendingCount > 0) {

@@ -133,7 +133,7 @@ export async function joinRootEpoch(
 export async function startEnding(role: Role, m: StartedMaster, links: Links): Promise<Ending> {
   if (role.kind === "root") return startRoot(role.masters, m, links);
   if (m.options.port !== null) links.remote = (await serve(m, null)).remote;
-  if (role.kind === "single") return new IdleWindow(m.master, m.options.maxIdleSeconds * 1000, m.log);
+  if (role.kind === "single") return new IdleWindow(m.master, m.options.maxIdleSeconds * 1000, m.log, m.options.follow ?? false);
   const p = new ParticipantEnding(m.master, links.rootLink!, m.rank, m.log);
   const { readRoot } = await import("../fleet/peers.ts");
   void readRoot(
@@ -174,7 +174,7 @@ async function startRoot(masters: number, m: StartedMaster, links: Links): Promi
   links.remote = remote;
   m.write(`  waiting for ${masters - 1} more master(s): fuzzfleet explore … --join <this host>:${port}${joinTokenHint(m.found!)}`);
   await hub.start((m.options.joinTimeoutSeconds ?? DEFAULT_JOIN_TIMEOUT_SECONDS) * 1000);
-  ending = new RootEnding({ master: m.master, hub, maxIdleMs: m.options.maxIdleSeconds * 1000, now: m.now, log: m.log });
+  ending = new RootEnding({ master: m.master, hub, maxIdleMs: m.options.maxIdleSeconds * 1000, follow: m.options.follow ?? false, now: m.now, log: m.log });
   return ending;
 }
 

@@ -9,12 +9,11 @@
 //   -> (--resume: redo commits, take over leases) -> first admission -> loop -> shutdown
 //   -> statistics: a submaster reports to the root; the root or a lone master prints them, and
 //      removes the hidden state after a clean end; the root then releases the submasters
-import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { formatDuration } from "../../config/duration.ts";
 import { UsageError } from "../../errors.ts";
-import { EXIT } from "../../exit-codes.ts";
 import { CampaignLock } from "../../lock/campaign-lock.ts";
 import { serverToken } from "../../net/token.ts";
 import { DEFAULT_STOP_GRACE_SECONDS, removeNonce, writeNonce, type Nonce } from "../../net/worker-service.ts";
@@ -25,13 +24,18 @@ import type { CampaignSetup } from "../fleet/peers.ts";
 import { ExploreMaster, type Ownership } from "../master/master.ts";
 import { LeaseTable } from "../state/lease-table.ts";
 import { openEpoch, removeIfEmpty, SHARD_COUNT, stateDir, workDir as workDirOf } from "../state/work-dir.ts";
+import { clearPublishTemps, publishTempDir, setCorpusMode } from "../state/corpus.ts";
+import { AFL_INSTANCE, AflExport } from "./afl-export.ts";
+import { checkInputDirs } from "./input-dirs.ts";
 import { ADMIT_BATCH, MasterLoop } from "./master-loop.ts";
+import { ENDED, exhausted, exitCodeOf } from "./outcome.ts";
 import { JOIN_WAIT_SECONDS, joinRootEpoch, roleOf, rootToken, startEnding, type EndRounds, type Links, type Role, type StartedMaster } from "./roles.ts";
 import { computeStats, renderStats, type ExploreStats } from "./stats.ts";
 import { renderProblems, type Problem } from "../../core/problems.ts";
 
 export interface ExploreOptions {
-  inputDir: string;
+  /** One input directory, or several (`-i a -i b`): all admitted. */
+  inputDir: string | readonly string[];
   corpusDir: string;
   target: string[];
   slots: number;
@@ -63,6 +67,14 @@ export interface ExploreOptions {
   finalizeSeconds?: number;
   /** Which lease-record writes are fsynced (see LeaseTable): default "fence". */
   durability?: "fence" | "all";
+  /** Keep following the inputs: an idle frontier never ends the campaign (--follow). */
+  follow?: boolean;
+  /** The mode of corpus files this process creates (--corpus-mode); default 0600. */
+  corpusMode?: number | null;
+  /** Export new inputs into this AFL++ sync directory (--afl-sync). */
+  aflSync?: string | null;
+  /** New crashes or hangs make the exit code 1 (--fail-on-findings). */
+  failOnFindings?: boolean;
   write?: (line: string) => void;
   signal: AbortSignal;
 }
@@ -79,12 +91,12 @@ export async function explore(o: ExploreOptions): Promise<number> {
   const startMs = performance.now();
   const now = () => performance.now();
   const budgets = o.budgets ?? DEFAULT_BUDGETS;
-  const inputDir = resolve(o.inputDir);
   const corpusDir = resolve(o.corpusDir);
+  const inputDirs = checkInputDirs(typeof o.inputDir === "string" ? [o.inputDir] : o.inputDir, corpusDir);
+  // One directory is named as it always was; several as a list (every master must agree on it).
+  const inputDir = inputDirs.length === 1 ? inputDirs[0]! : JSON.stringify(inputDirs);
   const ownership = o.ownership ?? "rendezvous";
   const role = roleOf(o);
-  checkDirectory(inputDir, "-i");
-  if (corpusDir === inputDir) throw new UsageError("-o must not be the input directory: the corpus holds every child too");
   if (o.wallTimeoutSeconds > 0 && o.timeoutSeconds >= o.wallTimeoutSeconds) {
     // No run starts unless it could finish inside the budget: such a campaign would run nothing.
     throw new UsageError(
@@ -93,6 +105,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     );
   }
   mkdirSync(corpusDir, { recursive: true });
+  if (o.corpusMode != null) setCorpusMode(o.corpusMode);
   const state = stateDir(corpusDir);
   const leaseTtlSeconds = o.leaseTtlSeconds ?? Math.max(120, 4 * o.timeoutSeconds);
   const leaseTtlMs = leaseTtlSeconds * 1000;
@@ -114,9 +127,19 @@ export async function explore(o: ExploreOptions): Promise<number> {
   const joinWaitStart = now();
   let found = role.kind === "participant" ? await rootToken(role, { flag: o.token, state, signal: o.signal, write }) : null;
 
+  // One exporter per campaign: the root (or a lone master) exports what every master published.
+  // Set up before anything else is, so that a sync directory it refuses leaves nothing behind.
+  let isExternal: (hash: string) => boolean = () => true;
+  const exporter =
+    o.aflSync && role.kind !== "participant"
+      ? new AflExport({ syncDir: resolve(o.aflSync), corpusDir, isExternal: (h) => isExternal(h), maxBytes: budgets.maxInputBytes, log: (line) => write(line) })
+      : null;
   const rounds: EndRounds = { inbox: [], lost: null };
   // The root and a single master own the campaign state; a submaster borrows the root's.
   const lock = role.kind === "participant" ? null : CampaignLock.acquire(state, { command: "explore", port: o.port });
+  // The lock holder starts before any master of its campaign publishes: temp files left there
+  // belong to a publication that was killed.
+  if (lock !== null) clearPublishTemps(corpusDir);
   let tokenFile: string | null = null;
   let nonce: Nonce | null = null;
   let keepState = true;
@@ -141,8 +164,12 @@ export async function explore(o: ExploreOptions): Promise<number> {
     const workDir = workDirOf(state, epoch);
     const tag = role.kind === "single" ? "[explore]" : `[explore r${rank}]`;
     const log = (line: string) => write(`${tag} ${line}`);
-    const { leases, master } = openMaster({ o, place, workDir, ownership, budgets, corpusDir, inputDir, leaseTtlMs, log });
-    banner(write, o, { place, role, ownership, corpusDir, inputDir });
+    const { leases, master } = openMaster({ o, place, workDir, ownership, budgets, corpusDir, inputDirs, leaseTtlMs, log });
+    banner(write, o, { place, role, ownership, corpusDir, inputDirs });
+    // Findings already recorded on this corpus (by any campaign, any master): what is not among
+    // them at the end is new.
+    const knownFindings = new Set(master.findings.list().map((f) => f.input_hash));
+    isExternal = (h) => master.external.has(h);
 
     const loop = new MasterLoop({
       master,
@@ -155,6 +182,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
       multiMaster: ranks.length > 1,
       now,
       log,
+      exporter,
     });
     nonce = writeNonce(join(workDir, `nonce-r${rank}`));
     const started: StartedMaster = { options: o, budgets, master, loop, found, nonce, setup, epoch, rank, graceMs, leaseTtlMs, now, log, write, rounds };
@@ -175,11 +203,16 @@ export async function explore(o: ExploreOptions): Promise<number> {
     master.close(); // the explored ledger is made durable before the statistics say what was explored
     const elapsed = (now() - startMs) / 1000;
     const problems = [...ending.problems, ...master.problems, ...stop];
-    const late = end === "idle" || end === "quiescence" ? master.countLateInputs() : 0;
-    const ended: Ended = { started, end, elapsed, problems, late, workDir, corpusDir };
+    const late = exhausted(end) ? master.countLateInputs() : 0;
+    if (exporter) {
+      exporter.flush();
+      write(`  exported ${exporter.count} new input(s) to ${exporter.queue} (AFL++ syncs them as the instance '${AFL_INSTANCE}')`);
+    }
+    const newFindings = master.findings.list().filter((f) => !knownFindings.has(f.input_hash)).length;
+    const ended: Ended = { started, end, elapsed, problems, late, workDir, corpusDir, newFindings, exported: exporter?.count ?? null, leases, masters: ranks.length };
     if (role.kind === "participant") return await finishParticipant(ended, links);
-    await finalStatistics(ended, links, leases, ranks.length);
-    const clean = problems.length === 0 && (end === "idle" || end === "quiescence");
+    await finalStatistics(ended, links);
+    const clean = problems.length === 0 && exhausted(end);
     if (clean) {
       keepState = false;
       rmSync(workDir, { recursive: true, force: true });
@@ -188,16 +221,19 @@ export async function explore(o: ExploreOptions): Promise<number> {
       if (tokenFile !== null) rmSync(tokenFile, { force: true });
     }
     links.hub?.broadcast({ type: "release", token: epoch });
-    if (problems.length > 0) return report(write, problems, workDir, epoch);
-    if (!clean) write(`the frontier is not exhausted (${end}); continue with: --resume ${epoch}`);
-    return EXIT.ok;
+    if (problems.length > 0) report(write, problems, workDir, epoch);
+    else if (!clean) write(`the frontier is not exhausted (${end}); continue with: --resume ${epoch}`);
+    return exitCodeOf({ end, problems: problems.length, newFindings, failOnFindings: o.failOnFindings ?? false });
   } finally {
     links.hub?.close();
     links.remote?.server.close();
     links.rootLink?.destroy();
     removeNonce(nonce);
     lock?.release();
-    if (!keepState) removeIfEmpty(state);
+    if (!keepState) {
+      removeIfEmpty(publishTempDir(corpusDir));
+      removeIfEmpty(state);
+    }
   }
 }
 
@@ -209,7 +245,7 @@ function openMaster(m: {
   ownership: Ownership;
   budgets: Budgets;
   corpusDir: string;
-  inputDir: string;
+  inputDirs: string[];
   leaseTtlMs: number;
   log: (line: string) => void;
 }): { leases: LeaseTable; master: ExploreMaster } {
@@ -224,7 +260,9 @@ function openMaster(m: {
   });
   const master = new ExploreMaster({
     corpusDir: m.corpusDir,
-    inputDir: m.inputDir,
+    // The master hands its input directories to admission (master/admission.ts), which reads
+    // every one of them; MasterOptions still names the field as for a single directory.
+    inputDir: (m.inputDirs.length === 1 ? m.inputDirs[0]! : m.inputDirs) as string,
     stagingRoot: join(m.workDir, "staging", `r${rank}`),
     leases,
     epoch,
@@ -250,6 +288,13 @@ interface Ended {
   late: number;
   workDir: string;
   corpusDir: string;
+  /** Findings recorded (fleet-wide) during this session on inputs never recorded before. */
+  newFindings: number;
+  /** Inputs exported to the AFL++ sync directory (null: no --afl-sync). */
+  exported: number | null;
+  leases: LeaseTable;
+  /** Masters of the campaign. */
+  masters: number;
 }
 
 /** A submaster reports its counts to the root and waits for the release. */
@@ -257,6 +302,8 @@ async function finishParticipant(e: Ended, links: Links): Promise<number> {
   const { master, rank, graceMs, log, write, rounds, options: o } = e.started;
   const { participantStats } = await import("../fleet/stats-round.ts");
   const r = await participantStats({
+    executors: { local_slots: o.slots, remote_workers: links.remote?.server.everyone.length ?? 0 },
+    workDir: e.workDir,
     conn: links.rootLink!,
     rank,
     master,
@@ -274,79 +321,81 @@ async function finishParticipant(e: Ended, links: Links): Promise<number> {
       `${stale ? `, ${stale} stale result(s) discarded (their tasks were taken over)` : ""}` +
       `${e.late ? `, ${e.late} late input file(s) left for the next campaign` : ""}`,
   );
-  if (r.timedOut) return EXIT.rendezvousTimeout;
-  return e.problems.length > 0 ? report(write, e.problems, e.workDir, e.started.epoch) : EXIT.ok;
+  if (o.statsJson) {
+    // A submaster's own view: its share of the work, its executors (the root's file has the fleet's).
+    const c = master.counters;
+    const stats = computeStats({
+      leases: e.leases,
+      master,
+      corpusDir: e.corpusDir,
+      elapsedSeconds: e.elapsed,
+      executors: { local: o.slots, remote: links.remote?.server.everyone.length ?? 0 },
+      masters: e.masters,
+      exchanged: { observations: c.observations, generated: c.generated, late: e.late, byMaster: { [rank]: c.observations } },
+    });
+    writeStatsJson(o.statsJson, stats, { ended: ENDED[e.end], role: "submaster", rank, new_findings: e.newFindings, afl_exported: null });
+  }
+  if (e.problems.length > 0) report(write, e.problems, e.workDir, e.started.epoch);
+  return exitCodeOf({ end: e.end, problems: e.problems.length, newFindings: e.newFindings, failOnFindings: o.failOnFindings ?? false, rendezvousTimedOut: r.timedOut });
+}
+
+function writeStatsJson(path: string, stats: ExploreStats, extra: Record<string, unknown>): void {
+  writeFileSync(path, JSON.stringify({ ...stats, ...extra }, null, 2) + "\n");
 }
 
 /** The root (after the statistics exchange, whose problems join the campaign's) or a lone master prints the final statistics. */
-async function finalStatistics(e: Ended, links: Links, leases: LeaseTable, masters: number): Promise<void> {
+async function finalStatistics(e: Ended, links: Links): Promise<void> {
+  const { leases, masters } = e;
   const { master, graceMs, now, log, write, rounds, options: o } = e.started;
   const executors = { local: o.slots, remote: links.remote?.server.everyone.length ?? 0 };
   const common = { leases, master, corpusDir: e.corpusDir, elapsedSeconds: e.elapsed, executors };
   let stats: ExploreStats;
   if (links.hub) {
     const { rootStats } = await import("../fleet/stats-round.ts");
-    const r = await rootStats({ hub: links.hub, master, late: e.late, graceMs, inbox: rounds.inbox, now, log });
+    const own = { local_slots: executors.local, remote_workers: executors.remote };
+    const r = await rootStats({ hub: links.hub, master, late: e.late, graceMs, inbox: rounds.inbox, now, log, executors: own, workDir: e.workDir });
     e.problems.push(...r.problems);
-    stats = computeStats({ ...common, masters, exchanged: { ...r.totals, byMaster: r.byMaster } });
+    // The fleet's executors: every slot and worker of every master that reported.
+    const fleet = { local: r.executors.local_slots, remote: r.executors.remote_workers };
+    stats = computeStats({ ...common, executors: fleet, masters, exchanged: { ...r.totals, byMaster: r.byMaster } });
   } else {
     stats = computeStats(common);
   }
   const ended = ENDED[e.end];
   write(renderStats(stats));
   write(`ended: ${ended}`);
+  if (stats.symlinked_inputs > 0) write(`${stats.symlinked_inputs} symlinked input(s) skipped (never followed: put the files themselves into the input directory)`);
+  if (e.newFindings > 0) write(`${e.newFindings} new crash(es) or hang(s) recorded in this session${o.failOnFindings ? " (--fail-on-findings: exit 1)" : ""}`);
   if (stats.observations > 0 && stats.generated === 0) {
     write(
       "warning: no run produced a child input — check that the target writes its children where fuzzfleet reads them " +
         "(every file it writes into $SYMCC_OUTPUT_DIR, docs/explore.md) and that its backend generates any (SymCC's simple backend may not)",
     );
   }
-  if (o.statsJson) writeFileSync(o.statsJson, JSON.stringify({ ...stats, ended }, null, 2) + "\n");
+  if (o.statsJson) writeStatsJson(o.statsJson, stats, { ended, role: links.hub ? "root" : "single", rank: 0, new_findings: e.newFindings, afl_exported: e.exported });
   if (stats.late_inputs > 0) write(`${stats.late_inputs} input file(s) arrived after the frontier was declared exhausted: left for the next campaign`);
 }
 
-function banner(write: (line: string) => void, o: ExploreOptions, b: { place: Place; role: Role; ownership: Ownership; corpusDir: string; inputDir: string }): void {
+function banner(write: (line: string) => void, o: ExploreOptions, b: { place: Place; role: Role; ownership: Ownership; corpusDir: string; inputDirs: string[] }): void {
   const { epoch, rank, ranks } = b.place;
   write(
     `fuzzfleet explore: epoch ${epoch} (${o.resumeEpoch ? "resumed" : b.role.kind === "participant" ? "joined" : "new"})` +
       `${ranks.length > 1 ? `, rank ${rank} of ${ranks.length} masters (${b.ownership} ownership)` : ""}`,
   );
   write(`  corpus   ${b.corpusDir}`);
-  write(`  inputs   ${b.inputDir}`);
+  for (const dir of b.inputDirs) write(`  inputs   ${dir}`);
   write(`  target   ${o.target.join(" ")}  (${usesFileMode(o.target) ? "file mode: @@ is the input's path" : "stdin mode"})`);
   write(
     `  per-run timeout ${formatDuration(o.timeoutSeconds)}, idle window ${o.maxIdleSeconds}s` +
-      `${o.wallTimeoutSeconds > 0 ? `, wall budget ${formatDuration(o.wallTimeoutSeconds)}` : ""}${o.simulate ? ", --simulate" : ""}`,
+      `${o.wallTimeoutSeconds > 0 ? `, wall budget ${formatDuration(o.wallTimeoutSeconds)}` : ""}${o.simulate ? ", --simulate" : ""}` +
+      `${o.follow ? ", --follow (an idle frontier does not end the campaign)" : ""}`,
   );
 }
 
-/** The campaign ends incomplete (exit 70): its problems, and where its state was kept. */
-function report(write: (l: string) => void, problems: readonly Problem[], workDir: string, epoch: string): number {
+/** The campaign ends incomplete (exit 70 unless a submaster's rendezvous timed out): its problems, and where its state was kept. */
+function report(write: (l: string) => void, problems: readonly Problem[], workDir: string, epoch: string): void {
   for (const line of renderProblems(problems)) write(line);
   if (existsSync(workDir)) write(`hidden state kept in ${workDir} for inspection; resume with --resume ${epoch}`);
-  return EXIT.lifecycle;
-}
-
-function checkDirectory(path: string, flag: string): void {
-  let st;
-  try {
-    st = statSync(path);
-  } catch {
-    throw new UsageError(`${flag} ${path} does not exist`);
-  }
-  if (!st.isDirectory()) throw new UsageError(`${flag} ${path} is not a directory`);
 }
 
 export type { ExploreStats };
-
-/** How a campaign ended, in the words of its output and of --stats-json's `ended`. */
-const ENDED: Record<EndReason, string> = {
-  idle: "frontier exhausted",
-  quiescence: "frontier exhausted (every master agreed)",
-  "wall budget": "wall budget reached",
-  interrupted: "interrupted",
-  "no usable executor": "no usable executor",
-  conflict: "quiescence conflict",
-  "master lost": "a master was lost",
-};
-

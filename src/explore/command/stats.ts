@@ -28,6 +28,8 @@ export interface ExploreStats {
   skipped_explored: number;
   /** Input entries refused (symlinks, special files: each name once) and input directory replacements. */
   refused_inputs: number;
+  /** Of those, the symbolic links (each name once): skipped, never followed. */
+  symlinked_inputs: number;
   findings: FindingsStats;
   /** Master rank -> observations it committed. */
   by_master: Record<string, number>;
@@ -111,6 +113,8 @@ export function computeStats(s: StatsSources): ExploreStats {
     throughput: elapsedSeconds > 0 ? session.generated / elapsedSeconds : 0,
     skipped_explored: master.skippedExplored,
     refused_inputs: c.refusedInputs,
+    // Admission adds the field with the first symbolic link it refuses (master/admission.ts).
+    symlinked_inputs: (c as { symlinkedInputs?: number }).symlinkedInputs ?? 0,
     findings: {
       crashes: records.filter((r) => r.kind === "crash").length,
       hangs: records.filter((r) => r.kind === "hang").length,

@@ -7,6 +7,9 @@
 // RootEnding (several masters, rank 0): the two-phase quiescence commit of core/quiescence.ts
 //   — stable fleet-wide idle for --max-idle -> own refresh -> PREPARE -> all YES -> COMMIT ->
 //   every exact ACK. Any BUSY aborts; a conflict after COMMIT fails the campaign.
+// Follow mode (--follow): the inputs are a live producer's (an AFL++ queue), so an idle frontier is
+//   not the end: IdleWindow never ends the campaign and the root never proposes quiescence. The
+//   campaign ends by the wall budget or a signal (the master loop's ends).
 // ParticipantEnding (several masters, rank > 0): publishes idle/busy status, refreshes and votes
 //   on PREPARE (freezing discovery after YES), leaves on the exact COMMIT.
 import { ParticipantQuiescence, RootQuiescence, type Action } from "../../core/quiescence.ts";
@@ -40,11 +43,14 @@ export const STATUS_FRESH_MS = Math.max(1000, 10 * STATUS_INTERVAL_MS);
 export class IdleWindow implements Ending {
   readonly problems: Problem[] = [];
   private idleSince: number | null = null;
+  private said = false;
 
   constructor(
     private readonly master: ExploreMaster,
     private readonly maxIdleMs: number,
     private readonly log: (line: string) => void,
+    /** --follow: idle is never the end. */
+    private readonly follow = false,
   ) {}
 
   /** Milliseconds until the window closes (Infinity when not idle): the loop sleeps no longer. */
@@ -55,6 +61,11 @@ export class IdleWindow implements Ending {
   step(now: number, found: number): EndReason | null {
     if (!this.master.idle || found > 0) {
       this.idleSince = null;
+      return null;
+    }
+    if (this.follow) {
+      if (!this.said) this.log("caught up with the inputs; following them (--follow: the campaign ends by --wall-timeout or a signal)");
+      this.said = true;
       return null;
     }
     if (this.idleSince === null) {
@@ -77,6 +88,8 @@ export interface RootEndingOptions {
   hub: RootHub;
   /** The fleet-wide idle window (--max-idle) before a PREPARE. */
   maxIdleMs: number;
+  /** --follow: never propose quiescence. */
+  follow?: boolean;
   /** The monotonic clock, in ms. */
   now: () => number;
   log: (line: string) => void;
@@ -92,8 +105,10 @@ export class RootEnding implements Ending {
   private readonly hub: RootHub;
   private readonly now: () => number;
   private readonly log: (line: string) => void;
+  private readonly follow: boolean;
 
   constructor(o: RootEndingOptions) {
+    this.follow = o.follow ?? false;
     this.master = o.master;
     this.hub = o.hub;
     this.now = o.now;
@@ -108,7 +123,8 @@ export class RootEnding implements Ending {
       this.hub.broadcast({ type: "status", rank: 0, sequence: ++this.sequence, idle: this.master.idle });
       this.lastStatus = now;
     }
-    this.apply(this.q.localIdle(this.master.idle && found === 0, now));
+    // Following, the root never counts itself idle, so no quiescence is ever proposed.
+    this.apply(this.q.localIdle(!this.follow && this.master.idle && found === 0, now));
     this.apply(this.q.tick(now));
     return this.ended;
   }

@@ -1,17 +1,21 @@
-// Admission of external inputs: the input directory is scanned, each new or changed regular file
-// is published into the content-addressed corpus and handed to the master to claim. A large
-// directory is admitted a batch at a time (the backlog), so the first tasks run meanwhile.
+// Admission of external inputs: every input directory is scanned, each new or changed regular
+// file is published into the content-addressed corpus and handed to the master to claim. A large
+// directory is admitted a batch at a time (the backlog), so the first tasks run meanwhile. Several
+// input directories (`-i a -i b`: the queues of several AFL++ instances) are each scanned in turn;
+// a file is known by its directory and its name.
 //
-// The input directory is the one the campaign started with: its identity is checked on every
+// Each input directory is the one the campaign started with: its identity is checked on every
 // scan and a replaced directory is not read; entries are read below a pin, so a name replaced by
-// a symlink since the listing is refused, never followed. With several owners an input is hashed
-// first and only its owner publishes it; the others only remember they saw it.
+// a symlink since the listing is refused, never followed, and counted (symlinked inputs apart). With
+// several owners an input is hashed first and only its owner publishes it; the others only
+// remember they saw it.
 import type { Budgets } from "../defaults.ts";
 import { PinnedDir, type DirIdentity, type EntryKind } from "../../files/pinned-dir.ts";
 import { FileProblem, hashFile, IntegrityError, listRegularFiles, publishFile, type FileIdentity } from "../state/corpus.ts";
 
 export interface AdmissionOptions {
-  inputDir: string;
+  /** One input directory, or several (each admitted, none dropped). */
+  inputDir: string | readonly string[];
   corpusDir: string;
   budgets: Budgets;
   /** Every hash is this master's (broadcast ownership, or a single master): no hashing first. */
@@ -19,28 +23,43 @@ export interface AdmissionOptions {
   owns: (hash: string) => boolean;
   /** The input was published into the corpus: claim it. Returns whether it was claimed. */
   admit: (hash: string) => boolean;
-  /** Counted here: refused entries and directory replacements, late inputs. */
-  counters: { refusedInputs: number; lateInputs: number };
+  /**
+   * Counted here: refused entries and directory replacements, late inputs, and the symbolic links
+   * among the refused entries (the field is added when the first one is seen).
+   */
+  counters: { refusedInputs: number; lateInputs: number; symlinkedInputs?: number };
   log: (line: string) => void;
   problem: (message: string) => void;
   integrity: (message: string) => void;
 }
 
-export class InputAdmission {
-  /** Content hashes seen in the input directory. */
-  readonly external = new Set<string>();
+/** One input directory and what admission remembers of it. */
+class InputSource {
   /** Name -> identity of the file as last admitted (or skipped for good). */
-  private readonly seen = new Map<string, string>();
-  /** The input directory as the first scan found it: a later scan reads only that very directory. */
-  private identity: DirIdentity | null = null;
-  private replaced = false;
-  /** Input names refused (symlinks, special files) and already reported. */
-  private readonly refusedNames = new Set<string>();
+  readonly seen = new Map<string, string>();
+  /** The directory as the first scan found it: a later scan reads only that very directory. */
+  identity: DirIdentity | null = null;
+  replaced = false;
+  /** Names refused (symlinks, special files) and already reported. */
+  readonly refusedNames = new Set<string>();
+
+  constructor(readonly path: string) {}
+}
+
+type Listed = { source: InputSource; name: string; identity: FileIdentity };
+
+export class InputAdmission {
+  /** Content hashes seen in the input directories. */
+  readonly external = new Set<string>();
+  private readonly sources: InputSource[];
   /** Listed input files still to be admitted, from backlogNext on. */
-  private backlog: { name: string; identity: FileIdentity }[] = [];
+  private backlog: Listed[] = [];
   private backlogNext = 0;
 
-  constructor(private readonly o: AdmissionOptions) {}
+  constructor(private readonly o: AdmissionOptions) {
+    const dirs = typeof o.inputDir === "string" ? [o.inputDir] : o.inputDir;
+    this.sources = dirs.map((d) => new InputSource(d));
+  }
 
   /** Input files listed and not yet looked at. */
   get backlogCount(): number {
@@ -49,28 +68,37 @@ export class InputAdmission {
 
   /**
    * New or changed regular files are published and, if owned, claimed; at most `limit` of them
-   * per call, the rest wait in the backlog for the next calls. The directory is listed again once
-   * the backlog is empty, and always with no limit, which admits everything there is.
+   * per call, the rest wait in the backlog for the next calls. The directories are listed again
+   * once the backlog is empty, and always with no limit, which admits everything there is.
    */
   scan(limit: number): number {
-    const dir = this.openInputDir();
-    if (dir === null) return 0;
+    const pins = new Map<InputSource, PinnedDir>();
     try {
+      for (const source of this.sources) {
+        const dir = this.openInputDir(source);
+        if (dir !== null) pins.set(source, dir);
+      }
       if (this.backlog.length === 0 || limit === Number.POSITIVE_INFINITY) {
-        let files: ReturnType<typeof listRegularFiles>;
-        try {
-          files = this.listInputs(dir);
-        } catch (err) {
-          this.o.problem(`cannot read the input directory ${this.o.inputDir}: ${(err as Error).message}`);
-          return 0;
-        }
-        this.backlog = files.filter((f) => this.seen.get(f.name) !== identityKey(f.identity));
+        this.backlog = [];
         this.backlogNext = 0;
+        for (const [source, dir] of pins) {
+          let files: ReturnType<typeof listRegularFiles>;
+          try {
+            files = this.listInputs(source, dir);
+          } catch (err) {
+            this.o.problem(`cannot read the input directory ${source.path}: ${(err as Error).message}`);
+            continue;
+          }
+          for (const f of files) if (source.seen.get(f.name) !== identityKey(f.identity)) this.backlog.push({ source, ...f });
+        }
       }
       let added = 0;
       const stop = Math.min(this.backlog.length, this.backlogNext + limit);
       while (this.backlogNext < stop) {
-        if (this.admitInput(dir, this.backlog[this.backlogNext++])) added++;
+        const item = this.backlog[this.backlogNext++];
+        const dir = pins.get(item.source);
+        // A directory that was replaced since the listing is not read (it was reported).
+        if (dir !== undefined && this.admitInput(dir, item)) added++;
       }
       if (this.backlogNext >= this.backlog.length) {
         this.backlog = [];
@@ -78,28 +106,30 @@ export class InputAdmission {
       }
       return added;
     } finally {
-      dir.close();
+      for (const dir of pins.values()) dir.close();
     }
   }
 
   /** Input files this master owns but never admitted (discovery was frozen): left for the next campaign. */
   countLate(): number {
     let late = 0;
-    const dir = this.openInputDir();
-    if (dir === null) return 0;
-    try {
-      for (const f of listRegularFiles(dir)) {
-        if (this.seen.get(f.name) === identityKey(f.identity)) continue;
-        try {
-          if (this.o.owns(hashFile(dir.entry(f.name), this.o.budgets.maxInputBytes).hash)) late++;
-        } catch {
-          // Unreadable now: it will be looked at by the next campaign anyway.
+    for (const source of this.sources) {
+      const dir = this.openInputDir(source);
+      if (dir === null) continue;
+      try {
+        for (const f of listRegularFiles(dir)) {
+          if (source.seen.get(f.name) === identityKey(f.identity)) continue;
+          try {
+            if (this.o.owns(hashFile(dir.entry(f.name), this.o.budgets.maxInputBytes).hash)) late++;
+          } catch {
+            // Unreadable now: it will be looked at by the next campaign anyway.
+          }
         }
+      } catch {
+        // Unlistable now: the next campaign looks at it anyway.
+      } finally {
+        dir.close();
       }
-    } catch {
-      return 0;
-    } finally {
-      dir.close();
     }
     this.o.counters.lateInputs = late;
     return late;
@@ -109,48 +139,50 @@ export class InputAdmission {
    * The input directory, pinned, if it is still the directory the first scan found (whatever
    * its path now leads to); null, reported once, while it is another one.
    */
-  private openInputDir(): PinnedDir | null {
+  private openInputDir(source: InputSource): PinnedDir | null {
     let dir: PinnedDir;
     try {
-      dir = PinnedDir.open(this.o.inputDir);
+      dir = PinnedDir.open(source.path);
     } catch (err) {
-      this.o.problem(`cannot read the input directory ${this.o.inputDir}: ${(err as Error).message}`);
+      this.o.problem(`cannot read the input directory ${source.path}: ${(err as Error).message}`);
       return null;
     }
     const now = dir.identity();
-    this.identity ??= now;
-    if (now.dev === this.identity.dev && now.ino === this.identity.ino) {
-      this.replaced = false;
+    source.identity ??= now;
+    if (now.dev === source.identity.dev && now.ino === source.identity.ino) {
+      source.replaced = false;
       return dir;
     }
     dir.close();
-    if (!this.replaced) {
-      this.replaced = true;
+    if (!source.replaced) {
+      source.replaced = true;
       this.o.counters.refusedInputs++;
       this.o.problem(
-        `the input directory ${this.o.inputDir} was replaced since the campaign started (it now leads to another directory); nothing is read from it until the original is back: restore it, or start a new campaign on the new directory`,
+        `the input directory ${source.path} was replaced since the campaign started (it now leads to another directory); nothing is read from it until the original is back: restore it, or start a new campaign on the new directory`,
       );
     }
     return null;
   }
 
   /** Regular files of the input directory; a symlink or special file is reported once by name and never followed. */
-  private listInputs(dir: PinnedDir): ReturnType<typeof listRegularFiles> {
+  private listInputs(source: InputSource, dir: PinnedDir): ReturnType<typeof listRegularFiles> {
     const refusedNow = new Set<string>();
     const files = listRegularFiles(dir, (name, kind) => {
       refusedNow.add(name);
-      if (this.refusedNames.has(name)) return;
-      this.refusedNames.add(name);
+      if (source.refusedNames.has(name)) return;
+      source.refusedNames.add(name);
       this.o.counters.refusedInputs++;
-      this.o.log(`input ${name} is ${refusedKind(kind)}: refused, never followed; put the file itself into ${this.o.inputDir}`);
+      if (kind === "symlink") this.o.counters.symlinkedInputs = (this.o.counters.symlinkedInputs ?? 0) + 1;
+      this.o.log(`input ${name} is ${refusedKind(kind)}: refused, never followed; put the file itself into ${source.path}`);
     });
     // A name that is no longer refused is reported again if it turns into a symlink once more.
-    for (const name of this.refusedNames) if (!refusedNow.has(name)) this.refusedNames.delete(name);
+    for (const name of source.refusedNames) if (!refusedNow.has(name)) source.refusedNames.delete(name);
     return files;
   }
 
-  /** One listed file that `seen` did not know in this form (the listing filtered it). */
-  private admitInput(dir: PinnedDir, f: { name: string; identity: FileIdentity }): boolean {
+  /** One listed file that its source's `seen` did not know in this form (the listing filtered it). */
+  private admitInput(dir: PinnedDir, f: Listed): boolean {
+    const { source } = f;
     const key = identityKey(f.identity);
     // Read below the pin: a name replaced by a symlink since the listing is refused, not followed.
     const path = dir.entry(f.name);
@@ -160,13 +192,13 @@ export class InputAdmission {
       try {
         hash = hashFile(path, this.o.budgets.maxInputBytes).hash;
       } catch (err) {
-        this.unreadableInput(f.name, key, err);
+        this.unreadableInput(source, f.name, key, err);
         return false;
       }
       this.external.add(hash);
       if (!this.o.owns(hash)) {
         // Another master admits it; this one only remembers that it saw it.
-        this.seen.set(f.name, key);
+        source.seen.set(f.name, key);
         return false;
       }
     }
@@ -177,21 +209,21 @@ export class InputAdmission {
     } catch (err) {
       if (err instanceof IntegrityError) {
         this.o.integrity(err.message);
-        this.seen.set(f.name, key);
+        source.seen.set(f.name, key);
       } else {
-        this.unreadableInput(f.name, key, err);
+        this.unreadableInput(source, f.name, key, err);
       }
       return false;
     }
-    this.seen.set(f.name, key);
+    source.seen.set(f.name, key);
     this.external.add(published.hash);
     return this.o.admit(published.hash);
   }
 
-  private unreadableInput(name: string, key: string, err: unknown): void {
+  private unreadableInput(source: InputSource, name: string, key: string, err: unknown): void {
     if (err instanceof FileProblem && err.problem === "too-large") {
       this.o.log(`input ${name} is larger than the input budget (${err.observed} > ${err.limit} bytes): skipped`);
-      this.seen.set(name, key);
+      source.seen.set(name, key);
     }
     // Unreadable or changing while read: not remembered, so the next scan retries it.
   }
