@@ -8,8 +8,9 @@
 // and so does one taken back from a worker that is gone (lease expiry, disconnect).
 //
 // On workers the share caps the fleet: at most floor(share x the fleet's slots) units run at once
-// (the other slots keep chunks); below one slot, and with share 0, units take idle slots only (a
-// worker no lane will give a chunk). SweepEngine owns one MinimizeUnits as `engine.minimize`.
+// (the other slots keep chunks); on a fleet too small for one, a unit at a time while units took
+// at most the share of the time (mayStart). With share 0 units take idle slots only (a worker no
+// lane will give a chunk). SweepEngine owns one MinimizeUnits as `engine.minimize`.
 import { join, relative } from "node:path";
 import { removeBelow } from "../files/pinned-dir.ts";
 import { laneArgs, minimizeCommand } from "../generator/command.ts";
@@ -68,13 +69,18 @@ export class MinimizeUnits {
   }
 
   /**
-   * How many units the fleet may run at once while chunks run: floor(share x `fleetSlots`). 0 means
-   * idle slots only (share 0, or a share below one slot); null without `[generator] minimize`.
+   * Whether the fleet, with `fleetSlots` slots, may start one more unit beside its chunks: while
+   * fewer than floor(share x slots) run; on a fleet too small for that, one at a time while units
+   * have taken no more than the share of the time chunks and units ran. Never with share 0 (idle
+   * slots only) or without `[generator] minimize`.
    */
-  fleetCap(fleetSlots: number): number | null {
+  mayStart(fleetSlots: number): boolean {
     const m = this.o.config.minimize;
-    if (!m) return null;
-    return Math.floor(m.share * fleetSlots + 1e-9);
+    if (!m || m.share <= 0) return false;
+    const running = this.inFlight.size;
+    if (running < Math.floor(m.share * fleetSlots + 1e-9)) return true;
+    const c = this.host.counts;
+    return running === 0 && c.minimizeSeconds <= m.share * (c.minimizeSeconds + c.chunkSeconds);
   }
 
   /** The next unit for `worker`, or null when there is nothing to minimize (draining, or no time for it). */

@@ -64,6 +64,7 @@ export class SweepEngine implements Books<EngineMark> {
     minimized: 0,
     minimizeFailed: 0,
     minimizeSeconds: 0,
+    chunkSeconds: 0,
   };
   private readonly lanes = new Map<string, EngineLane>();
   private readonly lanesById = new Map<number, EngineLane>();
@@ -262,6 +263,7 @@ export class SweepEngine implements Books<EngineMark> {
       lastBeatMs: this.o.now(),
     };
     this.inFlight.delete(chunkId);
+    this.counts.chunkSeconds += report.seconds;
     if (!lane) {
       markChunkEnded(this.o.db, chunkId, "aborted:lane-gone", report.seconds);
       this.whenCommitted(() => discardChunkFiles(this.o.outDir, { scratchDir, logPath }, true));

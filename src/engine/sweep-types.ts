@@ -166,6 +166,8 @@ export interface SessionCounts {
   minimized: number;
   minimizeFailed: number;
   minimizeSeconds: number;
+  /** Seconds chunks ran (complete or not): what the minimize share is weighed against on a small fleet. */
+  chunkSeconds: number;
 }
 
 /**

@@ -17,8 +17,8 @@
 // or taking writes again. Only the lease-expiry scan runs on a timer.
 //
 // Minimize units (engine.minimize) ride in the same `assign` and `done` as chunks, under their
-// wire ids (net/messages.ts, minimizeWireId). A want is served units first, while the fleet runs
-// fewer than floor(share x its slots), then chunks; a worker no lane gives a chunk gets units in
+// wire ids (net/messages.ts, minimizeWireId). A want is served units first, within the share of
+// the fleet's slots (MinimizeUnits.mayStart), then chunks; a worker no lane gives a chunk gets units in
 // its idle slots. Units never hold up a drain: it waits for chunks only; the stop interrupts the
 // units still running (their finds go back to pending), and whatever is held past the stop is
 // taken back. Lease expiry and a worker that leaves take units back like chunks.
@@ -327,19 +327,19 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
         if (this.books.blocked) return { type: "wait", seconds: this.books.blocked.retryInMs / 1000 };
         let result;
         try {
-          const cap = engine.minimize.fleetCap(this.fleetSlots());
+          const fleetSlots = this.fleetSlots();
           const jobs = engine.minimize.jobsOf(w.jobs);
           result = await this.books.run(() => {
             const units: MinimizeAssignment[] = [];
-            const moreUnits = (limit: number) => {
-              while (units.length < limit) {
+            const moreUnits = (limit: number, mayStart: () => boolean) => {
+              while (units.length < limit && mayStart()) {
                 const u = engine.minimize.assign(w, jobs);
                 if (u === null) return;
                 units.push(u);
               }
             };
             // Within the share first, so minimization keeps its slots while chunks are plentiful.
-            if (cap !== null && cap > 0) moreUnits(Math.min(free, units.length + Math.max(0, cap - engine.minimize.inFlight.size)));
+            moreUnits(free, () => engine.minimize.mayStart(fleetSlots));
             const chunks: Assignment[] = [];
             let last: ReturnType<SweepEngine["assign"]> | null = null;
             while (chunks.length + units.length < free) {
@@ -348,7 +348,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
               chunks.push(last.assignment);
             }
             // Slots no chunk fills (every lane disabled for this worker) are idle: units may take them.
-            if (cap !== null && last?.kind === "idle") moreUnits(free - chunks.length);
+            if (last?.kind === "idle") moreUnits(free - chunks.length, () => true);
             return { chunks, units, last };
           }, "drop");
         } catch (err) {
