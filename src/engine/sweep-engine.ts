@@ -56,6 +56,7 @@ export class SweepEngine implements Books<EngineMark> {
     finds: 0,
     newFailures: 0,
     newDistinct: 0,
+    newPending: 0,
     reopened: 0,
     unshrunk: 0,
     quarantine: 0,
@@ -340,6 +341,7 @@ export class SweepEngine implements Books<EngineMark> {
     this.counts.finds += ingest.finds;
     this.counts.newFailures += ingest.newFailures;
     this.counts.newDistinct += ingest.newDistinct;
+    this.counts.newPending += ingest.newFailures - ingest.newDistinct;
     this.counts.reopened += ingest.reopened;
     this.counts.unshrunk += ingest.unshrunk;
     this.counts.quarantine += ingest.quarantine;

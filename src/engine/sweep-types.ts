@@ -154,8 +154,10 @@ export interface SessionCounts {
   seedsSwept: number;
   finds: number;
   newFailures: number;
-  /** Of newFailures and minimized finds: new distinct failures (minimized inputs). */
+  /** New distinct failures (minimized inputs first seen), from chunks and minimize units: exit 1. */
   newDistinct: number;
+  /** Of newFailures: new finds pending minimization under their signature (not distinct failures). */
+  newPending: number;
   /** Fixed failures hit again (regressions); they alert like new ones. */
   reopened: number;
   unshrunk: number;
