@@ -3,8 +3,10 @@
 // generator run side by side in turn, the same budget, config and shrink cap: one without
 // [generator] minimize, one with it. Reported: seeds swept per second of each and their ratio,
 // the share of the session's wall time minimize units ran, and where the finds ended (distinct,
-// pending). The ratio is the cost; nothing here is a pass/fail goal.
-//   node bench/minimize.mjs [--seconds 30] [--share 0.25] [--max-shrinks 2] [--cost-ms 1] [--jobs 2]
+// pending). The ratio is the cost; nothing here is a pass/fail goal. With --rounds N the pair runs
+// N times, the order swapped every round (so load that comes and goes weighs on both alike), and
+// the median ratio is printed.
+//   node bench/minimize.mjs [--seconds 30] [--share 0.25] [--max-shrinks 2] [--cost-ms 1] [--jobs 2] [--rounds 1]
 import { spawnSync } from "node:child_process";
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,6 +21,7 @@ const { values: o } = parseArgs({
     "max-shrinks": { type: "string", default: "2" },
     "cost-ms": { type: "string", default: "1" },
     jobs: { type: "string", default: "2" },
+    rounds: { type: "string", default: "1" },
   },
 });
 
@@ -56,12 +59,27 @@ args = ["--size", "small"]
   return { wall, seeds, rate: seeds / wall, totals: status.failure_totals, minimizeSeconds: status.minimize.unit_seconds, units: status.minimize.units };
 }
 
-const without = campaign(false);
-const withMin = campaign(true);
 const row = (name, r) =>
   `${name.padEnd(18)} ${r.seeds.toFixed(0).padStart(9)} ${r.rate.toFixed(1).padStart(10)} ${String(r.totals.distinct).padStart(9)} ${String(r.totals.pending_finds).padStart(8)} ${String(r.totals.hits).padStart(7)} ${((100 * r.minimizeSeconds) / r.wall).toFixed(1).padStart(10)}%`;
 console.log(`planted, ${o.seconds}s each, jobs ${o.jobs}, max_shrinks ${o["max-shrinks"]}, cost ${o["cost-ms"]} ms/seed, minimize share ${o.share}`);
 console.log(`${"".padEnd(18)} ${"seeds".padStart(9)} ${"seeds/s".padStart(10)} ${"distinct".padStart(9)} ${"pending".padStart(8)} ${"hits".padStart(7)} ${"minimizing".padStart(11)}`);
-console.log(row("without minimize", without));
-console.log(row("with minimize", withMin));
-console.log(`sweep rate with / without: ${(withMin.rate / without.rate).toFixed(3)}   (${withMin.units} minimize unit(s))`);
+const ratios = [];
+const shares = [];
+for (let round = 0; round < Number(o.rounds); round++) {
+  const pair = round % 2 === 0 ? [false, true] : [true, false];
+  const runs = {};
+  for (const withMinimize of pair) runs[withMinimize] = campaign(withMinimize);
+  const without = runs[false];
+  const withMin = runs[true];
+  console.log(row(`without minimize`, without));
+  console.log(row(`with minimize`, withMin));
+  ratios.push(withMin.rate / without.rate);
+  shares.push(withMin.minimizeSeconds / withMin.wall);
+  console.log(`  round ${round + 1}: sweep rate with / without ${(withMin.rate / without.rate).toFixed(3)}   (${withMin.units} minimize unit(s))`);
+}
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+console.log(`median over ${ratios.length} round(s): sweep rate with / without ${median(ratios).toFixed(3)}, minimizing ${(100 * median(shares)).toFixed(1)} % of the wall time`);
