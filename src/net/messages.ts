@@ -5,7 +5,7 @@ import { z } from "zod";
 import { printable } from "../core/log-lines.ts";
 import { HEX64 } from "../core/message-checks.ts";
 
-/** 2: sweep workers also run minimize units (assign.minimize, the `minimized` report). */
+/** 2: sweep workers also run minimize units (assign's `minimize`, reported by `done` under their wire ids). */
 export const PROTOCOL_VERSION = 2;
 
 const id = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -148,6 +148,7 @@ export const AssignedMinimize = z.strictObject({
 });
 export type AssignedMinimize = z.infer<typeof AssignedMinimize>;
 
+/** Chunks and minimize units for a worker; `minimize` absent means none (a coordinator with no minimizer). */
 export const Assign = z
   .strictObject({ type: z.literal("assign"), chunks: z.array(AssignedChunk).max(64), minimize: z.array(AssignedMinimize).max(64).optional() })
   .refine((a) => a.chunks.length + (a.minimize?.length ?? 0) >= 1 && a.chunks.length + (a.minimize?.length ?? 0) <= 64, {

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { minimizeWireId, type AssignedMinimize, type CoordinatorReplyT, type Frame } from "../../src/net/messages.ts";
+import { check, CoordinatorReply, minimizeWireId, type AssignedMinimize, type CoordinatorReplyT, type Frame } from "../../src/net/messages.ts";
 import { addFailureSeed, insertFailure } from "../../src/store/failures.ts";
 import { PLANTED } from "../helpers/campaign.ts";
 import { fakeWorker, send } from "../helpers/wire.ts";
@@ -117,4 +117,16 @@ test("a unit whose holder stops heartbeating is taken back when its lease expire
   w.conn.destroy();
   stop.abort();
   await running;
+});
+
+test("an assign carries 1 to 64 units, chunks and minimize units together, and no stray field", () => {
+  const unit = { unit_id: 1, lane: "small", seeds: [5], argv: ["true"], cwd: "/", log_path: "/l", scratch_dir: "/s", hard_timeout: 60, nice: 0, idle_io: false };
+  assert.equal(check(CoordinatorReply, { type: "assign", chunks: [], minimize: [unit] }).ok, true);
+  const none = check(CoordinatorReply, { type: "assign", chunks: [], minimize: [] });
+  assert.equal(none.ok, false);
+  assert.match((none as { reason: string }).reason, /1 to 64 units/);
+  const many = check(CoordinatorReply, { type: "assign", chunks: [], minimize: Array.from({ length: 65 }, (_, i) => ({ ...unit, unit_id: i })) });
+  assert.equal(many.ok, false);
+  assert.equal(check(CoordinatorReply, { type: "assign", chunks: [], minimize: [{ ...unit, unit_id: minimizeWireId(1) }] }).ok, false, "a unit id is below the wire base");
+  assert.equal(check(CoordinatorReply, { type: "assign", chunks: [], minimize: [{ ...unit, extra: 1 }] }).ok, false);
 });
