@@ -3,7 +3,7 @@
 // programs with three or more for loops, the first initialized global miscompiled otherwise),
 // swept by fuzzfleet, and the wrong-code finds reduced by C-Vise in the background with an
 // interestingness test built from the same differential check. The finds converge to the
-// wrapper's two distinct bugs. Kept small: three seeds, tiny programs, C-Vise's cheaper passes.
+// wrapper's two distinct bugs. Kept small: a few seeds, tiny programs, C-Vise's cheaper passes.
 import assert from "node:assert/strict";
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -30,7 +30,7 @@ interface FailuresJson {
   totals: { distinct: number; distinct_hits: number; pending_finds: number; pending_hits: number; hits: number };
 }
 
-test("a Csmith sweep against a broken compiler converges, after C-Vise, to the wrapper's two distinct bugs", { timeout: 240_000 }, async () => {
+test("a Csmith sweep against a broken compiler converges, after C-Vise, to the wrapper's two distinct bugs", { timeout: 480_000 }, async () => {
   const c = new Campaign({
     defaults: { jobs: 2, chunk_minutes: 0.05, bootstrap_seeds: 3, max_shrinks: 0 },
     generator: GENERATOR,
@@ -41,25 +41,28 @@ test("a Csmith sweep against a broken compiler converges, after C-Vise, to the w
   c.env.RUN_TIMEOUT = "5";
   c.env.CVISE_PASSES = join(EX, "quick-passes.json");
   try {
-    // One chunk, seeds 10..12, against the broken compiler.
+    // A chunk of seeds 10..12 against the broken compiler (on a fast machine a second one,
+    // 13..22, adds three compiler crashes and one wrong-code find; no third fits in 4 s).
     const first = c.cli(["run", "--for", "4s"], { env: { TEST_CC: BAD_CC } });
-    assert.equal(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM chunk WHERE status = 'complete'").n, 1, first.stdout + first.stderr);
     assert.equal(first.code, exitOwed(c, first.stdout), first.stdout + first.stderr);
     const mid = JSON.parse(c.cli(["failures", "--json"]).stdout) as FailuresJson;
     assert.deepEqual(
-      mid.failures.map((f) => [f.bucket, f.hits]),
-      [["compiler-error", 1]],
-      "the compiler crash is distinct at once, keyed by its signature",
+      mid.failures.map((f) => f.bucket),
+      ["compiler-error"],
+      `the compiler crash is distinct at once, keyed by its signature: ${JSON.stringify(mid.failures)}`,
     );
-    assert.equal(mid.totals.pending_finds + c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE minimize_state = 'done'").n, 2, JSON.stringify(mid));
+    const wrongFinds = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE bucket = 'wrong-code'").n;
+    assert.ok(wrongFinds >= 2 && wrongFinds <= 3, `wrong-code finds: ${wrongFinds}`);
+    const allFinds = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure_seed").n;
     for (const p of mid.pending) assert.match(p.signature, /checksum differs from the reference/);
 
     // The sweep goes on against a sound compiler (no new finds); C-Vise reduces the queue.
-    const second = start(c, ["run", "--for", "200s"], { TEST_CC: "gcc -O0" });
+    const second = start(c, ["run", "--for", "400s"], { TEST_CC: "gcc -O0" });
     await waitFor(
       "C-Vise to reduce every wrong-code find",
       () => (c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE minimize_state IN ('pending', 'running')").n === 0 ? true : undefined),
-      180_000,
+      // About 40 s a reduction at a load of 9 on two cores; a heavier load stretches it.
+      330_000,
       500,
     );
     second.child.kill("SIGINT");
@@ -70,8 +73,8 @@ test("a Csmith sweep against a broken compiler converges, after C-Vise, to the w
     assert.equal(end.totals.pending_finds, 0, JSON.stringify(end.pending));
     assert.deepEqual(end.failures.map((f) => f.bucket).sort(), ["compiler-error", "wrong-code"], JSON.stringify(end.failures));
     const wrong = end.failures.find((f) => f.bucket === "wrong-code")!;
-    assert.equal(wrong.hits, 2, "both wrong-code seeds reduced to one distinct failure");
-    assert.equal(end.totals.hits, 3);
+    assert.equal(wrong.hits, wrongFinds, "every wrong-code seed reduced to one distinct failure");
+    assert.equal(end.totals.hits, allFinds, "the sound compiler added no find");
     const full = statSync(join(wrong.artifact_dir, "input.c")).size;
     const reduced = readFileSync(join(wrong.artifact_dir, "input.min.c"), "utf8");
     assert.ok(reduced.length * 4 < full, `C-Vise reduced the program (${full} -> ${reduced.length} bytes):\n${reduced}`);
