@@ -2,7 +2,8 @@
 // real sockets on 127.0.0.1 with two real worker processes. Minimize units ride beside chunks
 // within the share of the fleet's slots; the worker holding one is SIGKILLed mid-unit, the unit is
 // taken back and its finds minimized by another unit, each find once; the campaign converges to
-// the planted distinct failures and its books add up (finds = distinct hits + pending).
+// the planted distinct failures and its books add up (finds = distinct hits + pending). A
+// coordinator SIGKILLed while a worker holds a unit: the next one gives the unit's finds back.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -122,6 +123,41 @@ test("two workers, one SIGKILLed while it holds a minimize unit: the unit is tak
     const status = JSON.parse(c.cli(["status", "--json"]).stdout) as { failure_totals: FailuresJson["totals"]; minimize: { pending: number; done: number } };
     assert.deepEqual(status.failure_totals, end.totals, "status counts what failures counts");
     assert.equal(status.minimize.pending, 0);
+  } finally {
+    c.cleanup();
+  }
+});
+
+test("a coordinator SIGKILLed while a worker holds a minimize unit: the next coordinator gives its finds back and a worker minimizes them", async () => {
+  const c = new Campaign({
+    defaults: { max_shrinks: 0, chunk_minutes: 0.05, bootstrap_seeds: 200 },
+    costMs: 1,
+    generator: GENERATOR,
+    extra: `${distributedTable({ lease: 20, stopGrace: 10 })}\n[minimize]\nshare = 1\nbatch = 8\n`,
+  });
+  try {
+    const coord = await startCoordinator(c, ["--for", "5m"]);
+    const slow = start(c, ["worker", "--master", `127.0.0.1:${coord.port}`, "-j", "1"], { SLOW_MINIMIZE: "1" });
+    const held = await waitFor("the worker to hold a minimize unit", () => c.query<UnitRow>("SELECT id, worker_id, status FROM minimize_unit WHERE status = 'leased'")[0], 30_000);
+    const heldFinds = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM minimize_find WHERE unit_id = ?", held.id).n;
+    coord.child.kill("SIGKILL");
+    const lost = await finished(slow, 30_000, "the worker");
+    assert.equal(lost.code, 4, "a worker that loses its coordinator exits 4");
+    await waitFor("the worker's minimizer to die", () => (processesMentioning(`minimize-${held.id}`).length === 0 ? true : undefined), 15_000);
+
+    const next = await startCoordinator(c, ["--for", "15s"], { PLANTED_FIX: "crash,wrong-result,hang-detected" });
+    const worker = start(c, ["worker", "--master", `127.0.0.1:${next.port}`, "-j", "1"], { PLANTED_FIX: "crash,wrong-result,hang-detected" });
+    const [rc, rw] = await Promise.all([finished(next, 90_000, "the next coordinator"), finished(worker, 90_000, "the worker")]);
+    assert.equal(rw.code, 0, rw.stdout + rw.stderr);
+    assert.equal(rc.code, exitOwed(c, rc.stdout), rc.stdout + rc.stderr);
+    assert.match(rc.stdout + rc.stderr, new RegExp(`${heldFinds} find\\(s\\) a minimize unit held when its process died wait for minimization again`));
+    assert.equal(c.one<UnitRow>("SELECT status FROM minimize_unit WHERE id = ?", held.id).status, "aborted:lost");
+    const redone = c.one<{ n: number }>(
+      `SELECT COUNT(*) AS n FROM minimize_find m JOIN minimize_unit u ON u.id = m.unit_id
+        WHERE u.status = 'complete' AND m.failure_id IN (SELECT failure_id FROM minimize_find WHERE unit_id = ?)`,
+      held.id,
+    ).n;
+    assert.equal(redone, heldFinds, "a unit of the next session minimized every find the lost one held");
   } finally {
     c.cleanup();
   }
