@@ -68,8 +68,21 @@ file_seed() {
   rm -rf "$d"
 }
 
+# key_of FILE: the dedup key of a reduced program: its text with whitespace squeezed, type words
+# dropped, numbered names (g_5, l_12, func_3) and integer constants made alike. Reductions of one
+# miscompilation from different seeds keep different names, types and values; this makes them
+# one distinct failure. (A heuristic: two bugs whose reductions differ only in those are merged.)
+key_of() {
+  tr -s ' \t\n' '   ' < "$1" | sed -E \
+    -e 's/\b(static|extern|volatile|const|signed|unsigned|int|char|short|long|u?int(8|16|32|64)_t)\b//g' \
+    -e 's/\b([A-Za-z]+)_[0-9]+\b/\1_N/g' \
+    -e 's/-?\b(0[xX][0-9A-Fa-f]+|[0-9]+)[uUlL]*\b/N/g' -e 's/\(N\)/N/g' \
+    -e 's/ +/ /g; s/^ //; s/ $//'
+}
+
 # reduce_seed SEED OUT JOBS [csmith options]: C-Vise reduces the program while the same
 # differential check gives the same verdict; files the result as a minimized failure entry.
+# CVISE_PASSES may name a C-Vise pass-group file (quick-passes.json: fewer, cheaper passes).
 reduce_seed() {
   seed=$1 out=$2 jobs=$3; shift 3
   d=$out/work/$seed
@@ -81,11 +94,12 @@ reduce_seed() {
   printf '#!/bin/sh\nd=$(mktemp -d) || exit 1\nsh %s --verdict-of input.c "$d"\nv=$(cat "$d/verdict"); rm -rf "$d"\n[ "$v" = %s ]\n' \
     "'$SELF'" "$verdict" > "$d/reduce/interesting.sh"
   chmod +x "$d/reduce/interesting.sh"
-  (cd "$d/reduce" && cvise --n "$jobs" --timeout 60 --tidy ./interesting.sh input.c) > "$d/cvise.log" 2>&1 || { rm -rf "$d"; return; }
+  (cd "$d/reduce" && cvise --n "$jobs" --timeout 60 --tidy ${CVISE_PASSES:+--pass-group-file "$CVISE_PASSES"} ./interesting.sh input.c) > "$d/cvise.log" 2>&1 || { rm -rf "$d"; return; }
   f=$out/failures/$seed
   mkdir -p "$f" && cp "$d/input.c" "$f/input.c" && cp "$d/reduce/input.c" "$f/input.min.c" || exit 3
+  key_of "$f/input.min.c" > "$f/key.txt" || exit 3
   { echo "seed $seed: $verdict, reduced by C-Vise ($(wc -l < "$d/input.c") -> $(wc -l < "$f/input.min.c") lines)"; cat "$f/input.min.c"; } > "$f/report.txt"
-  meta "$seed" "$verdict" true "$(cat "$d/msg")" input.min.c "$sig" "$@" > "$f/meta.json"
+  meta "$seed" "$verdict" true "$(cat "$d/msg")" key.txt "$sig" "$@" > "$f/meta.json"
   rm -rf "$d"
 }
 

@@ -78,16 +78,16 @@ class MinimizeSlot {
   }
 
   async run(): Promise<void> {
-    const share = this.engine.minimizeShare;
+    const share = this.engine.minimize.share;
     if (share === null) return;
-    const jobs = this.engine.localMinimizeJobs();
+    const jobs = this.engine.minimize.localJobs();
     while (!this.signal.aborted) {
-      const unit = share > 0 || !this.chunkRunning ? await this.books.run(() => this.engine.assignMinimize(this.worker, jobs), "hold") : null;
+      const unit = share > 0 || !this.chunkRunning ? await this.books.run(() => this.engine.minimize.assign(this.worker, jobs), "hold") : null;
       if (unit === null) {
         await this.idle();
         continue;
       }
-      this.engine.clearMinimizeScratch(unit);
+      this.engine.minimize.clearScratch(unit);
       const r = await runChild({
         argv: unit.argv,
         cwd: unit.cwd,
@@ -98,7 +98,7 @@ class MinimizeSlot {
         signal: this.signal,
       });
       const report = { outcome: r.outcome, exitCode: r.exitCode, signal: r.signal, seconds: r.seconds, error: r.error };
-      await this.books.run(() => this.engine.finishMinimize(this.worker, unit.unitId, report), "hold");
+      await this.books.run(() => this.engine.minimize.finish(this.worker, unit.unitId, report), "hold");
     }
   }
 

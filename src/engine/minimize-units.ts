@@ -4,14 +4,44 @@
 // while at least the deadline floor remains, its hard timeout ends before the deadline, and the
 // executor interrupts it when the sweep ends (its finds then wait for a later unit). Each find is
 // booked once: minimized (merged into a distinct failure) or, when the minimizer failed on it,
-// 'failed'; a unit that never reported gives its finds back (releaseLostUnits at the next start).
+// 'failed'; a unit that never reported gives its finds back (releaseLostUnits at the next start),
+// and so does one taken back from a worker that is gone (lease expiry, disconnect).
+//
+// On workers the share caps the fleet: at most floor(share x the fleet's slots) units run at once
+// (the other slots keep chunks); on a fleet too small for one, a unit at a time while units took
+// at most the share of the time (mayStart). With share 0 units take idle slots only (a worker no
+// lane will give a chunk). SweepEngine owns one MinimizeUnits as `engine.minimize`.
 import { join, relative } from "node:path";
 import { removeBelow } from "../files/pinned-dir.ts";
 import { laneArgs, minimizeCommand } from "../generator/command.ts";
 import { ingestMinimized } from "../generator/minimize.ts";
 import { getMinimizeUnit, insertMinimizeUnit, markFindFailed, markUnitEnded, nextPendingFinds, releaseUnitFinds, unitFinds } from "../store/minimize.ts";
 import { laneIdentity } from "../config/schema.ts";
-import { abortWording, type ChunkReport, type EngineLane, type EngineOptions, type MinimizeAssignment, type MinimizeInFlight, type SessionCounts, type WorkerView } from "./sweep-types.ts";
+import {
+  abortWording,
+  type ChunkReport,
+  type DrainReason,
+  type EngineLane,
+  type EngineOptions,
+  type FinishResult,
+  type MinimizeAssignment,
+  type MinimizeInFlight,
+  type SessionCounts,
+  type WorkerView,
+} from "./sweep-types.ts";
+
+/** What a MinimizeUnits reads of and does to the engine that owns it. */
+export interface MinimizeHost {
+  readonly draining: DrainReason | null;
+  readonly floorSeconds: number;
+  readonly counts: SessionCounts;
+  remainingSeconds(): number;
+  /** Runs `action` once the open transaction committed (at once outside one). */
+  whenCommitted(action: () => void): void;
+  /** Remembers `worker`'s scheduling memory before a change (a refused transaction puts it back). */
+  touch(worker: WorkerView): void;
+  laneDisabled(lane: string, worker: WorkerView, why: string): void;
+}
 
 export class MinimizeUnits {
   inFlight = new Map<number, MinimizeInFlight>();
@@ -19,6 +49,7 @@ export class MinimizeUnits {
   constructor(
     private readonly o: EngineOptions,
     private readonly lanesById: ReadonlyMap<number, EngineLane>,
+    private readonly host: MinimizeHost,
   ) {}
 
   /** The share of slots for minimization, or null when `[generator] minimize` is not configured. */
@@ -28,15 +59,35 @@ export class MinimizeUnits {
 
   /** {jobs} for a unit on the single host: its share of the host's jobs (all of them when it only runs idle). */
   localJobs(): number {
+    return this.jobsOf(this.o.config.defaults.jobs);
+  }
+
+  /** {jobs} for a unit on an executor with `jobs`: its share of them, at least 1 (all of them at share 0). */
+  jobsOf(jobs: number): number {
     const m = this.o.config.minimize;
-    const jobs = this.o.config.defaults.jobs;
     return m && m.share > 0 ? Math.max(1, Math.round(m.share * jobs)) : jobs;
   }
 
-  /** The next unit for `worker`, or null when there is nothing to minimize (or no time for it). */
-  assign(worker: WorkerView, jobs: number, remainingSeconds: number, floorSeconds: number): MinimizeAssignment | null {
+  /**
+   * Whether the fleet, with `fleetSlots` slots, may start one more unit beside its chunks: while
+   * fewer than floor(share x slots) run; on a fleet too small for that, one at a time while units
+   * have taken no more than the share of the time chunks and units ran. Never with share 0 (idle
+   * slots only) or without `[generator] minimize`.
+   */
+  mayStart(fleetSlots: number): boolean {
     const m = this.o.config.minimize;
-    if (!m || remainingSeconds < floorSeconds) return null;
+    if (!m || m.share <= 0) return false;
+    const running = this.inFlight.size;
+    if (running < Math.floor(m.share * fleetSlots + 1e-9)) return true;
+    const c = this.host.counts;
+    return running === 0 && c.minimizeSeconds <= m.share * (c.minimizeSeconds + c.chunkSeconds);
+  }
+
+  /** The next unit for `worker`, or null when there is nothing to minimize (draining, or no time for it). */
+  assign(worker: WorkerView, jobs: number): MinimizeAssignment | null {
+    const m = this.o.config.minimize;
+    const remainingSeconds = this.host.remainingSeconds();
+    if (!m || this.host.draining || remainingSeconds < this.host.floorSeconds) return null;
     const lanes = [...this.lanesById.values()].filter((l) => l.config.enabled && !worker.disabled.has(l.config.name));
     const finds = nextPendingFinds(this.o.db, this.o.generationId, lanes.map((l) => l.laneId), m.batch);
     if (finds.length === 0) return null;
@@ -69,16 +120,13 @@ export class MinimizeUnits {
     };
   }
 
-  /**
-   * Books a unit's outcome; returns what to do once the transaction committed (remove its files,
-   * tell the console), or null when the report is not this worker's to make or was booked before.
-   */
-  finish(worker: WorkerView, unitId: number, report: ChunkReport, counts: SessionCounts): (() => void) | null {
+  /** Books a unit's outcome. Idempotent on unit id: a report not this worker's to make, or booked before, changes nothing. */
+  finish(worker: WorkerView, unitId: number, report: ChunkReport): FinishResult {
     const row = getMinimizeUnit(this.o.db, unitId);
-    if (!row || row.session_id !== this.o.sessionId || row.worker_id !== worker.workerId) return null;
+    if (!row || row.session_id !== this.o.sessionId || row.worker_id !== worker.workerId) return { note: "unknown chunk", seeds: 0 };
     const flight = this.inFlight.get(unitId);
     this.inFlight.delete(unitId);
-    if (row.status !== "running" && row.status !== "leased") return null;
+    if (row.status !== "running" && row.status !== "leased") return { note: "already recorded", seeds: 0 };
     const tmp = join(this.o.outDir, "tmp");
     const u: MinimizeInFlight = flight ?? {
       unitId,
@@ -92,9 +140,12 @@ export class MinimizeUnits {
       lastBeatMs: this.o.now(),
     };
     const db = this.o.db;
+    const counts = this.host.counts;
     const ok = report.outcome === "complete" && (report.exitCode === 0 || report.exitCode === 1);
     const finds = unitFinds(db, unitId);
     let outcome = { merged: 0, newFailures: 0, failed: 0, aborted: null as string | null };
+    let note: FinishResult["note"] = "recorded";
+    let keepLog = false;
     if (ok) {
       const r = ingestMinimized(db, {
         generationId: this.o.generationId,
@@ -106,21 +157,35 @@ export class MinimizeUnits {
         outDir: this.o.outDir,
         appBuild: this.o.appBuild,
       });
-      markUnitEnded(db, unitId, "complete", report.seconds, { merged: r.merged, newFailures: r.newFailures, failed: r.failed });
-      outcome = { merged: r.merged, newFailures: r.newFailures, failed: r.failed, aborted: null };
-      counts.minimizeUnits++;
-      counts.minimized += finds.length - r.failed;
-      counts.minimizeFailed += r.failed;
-      counts.minimizeSeconds += report.seconds;
-      counts.newFailures += r.newFailures;
-      counts.newDistinct += r.newFailures;
-      counts.reopened += r.reopened;
       counts.malformed += r.malformed.length;
+      if (r.refused !== null) {
+        // Results that cannot be read safely (a symlink where a directory belongs) decide nothing:
+        // the finds wait for another unit, and this executor takes no more work of the lane.
+        markUnitEnded(db, unitId, "aborted:results refused", report.seconds, { merged: 0, newFailures: 0, failed: 0 });
+        releaseUnitFinds(db, unitId);
+        this.host.touch(worker);
+        worker.disabled.add(u.lane);
+        outcome.aborted = `results refused: ${r.refused}`;
+        note = "aborted";
+        keepLog = true;
+        this.host.laneDisabled(u.lane, worker, `a minimize unit's results could not be read: ${r.refused}`);
+      } else {
+        markUnitEnded(db, unitId, "complete", report.seconds, { merged: r.merged, newFailures: r.newFailures, failed: r.failed });
+        outcome = { merged: r.merged, newFailures: r.newFailures, failed: r.failed, aborted: null };
+        counts.minimizeUnits++;
+        counts.minimized += finds.length - r.failed;
+        counts.minimizeFailed += r.failed;
+        counts.minimizeSeconds += report.seconds;
+        counts.newFailures += r.newFailures;
+        counts.newDistinct += r.newFailures;
+        counts.reopened += r.reopened;
+      }
     } else if (report.outcome === "interrupted") {
       // The sweep ended (or Ctrl-C): nothing was decided about these finds; a later unit takes them.
       markUnitEnded(db, unitId, "aborted:interrupted", report.seconds, { merged: 0, newFailures: 0, failed: 0 });
       releaseUnitFinds(db, unitId);
       outcome.aborted = "interrupted";
+      note = "aborted";
     } else {
       // The minimizer itself failed on them: final, so a minimizer that always fails cannot loop.
       const { why, status, generatorDid } = abortWording(report);
@@ -128,9 +193,10 @@ export class MinimizeUnits {
       for (const f of finds) markFindFailed(db, f.id, `the minimizer ${generatorDid}; see ${u.logPath}`);
       counts.minimizeFailed += finds.length;
       outcome = { merged: 0, newFailures: 0, failed: finds.length, aborted: why };
+      note = "aborted";
+      keepLog = true;
     }
-    const keepLog = !ok && report.outcome !== "interrupted";
-    return () => {
+    this.host.whenCommitted(() => {
       setImmediate(() => {
         for (const path of keepLog ? [u.scratchDir] : [u.scratchDir, u.logPath]) {
           try {
@@ -141,16 +207,39 @@ export class MinimizeUnits {
         }
       });
       this.o.events.minimizeRecorded?.(u, outcome, report.seconds);
-    };
+    });
+    return { note, seeds: 0 };
   }
 
-  /** Takes a unit back from a worker that is gone: its finds wait for another unit. */
-  reissue(unitId: number): void {
-    if (!this.inFlight.delete(unitId)) return;
+  /** Takes a unit back from a worker that is gone (lease expired, disconnected): its finds wait for another unit. */
+  reissue(unitId: number, why: string): void {
+    const flight = this.inFlight.get(unitId);
+    if (!flight) return;
+    this.inFlight.delete(unitId);
     const row = getMinimizeUnit(this.o.db, unitId);
     if (!row || (row.status !== "running" && row.status !== "leased")) return;
     markUnitEnded(this.o.db, unitId, "reissued", null, { merged: 0, newFailures: 0, failed: 0 });
     releaseUnitFinds(this.o.db, unitId);
+    this.host.whenCommitted(() => this.o.events.minimizeReissued?.(flight, why));
+  }
+
+  /** Units `worker` holds right now. */
+  heldBy(worker: WorkerView): MinimizeInFlight[] {
+    return [...this.inFlight.values()].filter((u) => u.worker === worker);
+  }
+
+  /** Marks the unit's lease as alive. Returns whether `worker` still holds it. */
+  heartbeat(worker: WorkerView, unitId: number): boolean {
+    const u = this.inFlight.get(unitId);
+    if (!u || u.worker !== worker) return false;
+    u.lastBeatMs = this.o.now();
+    return true;
+  }
+
+  /** Units whose holder has not sent a heartbeat for `leaseSeconds`. */
+  expiredLeases(leaseSeconds: number): MinimizeInFlight[] {
+    const limit = this.o.now() - leaseSeconds * 1000;
+    return [...this.inFlight.values()].filter((u) => u.lastBeatMs < limit);
   }
 
   /** Empties a unit's scratch directory before it runs, never following a symlink below <out>. */

@@ -13,11 +13,12 @@
 // transaction, and it implements Books so that a transaction the store refused puts its memory
 // back (checkpoint / rollback). What must not happen before the commit — removing a chunk's files,
 // printing its line — waits in `afterCommit` until the queue reports the commit.
+//
+// Minimize units, the second kind of unit, are `engine.minimize` (minimize-units.ts).
 import assert from "node:assert/strict";
-import { join, relative } from "node:path";
+import { relative } from "node:path";
 import { removeBelow } from "../files/pinned-dir.ts";
 import type { LaneConfig } from "../config/schema.ts";
-import type { LaneSnapshot } from "../core/lane-state.ts";
 import { chunkTarget, deadlineFloor, halveRate, hardTimeout, pickLane, sizeChunk, updateRate } from "../core/schedule.ts";
 import { atomically } from "../store/db.ts";
 import { getChunk, insertChunk, markChunkComplete, markChunkEnded } from "../store/chunks.ts";
@@ -26,6 +27,8 @@ import { upsertWorkerRate } from "../store/workers.ts";
 import { chunkCommand, resultsDir } from "../generator/command.ts";
 import { ingestChunk, type IngestResult } from "../generator/ingest.ts";
 import type { Books } from "./commit-queue.ts";
+import { chunkPaths, discardChunkFiles } from "./chunk-files.ts";
+import { rememberWorker, restoreWorker, type EngineMark } from "./engine-memory.ts";
 import { MinimizeUnits } from "./minimize-units.ts";
 import {
   abortWording,
@@ -37,32 +40,13 @@ import {
   type EngineOptions,
   type FinishResult,
   type InFlight,
-  type MinimizeAssignment,
-  type MinimizeInFlight,
   type SessionCounts,
   type WorkerView,
 } from "./sweep-types.ts";
 
 // The engine's vocabulary lives in sweep-types.ts; its users import it from here, with the engine.
 export * from "./sweep-types.ts";
-
-/** The engine's memory at a checkpoint: everything a refused transaction may have changed. */
-export interface EngineMark {
-  lanes: { lane: EngineLane; state: LaneSnapshot; rate: number | null }[];
-  chunksRun: Map<string, number>;
-  inFlight: Map<number, InFlight>;
-  minimizing: Map<number, MinimizeInFlight>;
-  counts: SessionCounts;
-  /** Worker views changed since the checkpoint, with their state before the first change. */
-  workers: Map<WorkerView, WorkerMemory>;
-}
-
-interface WorkerMemory {
-  rates: Map<string, number | null>;
-  lastCount: Map<string, number>;
-  strikes: Map<string, number>;
-  disabled: Set<string>;
-}
+export type { EngineMark } from "./engine-memory.ts";
 
 export class SweepEngine implements Books<EngineMark> {
   readonly floorSeconds: number;
@@ -72,6 +56,7 @@ export class SweepEngine implements Books<EngineMark> {
     finds: 0,
     newFailures: 0,
     newDistinct: 0,
+    newPending: 0,
     reopened: 0,
     unshrunk: 0,
     quarantine: 0,
@@ -80,6 +65,7 @@ export class SweepEngine implements Books<EngineMark> {
     minimized: 0,
     minimizeFailed: 0,
     minimizeSeconds: 0,
+    chunkSeconds: 0,
   };
   private readonly lanes = new Map<string, EngineLane>();
   private readonly lanesById = new Map<number, EngineLane>();
@@ -91,14 +77,30 @@ export class SweepEngine implements Books<EngineMark> {
   /** The open checkpoint, while a CommitQueue transaction runs. */
   private mark: EngineMark | null = null;
   private afterCommit: (() => void)[] = [];
-  private readonly minimizer: MinimizeUnits;
+  /** The second kind of unit: finds pending minimization (minimize-units.ts). */
+  readonly minimize: MinimizeUnits;
 
   constructor(private readonly o: EngineOptions) {
     for (const lane of o.lanes) {
       this.lanes.set(lane.config.name, lane);
       this.lanesById.set(lane.laneId, lane);
     }
-    this.minimizer = new MinimizeUnits(o, this.lanesById);
+    const engine = this;
+    this.minimize = new MinimizeUnits(o, this.lanesById, {
+      get draining() {
+        return engine.drainReason;
+      },
+      get counts() {
+        return engine.counts;
+      },
+      get floorSeconds() {
+        return engine.floorSeconds;
+      },
+      remainingSeconds: () => this.remainingSeconds(),
+      whenCommitted: (action) => this.whenCommitted(action),
+      touch: (worker) => this.touch(worker),
+      laneDisabled: (lane, worker, why) => this.whenCommitted(() => o.events.laneDisabled(lane, worker, why)),
+    });
     this.enabledConfigs = o.lanes.filter((l) => l.config.enabled).map((l) => l.config);
     this.floorSeconds = deadlineFloor(o.config.defaults.chunkSeconds);
   }
@@ -119,7 +121,7 @@ export class SweepEngine implements Books<EngineMark> {
       lanes: [...this.lanes.values()].map((lane) => ({ lane, state: lane.state.snapshot(), rate: lane.rate })),
       chunksRun: new Map(this.chunksRun),
       inFlight: new Map(this.inFlight),
-      minimizing: new Map(this.minimizer.inFlight),
+      minimizing: new Map(this.minimize.inFlight),
       counts: { ...this.counts },
       workers: new Map(),
     };
@@ -134,7 +136,7 @@ export class SweepEngine implements Books<EngineMark> {
     }
     this.chunksRun = mark.chunksRun;
     this.inFlight = mark.inFlight;
-    this.minimizer.inFlight = mark.minimizing;
+    this.minimize.inFlight = mark.minimizing;
     this.counts = mark.counts;
     for (const [worker, m] of mark.workers) restoreWorker(worker, m);
     this.afterCommit = [];
@@ -157,12 +159,7 @@ export class SweepEngine implements Books<EngineMark> {
   /** Remembers `worker`'s scheduling memory before the first change inside the open checkpoint. */
   private touch(worker: WorkerView): void {
     if (this.mark === null || this.mark.workers.has(worker)) return;
-    this.mark.workers.set(worker, {
-      rates: new Map(worker.rates),
-      lastCount: new Map(worker.lastCount),
-      strikes: new Map(worker.strikes),
-      disabled: new Set(worker.disabled),
-    });
+    this.mark.workers.set(worker, rememberWorker(worker));
   }
 
   // ---- scheduling ------------------------------------------------------------------------------
@@ -267,6 +264,7 @@ export class SweepEngine implements Books<EngineMark> {
       lastBeatMs: this.o.now(),
     };
     this.inFlight.delete(chunkId);
+    this.counts.chunkSeconds += report.seconds;
     if (!lane) {
       markChunkEnded(this.o.db, chunkId, "aborted:lane-gone", report.seconds);
       this.whenCommitted(() => discardChunkFiles(this.o.outDir, { scratchDir, logPath }, true));
@@ -343,6 +341,7 @@ export class SweepEngine implements Books<EngineMark> {
     this.counts.finds += ingest.finds;
     this.counts.newFailures += ingest.newFailures;
     this.counts.newDistinct += ingest.newDistinct;
+    this.counts.newPending += ingest.newFailures - ingest.newDistinct;
     this.counts.reopened += ingest.reopened;
     this.counts.unshrunk += ingest.unshrunk;
     this.counts.quarantine += ingest.quarantine;
@@ -408,45 +407,6 @@ export class SweepEngine implements Books<EngineMark> {
     }
   }
 
-  // ---- minimize units --------------------------------------------------------------------------
-
-  /** The share of slots for minimization, or null without `[generator] minimize`. */
-  get minimizeShare(): number | null {
-    return this.minimizer.share;
-  }
-
-  /** {jobs} of a minimize unit on the single host. */
-  localMinimizeJobs(): number {
-    return this.minimizer.localJobs();
-  }
-
-  /** The next minimize unit for `worker`, or null (nothing pending, draining, or too little time left). */
-  assignMinimize(worker: WorkerView, jobs: number): MinimizeAssignment | null {
-    if (this.drainReason) return null;
-    return this.minimizer.assign(worker, jobs, this.remainingSeconds(), this.floorSeconds);
-  }
-
-  /** Books a minimize unit's outcome. Idempotent on unit id. */
-  finishMinimize(worker: WorkerView, unitId: number, report: ChunkReport): FinishResult {
-    const after = this.minimizer.finish(worker, unitId, report, this.counts);
-    if (after === null) return { note: "already recorded", seeds: 0 };
-    this.whenCommitted(after);
-    return { note: "recorded", seeds: 0 };
-  }
-
-  /** Takes a minimize unit back from a worker that is gone. */
-  reissueMinimize(unitId: number): void {
-    this.minimizer.reissue(unitId);
-  }
-
-  minimizeInFlight(): MinimizeInFlight[] {
-    return [...this.minimizer.inFlight.values()];
-  }
-
-  clearMinimizeScratch(a: MinimizeAssignment): void {
-    this.minimizer.clearScratch(a);
-  }
-
   /** Empties the scratch directory of a chunk about to run, never following a symlink below <out>. */
   clearScratch(a: Assignment): void {
     removeBelow(this.o.outDir, relative(this.o.outDir, a.scratchDir));
@@ -470,41 +430,4 @@ export class SweepEngine implements Books<EngineMark> {
     const limit = this.o.now() - leaseSeconds * 1000;
     return [...this.inFlight.values()].filter((f) => f.lastBeatMs < limit);
   }
-}
-
-function restoreWorker(worker: WorkerView, m: WorkerMemory): void {
-  for (const [from, to] of [
-    [m.rates, worker.rates],
-    [m.lastCount, worker.lastCount],
-    [m.strikes, worker.strikes],
-  ] as [Map<string, unknown>, Map<string, unknown>][]) {
-    to.clear();
-    for (const [k, v] of from) to.set(k, v);
-  }
-  worker.disabled.clear();
-  for (const lane of m.disabled) worker.disabled.add(lane);
-}
-
-/** Where chunk `chunkId` runs: its scratch directory and its log, under `<out>/tmp/`. */
-function chunkPaths(outDir: string, chunkId: number): { scratchDir: string; logPath: string } {
-  const tmp = join(outDir, "tmp");
-  return { scratchDir: join(tmp, `chunk-${chunkId}`), logPath: join(tmp, `chunk-${chunkId}.log`) };
-}
-
-/**
- * Removes a finished chunk's scratch directory (and its log unless `keepLog`) after the current
- * turn, so the reply that books it goes out first. Nothing below <out> is followed through a
- * symlink on the way: a worker or generator that swapped `tmp/` or the chunk's directory for a
- * link loses the link, never what it points to.
- */
-function discardChunkFiles(outDir: string, f: { scratchDir: string; logPath: string }, keepLog: boolean): void {
-  setImmediate(() => {
-    for (const path of keepLog ? [f.scratchDir] : [f.scratchDir, f.logPath]) {
-      try {
-        removeBelow(outDir, relative(outDir, path));
-      } catch {
-        // Whatever is left is removed with the session's leftovers at the next start.
-      }
-    }
-  });
 }

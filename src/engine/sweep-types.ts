@@ -114,6 +114,8 @@ export interface EngineEvents {
   chunkReissued(a: InFlight, why: string): void;
   /** A minimize unit was booked (optional: a console may leave minimization to the summary). */
   minimizeRecorded?(u: MinimizeInFlight, r: { merged: number; newFailures: number; failed: number; aborted: string | null }, seconds: number): void;
+  /** A minimize unit was taken back from a worker that is gone; its finds wait for another unit. */
+  minimizeReissued?(u: MinimizeInFlight, why: string): void;
 }
 
 export interface InFlight {
@@ -152,8 +154,10 @@ export interface SessionCounts {
   seedsSwept: number;
   finds: number;
   newFailures: number;
-  /** Of newFailures and minimized finds: new distinct failures (minimized inputs). */
+  /** New distinct failures (minimized inputs first seen), from chunks and minimize units: exit 1. */
   newDistinct: number;
+  /** Of newFailures: new finds pending minimization under their signature (not distinct failures). */
+  newPending: number;
   /** Fixed failures hit again (regressions); they alert like new ones. */
   reopened: number;
   unshrunk: number;
@@ -164,6 +168,8 @@ export interface SessionCounts {
   minimized: number;
   minimizeFailed: number;
   minimizeSeconds: number;
+  /** Seconds chunks ran (complete or not): what the minimize share is weighed against on a small fleet. */
+  chunkSeconds: number;
 }
 
 /**

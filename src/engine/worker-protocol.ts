@@ -15,21 +15,26 @@
 // run() sleeps until something can start or end a drain: the floor's or the drain grace's
 // deadline, Ctrl-C, a chunk that lands or is taken back, a worker that leaves, the store failing
 // or taking writes again. Only the lease-expiry scan runs on a timer.
-import { readdirSync } from "node:fs";
-import { removeBelow } from "../files/pinned-dir.ts";
+//
+// Minimize units (engine.minimize) ride in the same `assign` and `done` as chunks, under their
+// wire ids (net/messages.ts, minimizeWireId). A want is served units first, within the share of
+// the fleet's slots (MinimizeUnits.mayStart), then chunks; a worker no lane gives a chunk gets units in
+// its idle slots. Units never hold up a drain: it waits for chunks only; the stop interrupts the
+// units still running (their finds go back to pending), and whatever is held past the stop is
+// taken back. Lease expiry and a worker that leaves take units back like chunks.
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
 import type { StopOutcome } from "../core/lifecycle.ts";
 import type { Connection } from "../net/connection.ts";
-import type { CoordinatorReplyT, HelloFrame, ProveFrame } from "../net/messages.ts";
+import { heldUnit, type CoordinatorReplyT, type HelloFrame, type ProveFrame } from "../net/messages.ts";
 import { WorkerServer } from "../net/worker-server.ts";
 import type { AttachedWorker, ReadService, WorkProtocol, WorkRequest } from "../net/work-protocol.ts";
-import { sessionChunkIds, touchChunkHeartbeat } from "../store/chunks.ts";
+import { touchChunkHeartbeat } from "../store/chunks.ts";
 import { earlierRates, insertWorker, markWorkerGone, touchWorker } from "../store/workers.ts";
 import { generatorIdentity } from "../generator/identity.ts";
 import type { Config } from "../config/schema.ts";
 import type { Db } from "../store/db.ts";
-import type { Assignment, SweepEngine, WorkerView } from "./sweep-engine.ts";
+import type { Assignment, MinimizeAssignment, SweepEngine, WorkerView } from "./sweep-engine.ts";
+import { removeSessionScratch, wireChunk, wireUnit } from "./chunk-files.ts";
 import { CommitQueue, StoreBlocked } from "./commit-queue.ts";
 import type { EngineMark } from "./sweep-engine.ts";
 import { WakeablePause } from "../util/pause.ts";
@@ -89,6 +94,8 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
   readonly server: WorkerServer<SweepWorker>;
   /** Chunks whose reissue is queued, so the lease scan does not queue it twice. */
   private readonly reissuing = new Set<number>();
+  /** Minimize units whose reissue is queued. */
+  private readonly reissuingUnits = new Set<number>();
   /** run()'s sleep, cut short by the events that can start or end a drain. */
   private readonly sleeper = new WakeablePause();
 
@@ -135,6 +142,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
         return;
       }
       for (const f of engine.expiredLeases(this.o.leaseSeconds)) this.reissue(f.chunkId, `no heartbeat for ${this.o.leaseSeconds}s`);
+      for (const u of engine.minimize.expiredLeases(this.o.leaseSeconds)) this.reissueUnit(u.unitId, `no heartbeat for ${this.o.leaseSeconds}s`);
       // A drain grace that ran out while the store refused writes acts once it takes them again.
       if (wasBlocked) wake();
       wasBlocked = false;
@@ -181,9 +189,11 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
     }
     const outcome = await this.server.stopAll(this.o.stopGraceSeconds * 1000);
     this.server.close();
+    // Units not reported by the end of the stop: their finds wait for a later session's units.
+    for (const u of [...engine.minimize.inFlight.values()]) this.reissueUnit(u.unitId, "the session ended");
     await this.books.settled();
     if (this.books.failed) throw this.books.failed;
-    return { outcome, abandoned, scratchRemoved: this.removeScratch() };
+    return { outcome, abandoned, scratchRemoved: removeSessionScratch(this.o.session.db, this.o.session.outDir, this.o.session.sessionId) };
   }
 
   /** Something that can end a drain happened (a chunk landed or was taken back, a worker left, a drain began). */
@@ -201,6 +211,22 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
         this.reissuing.delete(chunkId);
         this.drainMayEnd();
       });
+  }
+
+  private reissueUnit(unitId: number, why: string): void {
+    if (this.reissuingUnits.has(unitId)) return;
+    this.reissuingUnits.add(unitId);
+    this.books
+      .run(() => this.o.engine.minimize.reissue(unitId, why), "hold")
+      .catch(() => undefined)
+      .finally(() => this.reissuingUnits.delete(unitId));
+  }
+
+  /** The slots of every worker attached now: what the minimize share is a share of. */
+  private fleetSlots(): number {
+    let slots = 0;
+    for (const w of this.server.workers.values()) slots += w.slots;
+    return slots;
   }
 
   /**
@@ -296,20 +322,34 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
     switch (f.type) {
       case "want": {
         if (engine.draining) return { type: "drain", reason: engine.draining };
-        const free = Math.min(f.slots, w.slots - engine.heldBy(w).length);
+        const free = Math.min(f.slots, w.slots - engine.heldBy(w).length - engine.minimize.heldBy(w).length);
         if (free <= 0) return { type: "wait", seconds: IDLE_POLL_SECONDS };
         if (this.books.blocked) return { type: "wait", seconds: this.books.blocked.retryInMs / 1000 };
         let result;
         try {
+          const fleetSlots = this.fleetSlots();
+          const jobs = engine.minimize.jobsOf(w.jobs);
           result = await this.books.run(() => {
+            const units: MinimizeAssignment[] = [];
+            const moreUnits = (limit: number, mayStart: () => boolean) => {
+              while (units.length < limit && mayStart()) {
+                const u = engine.minimize.assign(w, jobs);
+                if (u === null) return;
+                units.push(u);
+              }
+            };
+            // Within the share first, so minimization keeps its slots while chunks are plentiful.
+            moreUnits(free, () => engine.minimize.mayStart(fleetSlots));
             const chunks: Assignment[] = [];
             let last: ReturnType<SweepEngine["assign"]> | null = null;
-            while (chunks.length < free) {
+            while (chunks.length + units.length < free) {
               last = engine.assign(w);
               if (last.kind !== "chunk") break;
               chunks.push(last.assignment);
             }
-            return { chunks, last };
+            // Slots no chunk fills (every lane disabled for this worker) are idle: units may take them.
+            if (last?.kind === "idle") moreUnits(free - chunks.length, () => true);
+            return { chunks, units, last };
           }, "drop");
         } catch (err) {
           if (err instanceof StoreBlocked) return { type: "wait", seconds: err.retryInMs / 1000 };
@@ -317,22 +357,11 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
         }
         // Looking for a chunk may have found the deadline floor: the drain starts now.
         this.drainMayEnd();
-        if (result.chunks.length > 0) {
+        if (result.chunks.length + result.units.length > 0) {
           return {
             type: "assign",
-            chunks: result.chunks.map((a) => ({
-              chunk_id: a.chunkId,
-              lane: a.lane,
-              seed_from: a.seedFrom,
-              seed_to: a.seedTo,
-              argv: a.argv,
-              cwd: a.cwd,
-              log_path: a.logPath,
-              scratch_dir: a.scratchDir,
-              hard_timeout: a.hardTimeoutSeconds,
-              nice: a.nice,
-              idle_io: a.idleIo,
-            })),
+            minimize: result.units.map(wireUnit),
+            chunks: result.chunks.map(wireChunk),
           };
         }
         if (result.last?.kind === "drain") return { type: "drain", reason: result.last.reason };
@@ -340,12 +369,18 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
       }
       case "heartbeat": {
         // Liveness is memory; the store's copy of it (last_heartbeat) is informational and may lag.
-        const known = f.ids.filter((id) => engine.heartbeat(w, id));
+        const known = f.ids.filter((id) => {
+          const held = heldUnit(id);
+          return held.kind === "chunk" ? engine.heartbeat(w, held.chunkId) : engine.minimize.heartbeat(w, held.unitId);
+        });
         const db = this.o.session.db;
         this.books
           .run(() => {
             touchWorker(db, w.workerId);
-            for (const id of known) touchChunkHeartbeat(db, id);
+            for (const id of known) {
+              const held = heldUnit(id);
+              if (held.kind === "chunk") touchChunkHeartbeat(db, held.chunkId);
+            }
           }, "drop")
           .catch(() => undefined);
         return { type: "ack", drain: engine.draining !== null, known, note: null };
@@ -354,14 +389,16 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
         // Results that arrive while stopping are still booked: late work is consumed, not dropped.
         const report = { outcome: f.outcome, exitCode: f.rc, seconds: f.elapsed, error: f.error ?? undefined };
         const drain = engine.draining !== null || stopping;
-        const booked = await this.book(() => engine.finish(w, f.chunk_id, report));
+        const held = heldUnit(f.chunk_id);
+        const booked = await this.book(() => (held.kind === "chunk" ? engine.finish(w, held.chunkId, report) : engine.minimize.finish(w, held.unitId, report)));
         if (booked === null) return { type: "ack", drain, known: null, note: "queued: the store is busy; it is booked when the store takes writes again" };
         const { note, seeds } = booked.value;
-        if (note === "recorded") {
+        if (note === "recorded" && held.kind === "chunk") {
           w.chunks++;
           w.seeds += seeds;
         } else if (note === "unknown chunk") {
-          this.o.log(`worker ${w.label} reported chunk ${f.chunk_id}, which it does not hold — ignored`);
+          const what = held.kind === "chunk" ? `chunk ${held.chunkId}` : `minimize unit ${held.unitId}`;
+          this.o.log(`worker ${w.label} reported ${what}, which it does not hold — ignored`);
         }
         return { type: "ack", drain: engine.draining !== null || stopping, known: null, note };
       }
@@ -373,27 +410,11 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
 
   async detach(w: SweepWorker, why: string): Promise<void> {
     const held = this.o.engine.heldBy(w);
+    const units = this.o.engine.minimize.heldBy(w);
     await this.book(() => {
       markWorkerGone(this.o.session.db, w.workerId);
       for (const f of held) this.o.engine.reissue(f.chunkId, `worker ${w.label} left (${why})`);
+      for (const u of units) this.o.engine.minimize.reissue(u.unitId, `worker ${w.label} left (${why})`);
     });
-  }
-
-  /** Removes this session's leftover chunk scratch directories (a crashed or killed worker's). */
-  private removeScratch(): number {
-    const tmp = join(this.o.session.outDir, "tmp");
-    const ids = new Set(sessionChunkIds(this.o.session.db, this.o.session.sessionId));
-    let names: string[];
-    try {
-      names = readdirSync(tmp);
-    } catch {
-      return 0;
-    }
-    let removed = 0;
-    for (const name of names) {
-      const m = /^chunk-(\d+)$/.exec(name);
-      if (m && ids.has(Number(m[1])) && removeBelow(this.o.session.outDir, join("tmp", name))) removed++;
-    }
-    return removed;
   }
 }

@@ -20,43 +20,21 @@
 import { createHash } from "node:crypto";
 import { lstatSync } from "node:fs";
 import { isAbsolute, join, relative, sep } from "node:path";
-import { z } from "zod";
 import { RuntimeFailure } from "../errors.ts";
 import { FileProblem } from "../files/file-problem.ts";
 import { PinnedDir } from "../files/pinned-dir.ts";
-import { placeFile, placeNote, placeTree, scanTree, scannedFile, type TreeFile, type TreeNode } from "../files/tree.ts";
+import { placeFile, placeNote, placeTree, scanTree, scannedFile, type TreeNode } from "../files/tree.ts";
 import { atomically, type Db } from "../store/db.ts";
 import { addFailureSeed, failureById, failureByKey, insertFailure, reopenFailure } from "../store/failures.ts";
-import { findSignature, SIGNATURE_MAX_CHARS } from "../store/signature.ts";
 import { recordQuarantineReasons, type QuarantineReason } from "./quarantine-reasons.ts";
-import { artifactNames, hashScanned, numbered, pickKeyFile, readScanned, storePath } from "./ingest-files.ts";
+import { artifactNames, numbered, storePath } from "./ingest-files.ts";
+import { problemReason, readFailureEntry, type ParsedFailure } from "./failure-entry.ts";
 
 export { resolveStorePath, storePath } from "./ingest-files.ts";
 export { INCONCLUSIVE_PREFIX, NO_REASON, type QuarantineReason } from "./quarantine-reasons.ts";
+export type { ParsedFailure } from "./failure-entry.ts";
 
 export const QUARANTINE_SAMPLES = 40;
-const META_MAX_BYTES = 1 << 20;
-const KEY_FILE_MAX_BYTES = 256 << 20;
-const MESSAGE_MAX_CHARS = 2000;
-
-const metaSchema = z.object({
-  seed: z.number().int().refine(Number.isSafeInteger, "a safe integer"),
-  bucket: z
-    .string()
-    .min(1)
-    .max(64)
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/, "letters, digits and _ . : - only"),
-  shrunk: z.boolean().optional(),
-  msg: z.string().optional(),
-  repro: z.string().optional(),
-  signature: z.string().min(1).max(SIGNATURE_MAX_CHARS).optional(),
-  key_file: z
-    .string()
-    .regex(/^[^/\\\0]+$/, "a file name inside the failure directory")
-    .refine((n) => n !== "." && n !== "..", "a file name inside the failure directory")
-    .optional(),
-});
-
 export interface IngestTarget {
   generationId: number;
   genHash: string;
@@ -137,16 +115,6 @@ function absent(path: string): boolean {
     // ENOTDIR, EACCES…: the full walk says what is wrong.
     return false;
   }
-}
-
-export interface ParsedFailure {
-  seed: number;
-  bucket: string;
-  shrunk: boolean;
-  msg: string | null;
-  repro: string | null;
-  dedupKey: string;
-  signature: string;
 }
 
 /** One ingest of one chunk: the pins it opened (closed at the end) and the campaign directories it writes. */
@@ -254,7 +222,7 @@ class ChunkIngest {
       try {
         const refused: FileProblem[] = [];
         nodes = scanTree(entry, refused);
-        const parsed = refused.length > 0 ? problemReason(refused[0]!) : this.readFailure(entry, nodes);
+        const parsed = refused.length > 0 ? problemReason(refused[0]!) : readFailureEntry(entry, nodes, (seed) => this.seedProblem(seed));
         if (typeof parsed !== "string") {
           this.recordFind(parsed, entry, nodes);
           return;
@@ -270,53 +238,10 @@ class ChunkIngest {
     }
   }
 
-  private readFailure(entry: PinnedDir, nodes: readonly TreeNode[]): ParsedFailure | string {
-    const top = new Map<string, TreeFile>();
-    for (const n of nodes) if (n.kind === "file") top.set(n.name, n);
-    let metaBytes: Buffer;
-    try {
-      metaBytes = readScanned(entry, "meta.json", META_MAX_BYTES, top);
-    } catch (err) {
-      if (err instanceof FileProblem) return problemReason(err);
-      throw err;
-    }
-    let raw: unknown;
-    try {
-      raw = JSON.parse(metaBytes.toString("utf8"));
-    } catch (err) {
-      return `meta.json: not JSON (${(err as Error).message})`;
-    }
-    const meta = metaSchema.safeParse(raw);
-    if (!meta.success) {
-      const issue = meta.error.issues[0]!;
-      return `meta.json: ${issue.path.join(".") || "(root)"}: ${issue.message}`;
-    }
-    const m = meta.data;
-    if (this.t.minimize) {
-      if (!this.t.minimize.seeds.has(m.seed)) return `meta.json: seed ${m.seed} is not one of the seeds this minimize unit was given`;
-    } else if (m.seed < this.t.seedFrom || m.seed > this.t.seedTo) {
-      return `meta.json: seed ${m.seed} is outside the chunk's range ${this.t.seedFrom}..${this.t.seedTo}`;
-    }
-    // Without a minimized input the key would be the bucket alone, merging unrelated findings.
-    const keyName = m.key_file ?? pickKeyFile([...top.keys()]);
-    if (keyName === null) return "no minimized input: set key_file or write input.min.* / input.*";
-    let dedupKey: string;
-    try {
-      dedupKey = hashScanned(entry, keyName, KEY_FILE_MAX_BYTES, top, m.bucket + "\n");
-    } catch (err) {
-      if (err instanceof FileProblem) return problemReason(err);
-      throw err;
-    }
-    const msg = m.msg === undefined ? null : m.msg.slice(0, MESSAGE_MAX_CHARS);
-    return {
-      seed: m.seed,
-      bucket: m.bucket,
-      shrunk: m.shrunk ?? true,
-      msg,
-      repro: m.repro === undefined ? null : m.repro.slice(0, MESSAGE_MAX_CHARS),
-      dedupKey,
-      signature: findSignature(m.bucket, msg, m.signature ?? null),
-    };
+  /** Why `seed` does not belong in this chunk's (or minimize unit's) results, or null. */
+  private seedProblem(seed: number): string | null {
+    if (this.t.minimize) return this.t.minimize.seeds.has(seed) ? null : `meta.json: seed ${seed} is not one of the seeds this minimize unit was given`;
+    return seed < this.t.seedFrom || seed > this.t.seedTo ? `meta.json: seed ${seed} is outside the chunk's range ${this.t.seedFrom}..${this.t.seedTo}` : null;
   }
 
   private recordFind(p: ParsedFailure, entry: PinnedDir, nodes: readonly TreeNode[]): void {
@@ -444,9 +369,4 @@ class ChunkIngest {
       throw err;
     }
   }
-}
-
-/** A problem found inside an entry, named relative to it: "report.txt: a symbolic link …". */
-function problemReason(p: FileProblem): string {
-  return p.path === "" ? p.detail : `${p.path}: ${p.detail}`;
 }

@@ -3,7 +3,8 @@
 // as a chunk's ingest reads it (ingestChunk with the unit's seeds in place of a range); each
 // minimized entry is then keyed like any find, and the pending find merges into the distinct
 // failure of that key (an existing one, or a new one). A find the minimizer wrote nothing valid
-// for, or wrote as unshrunk, is final as 'failed': every find is minimized at most once.
+// for, or wrote as unshrunk, is final as 'failed': every find is minimized at most once. Results
+// refused as a whole (a symlink where a directory belongs) decide nothing about any find.
 // Replayable like a chunk's ingest: it runs inside the caller's transaction.
 import { atomically, type Db } from "../store/db.ts";
 import { failureById, failureByKey, insertFailure } from "../store/failures.ts";
@@ -98,12 +99,12 @@ export function ingestMinimized(db: Db, t: MinimizeTarget): MinimizeResult {
     });
     r.malformed = ingest.malformed;
     r.refused = ingest.refused;
+    // Refused results decided nothing (nothing of them was recorded): the caller gives the finds back.
+    if (ingest.refused !== null) return;
     for (const f of t.finds) {
       if (handled.has(f.id)) continue;
       const why =
-        ingest.refused !== null
-          ? `the minimizer's results were refused: ${ingest.refused}`
-          : ingest.malformed.length > 0
+        ingest.malformed.length > 0
             ? `the minimizer wrote no valid failure entry for seed ${f.seed} (${ingest.malformed.length} malformed, kept under malformed/)`
             : `the minimizer wrote no failure entry for seed ${f.seed} (it no longer fails?)`;
       markFindFailed(db, f.id, why);

@@ -5,13 +5,29 @@ import { z } from "zod";
 import { printable } from "../core/log-lines.ts";
 import { HEX64 } from "../core/message-checks.ts";
 
-export const PROTOCOL_VERSION = 1;
+/** 2: sweep workers also run minimize units (assign's `minimize`, reported by `done` under their wire ids). */
+export const PROTOCOL_VERSION = 2;
 
 const id = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const seed = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const text = (max: number) => z.string().max(max);
 const token = text(256);
 const seconds = z.number().min(0).max(1e9);
+
+/**
+ * Chunk ids and minimize unit ids are separate sequences; on the wire (the ids a heartbeat lists,
+ * the `chunk_id` of a `done`) a minimize unit is MINIMIZE_ID_BASE + its id, above any chunk id.
+ */
+export const MINIMIZE_ID_BASE = 2 ** 52;
+
+export function minimizeWireId(unitId: number): number {
+  return MINIMIZE_ID_BASE + unitId;
+}
+
+/** A held id from the wire, as what it names: a chunk or a minimize unit. */
+export function heldUnit(wireId: number): { kind: "chunk"; chunkId: number } | { kind: "minimize"; unitId: number } {
+  return wireId >= MINIMIZE_ID_BASE ? { kind: "minimize", unitId: wireId - MINIMIZE_ID_BASE } : { kind: "chunk", chunkId: wireId };
+}
 
 // ---- first frames (client -> server) ---------------------------------------------------------
 
@@ -113,7 +129,31 @@ export const AssignedChunk = z.strictObject({
 });
 export type AssignedChunk = z.infer<typeof AssignedChunk>;
 
-export const Assign = z.strictObject({ type: z.literal("assign"), chunks: z.array(AssignedChunk).min(1).max(64) });
+/**
+ * A minimize unit: `[generator] minimize` over a few finds pending minimization of one lane. It
+ * is held like a chunk (heartbeated, reported once by a `done`), under its wire id
+ * minimizeWireId(unit_id), so one worker's chunks and units never share an id.
+ */
+export const AssignedMinimize = z.strictObject({
+  unit_id: id.max(MINIMIZE_ID_BASE - 1),
+  lane: text(64),
+  seeds: z.array(seed).min(1).max(10_000),
+  argv: z.array(text(65536)).min(1).max(4096),
+  cwd: text(4096),
+  log_path: text(4096),
+  scratch_dir: text(4096),
+  hard_timeout: seconds,
+  nice: z.number().int().min(0).max(19),
+  idle_io: z.boolean(),
+});
+export type AssignedMinimize = z.infer<typeof AssignedMinimize>;
+
+/** Chunks and minimize units for a worker; `minimize` absent means none (a coordinator with no minimizer). */
+export const Assign = z
+  .strictObject({ type: z.literal("assign"), chunks: z.array(AssignedChunk).max(64), minimize: z.array(AssignedMinimize).max(64).optional() })
+  .refine((a) => a.chunks.length + (a.minimize?.length ?? 0) >= 1 && a.chunks.length + (a.minimize?.length ?? 0) <= 64, {
+    message: "an assign carries 1 to 64 units (chunks and minimize units together)",
+  });
 export const Wait = z.strictObject({ type: z.literal("wait"), seconds });
 export const Drain = z.strictObject({ type: z.literal("drain"), reason: text(200) });
 

@@ -38,12 +38,13 @@ export function sessionSummary(db: Db, s: SummaryInput): string {
   out.push(`session ${s.sessionId} ${ended} — ${formatDuration(s.elapsedSeconds)} of sweeping, ${c.chunks} chunk(s)`);
   if (s.budgetSeconds !== undefined) out.push(`  budget:        ${budgetLine(s.status, s.elapsedSeconds, s.budgetSeconds, s.floorSeconds ?? 0)}`);
   out.push(`  seeds swept:   ${formatInt(c.seedsSwept)}`);
-  // "newly distinct" counts the failure rows this session recorded first, pending finds included.
-  out.push(`  failures:      ${formatInt(c.finds)} (${formatInt(c.newFailures)} newly distinct)`);
+  // Exit 1 follows this line: newly distinct failures (minimized inputs never seen before) and
+  // reopened ones. A find pending minimization is not a distinct failure yet: it is counted apart.
   out.push(
-    `  finds:         ${formatInt(c.finds - c.unshrunk)} minimized by the generator, ${formatInt(c.unshrunk)} pending minimization; ` +
-      `${formatInt(c.newDistinct)} new distinct failure(s)`,
+    `  failures:      ${formatInt(c.newDistinct)} newly distinct` +
+      (c.newPending > 0 ? `; ${formatInt(c.newPending)} new find(s) pending minimization, not distinct failures until minimized` : ""),
   );
+  out.push(`  finds:         ${formatInt(c.finds)} failing seed(s): ${formatInt(c.finds - c.unshrunk)} minimized by the generator, ${formatInt(c.unshrunk)} pending minimization`);
   if (c.minimizeUnits > 0) {
     out.push(
       `  minimized:     ${formatInt(c.minimized)} find(s) in ${formatInt(c.minimizeUnits)} unit(s), ${formatDuration(c.minimizeSeconds)} of minimizer time` +

@@ -77,6 +77,11 @@ export interface MinimizeUnitRow {
   status: string;
 }
 
+/** The ids of the minimize units a session handed out. */
+export function sessionUnitIds(db: Db, sessionId: number): number[] {
+  return (stmt(db, "SELECT id FROM minimize_unit WHERE session_id = ?").all(sessionId) as { id: number }[]).map((r) => r.id);
+}
+
 export function getMinimizeUnit(db: Db, unitId: number): MinimizeUnitRow | undefined {
   return stmt(db, "SELECT id, session_id, lane_id, worker_id, status FROM minimize_unit WHERE id = ?").get(unitId) as MinimizeUnitRow | undefined;
 }

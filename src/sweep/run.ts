@@ -136,11 +136,11 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
     write(summary.replace(/\n$/, ""));
     const path = saveSessionSummary(s.outDir, s.sessionId, summary);
     write(`(saved as ${path})`);
-    const alarming = engine.counts.newFailures + engine.counts.reopened > 0;
+    const alarming = engine.counts.newDistinct + engine.counts.reopened > 0;
     if (allDisabled) {
       process.stderr.write(
         "fuzzfleet: every lane was disabled (timeouts or unexpected generator exits, see above), so the session stopped early" +
-          (alarming ? "; exiting 1 for the new failures it found\n" : "; exiting 4\n"),
+          (alarming ? "; exiting 1 for the newly distinct (or reopened) failures it found\n" : "; exiting 4\n"),
       );
     }
     if (alarming) return EXIT.newFailures;

@@ -9,7 +9,7 @@ import { SweepEngine, type EngineEvents } from "../../src/engine/sweep-engine.ts
 import { SweepWorkerProtocol } from "../../src/engine/worker-protocol.ts";
 import type { ReadService } from "../../src/net/worker-server.ts";
 import { closeSweepSession, openSweepSession, type SweepSession } from "../../src/sweep/session.ts";
-import { Campaign } from "../helpers/campaign.ts";
+import { Campaign, type CampaignOptions } from "../helpers/campaign.ts";
 
 export interface ServedSweep {
   campaign: Campaign;
@@ -22,8 +22,15 @@ export interface ServedSweep {
 
 export const READ: ReadService = { status: () => ({ type: "text", text: "status\n" }), failures: () => ({ type: "text", text: "failures\n" }) };
 
-export async function servedSweep(o: { token: string; log: (line: string) => void; drainGraceSeconds?: number; budgetSeconds?: number }): Promise<ServedSweep> {
-  const campaign = new Campaign();
+export async function servedSweep(o: {
+  token: string;
+  log: (line: string) => void;
+  drainGraceSeconds?: number;
+  budgetSeconds?: number;
+  leaseSeconds?: number;
+  campaign?: CampaignOptions;
+}): Promise<ServedSweep> {
+  const campaign = new Campaign(o.campaign);
   const session = await openSweepSession({
     paths: { configPath: campaign.configPath, dbPath: campaign.dbPath, outDir: campaign.outDir },
     command: "coordinate",
@@ -55,7 +62,7 @@ export async function servedSweep(o: { token: string; log: (line: string) => voi
     session,
     engine,
     token: o.token,
-    leaseSeconds: 60,
+    leaseSeconds: o.leaseSeconds ?? 60,
     heartbeatSeconds: 5,
     drainGraceSeconds: o.drainGraceSeconds ?? 3600,
     stopGraceSeconds: 30,

@@ -96,9 +96,9 @@ export function completeChunks(c: Campaign): number {
   return c.one<{ n: number }>("SELECT COUNT(*) AS n FROM chunk WHERE status = 'complete'").n;
 }
 
-/** The exit code a session's first run must give: 1 when it recorded a distinct failure, else 0. */
+/** The exit code a session's first run must give: 1 when it recorded a distinct failure (pending finds are not), else 0. */
 export function firstSessionExit(c: Campaign): number {
-  return c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n > 0 ? 1 : 0;
+  return c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE minimize_state IS NULL").n > 0 ? 1 : 0;
 }
 
 /** The exit code `run` or `coordinate` owes for the session summary in `out`: 1 when it found a newly distinct or reopened failure. */
@@ -107,35 +107,47 @@ export function exitForSummary(out: string): number {
 }
 
 function newlyDistinct(out: string): number {
-  const m = /failures: +[\d,]+ \(([\d,]+) newly distinct\)/.exec(out);
+  const m = /failures: +([\d,]+) newly distinct/.exec(out);
   assert.ok(m, `no session summary in:\n${out}`);
   return Number(m[1]!.replace(/,/g, ""));
 }
 
 /**
- * The exit code a `run` or `coordinate` session owes, from what the store recorded: 1 when one of
- * its chunks recorded a failure first (the chunk that holds the failure's first seed belongs to the
- * session) or it reopened one, else 0. The session is the one whose summary is in `out`, and the
- * summary's "newly distinct" count must be the store's. Exit codes the summary does not decide
- * (4 every lane disabled, 70 lifecycle incomplete) are not owed here: a session that should end
- * so must be asserted so.
+ * The exit code a `run` or `coordinate` session owes, from what the store recorded: 1 when it
+ * recorded a distinct failure first or reopened one, else 0. A distinct failure is the session's
+ * when one of its chunks recorded it already minimized (the chunk holding its first seed belongs
+ * to the session, and no minimize unit made it), or when one of its minimize units made it
+ * (minimize_unit.new_failures). Finds pending minimization never count. The session is the one
+ * whose summary is in `out`, and the summary's "newly distinct" count must be the store's. Exit
+ * codes the summary does not decide (4 every lane disabled, 70 lifecycle incomplete) are not owed
+ * here: a session that should end so must be asserted so.
  */
 export function exitOwed(store: { dbPath: string }, out: string): number {
   const m = /^session (\d+) (?:done|interrupted) — /m.exec(out);
   assert.ok(m, `no session summary in:\n${out}`);
+  const session = Number(m[1]);
   const db = new Database(store.dbPath, { readonly: true, fileMustExist: true });
   let recorded: number;
   try {
-    recorded = (
+    const fromChunks = (
       db
         .prepare(
-          "SELECT COUNT(*) AS n FROM failure f JOIN failure_seed fs ON fs.failure_id IN (f.id, f.merged_into) AND fs.seed = f.first_seed JOIN chunk ch ON ch.id = fs.chunk_id WHERE ch.session_id = ?",
+          `SELECT COUNT(*) AS n FROM failure f
+            WHERE f.minimize_state IS NULL
+              AND NOT EXISTS (SELECT 1 FROM minimize_find m WHERE m.failure_id = f.id)
+              AND NOT EXISTS (SELECT 1 FROM failure g WHERE g.merged_into = f.id AND g.first_seed = f.first_seed)
+              AND EXISTS (SELECT 1 FROM failure_seed fs JOIN chunk ch ON ch.id = fs.chunk_id
+                           WHERE fs.failure_id = f.id AND fs.seed = f.first_seed AND ch.session_id = ?)`,
         )
-        .get(Number(m[1])) as { n: number }
+        .get(session) as { n: number }
     ).n;
+    const fromUnits = (
+      db.prepare("SELECT COALESCE(SUM(new_failures), 0) AS n FROM minimize_unit WHERE session_id = ? AND status = 'complete'").get(session) as { n: number }
+    ).n;
+    recorded = fromChunks + fromUnits;
   } finally {
     db.close();
   }
-  assert.equal(newlyDistinct(out), recorded, `session ${m[1]}: the summary's newly distinct failures are the ones its chunks recorded first`);
+  assert.equal(newlyDistinct(out), recorded, `session ${m[1]}: the summary's newly distinct failures are the ones it recorded first`);
   return exitForSummary(out);
 }

@@ -114,7 +114,7 @@ test("a run whose lanes all get disabled still exits 1 when it found a newly dis
     // the hang (a chunk has at least 10 seeds), so two consecutive timeouts disable the lane.
     const r = c.cli(["run", "--for", "40s"], { env: { PLANTED_HANG_SEED: "2005" } });
     assert.equal(r.code, 1, r.stdout + r.stderr);
-    assert.match(r.stderr, /every lane was disabled .*; exiting 1 for the new failures it found/);
+    assert.match(r.stderr, /every lane was disabled .*; exiting 1 for the newly distinct \(or reopened\) failures it found/);
     assert.ok(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n > 0);
   } finally {
     c.cleanup();

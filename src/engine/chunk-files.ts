@@ -1,0 +1,85 @@
+// Where a chunk runs on the shared file system (<out>/tmp/chunk-N and its log), the removal of a
+// unit's files once it is booked (never following a symlink below <out>), and the units as the
+// wire carries them to a worker (net/messages.ts: assign's chunks and minimize units).
+import { readdirSync } from "node:fs";
+import { join, relative } from "node:path";
+import { removeBelow } from "../files/pinned-dir.ts";
+import type { AssignedChunk, AssignedMinimize } from "../net/messages.ts";
+import { sessionChunkIds } from "../store/chunks.ts";
+import type { Db } from "../store/db.ts";
+import { sessionUnitIds } from "../store/minimize.ts";
+import type { Assignment, MinimizeAssignment } from "./sweep-types.ts";
+
+/** Where chunk `chunkId` runs: its scratch directory and its log, under `<out>/tmp/`. */
+export function chunkPaths(outDir: string, chunkId: number): { scratchDir: string; logPath: string } {
+  const tmp = join(outDir, "tmp");
+  return { scratchDir: join(tmp, `chunk-${chunkId}`), logPath: join(tmp, `chunk-${chunkId}.log`) };
+}
+
+/**
+ * Removes a finished chunk's scratch directory (and its log unless `keepLog`) after the current
+ * turn, so the reply that books it goes out first. Nothing below <out> is followed through a
+ * symlink on the way: a worker or generator that swapped `tmp/` or the chunk's directory for a
+ * link loses the link, never what it points to.
+ */
+export function discardChunkFiles(outDir: string, f: { scratchDir: string; logPath: string }, keepLog: boolean): void {
+  setImmediate(() => {
+    for (const path of keepLog ? [f.scratchDir] : [f.scratchDir, f.logPath]) {
+      try {
+        removeBelow(outDir, relative(outDir, path));
+      } catch {
+        // Whatever is left is removed with the session's leftovers at the next start.
+      }
+    }
+  });
+}
+
+/** Removes a session's leftover chunk and minimize scratch directories (a crashed or killed worker's). Returns how many. */
+export function removeSessionScratch(db: Db, outDir: string, sessionId: number): number {
+  const tmp = join(outDir, "tmp");
+  const ids = new Set(sessionChunkIds(db, sessionId));
+  const unitIds = new Set(sessionUnitIds(db, sessionId));
+  let names: string[];
+  try {
+    names = readdirSync(tmp);
+  } catch {
+    return 0;
+  }
+  let removed = 0;
+  for (const name of names) {
+    const m = /^(chunk|minimize)-(\d+)$/.exec(name);
+    if (m && (m[1] === "chunk" ? ids : unitIds).has(Number(m[2])) && removeBelow(outDir, join("tmp", name))) removed++;
+  }
+  return removed;
+}
+
+export function wireChunk(a: Assignment): AssignedChunk {
+  return {
+    chunk_id: a.chunkId,
+    lane: a.lane,
+    seed_from: a.seedFrom,
+    seed_to: a.seedTo,
+    argv: a.argv,
+    cwd: a.cwd,
+    log_path: a.logPath,
+    scratch_dir: a.scratchDir,
+    hard_timeout: a.hardTimeoutSeconds,
+    nice: a.nice,
+    idle_io: a.idleIo,
+  };
+}
+
+export function wireUnit(u: MinimizeAssignment): AssignedMinimize {
+  return {
+    unit_id: u.unitId,
+    lane: u.lane,
+    seeds: [...u.seeds],
+    argv: u.argv,
+    cwd: u.cwd,
+    log_path: u.logPath,
+    scratch_dir: u.scratchDir,
+    hard_timeout: u.hardTimeoutSeconds,
+    nice: u.nice,
+    idle_io: u.idleIo,
+  };
+}

@@ -1,0 +1,45 @@
+// The engine's memory at a checkpoint: what a transaction the store refused may have changed, so
+// that SweepEngine.rollback can put it back (commit-queue.ts drives checkpoint / rollback).
+import type { LaneSnapshot } from "../core/lane-state.ts";
+import type { EngineLane, InFlight, MinimizeInFlight, SessionCounts, WorkerView } from "./sweep-types.ts";
+
+/** The engine's memory at a checkpoint: everything a refused transaction may have changed. */
+export interface EngineMark {
+  lanes: { lane: EngineLane; state: LaneSnapshot; rate: number | null }[];
+  chunksRun: Map<string, number>;
+  inFlight: Map<number, InFlight>;
+  minimizing: Map<number, MinimizeInFlight>;
+  counts: SessionCounts;
+  /** Worker views changed since the checkpoint, with their state before the first change. */
+  workers: Map<WorkerView, WorkerMemory>;
+}
+
+export interface WorkerMemory {
+  rates: Map<string, number | null>;
+  lastCount: Map<string, number>;
+  strikes: Map<string, number>;
+  disabled: Set<string>;
+}
+
+/** `worker`'s scheduling memory, before a change. */
+export function rememberWorker(worker: WorkerView): WorkerMemory {
+  return {
+    rates: new Map(worker.rates),
+    lastCount: new Map(worker.lastCount),
+    strikes: new Map(worker.strikes),
+    disabled: new Set(worker.disabled),
+  };
+}
+
+export function restoreWorker(worker: WorkerView, m: WorkerMemory): void {
+  for (const [from, to] of [
+    [m.rates, worker.rates],
+    [m.lastCount, worker.lastCount],
+    [m.strikes, worker.strikes],
+  ] as [Map<string, unknown>, Map<string, unknown>][]) {
+    to.clear();
+    for (const [k, v] of from) to.set(k, v);
+  }
+  worker.disabled.clear();
+  for (const lane of m.disabled) worker.disabled.add(lane);
+}

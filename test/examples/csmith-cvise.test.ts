@@ -1,0 +1,85 @@
+// The Csmith recipe end to end, with the real tools: csmith programs built by gcc -O0 and by a
+// deliberately broken compiler wrapper (examples/csmith/bad-cc.sh: an internal compiler error on
+// programs with three or more for loops, the first initialized global miscompiled otherwise),
+// swept by fuzzfleet, and the wrong-code finds reduced by C-Vise in the background with an
+// interestingness test built from the same differential check. The finds converge to the
+// wrapper's two distinct bugs. Kept small: a few seeds, tiny programs, C-Vise's cheaper passes.
+import assert from "node:assert/strict";
+import { readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { exitOwed } from "../helpers/books.ts";
+import { Campaign, finished, ROOT, start, waitFor } from "../helpers/campaign.ts";
+
+const EX = join(ROOT, "examples/csmith");
+const SWEEP = join(EX, "csmith-sweep.sh");
+const BAD_CC = `sh ${join(EX, "bad-cc.sh")}`;
+/** Small programs: seeds 10 and 11 are wrong-code under bad-cc.sh, seed 12 has three for loops. */
+const CSMITH_ARGS = ["--max-funcs", "2", "--max-block-depth", "2", "--max-expr-complexity", "2", "--no-arrays", "--no-structs", "--no-unions", "--no-pointers", "--max-block-size", "2"];
+
+const GENERATOR = `[generator]
+command = ["sh", ${JSON.stringify(SWEEP)}, "{seed_from}", "{count}", "{out}", "{jobs}"]
+identity = [${JSON.stringify(SWEEP)}]
+check = ["sh", ${JSON.stringify(SWEEP)}, "--check", "{seeds}", "{jobs}"]
+minimize = ["env", ${JSON.stringify(`TEST_CC=${BAD_CC}`)}, "REF_CC=gcc -O0", "sh", ${JSON.stringify(SWEEP)}, "--minimize", "{seed}", "{out}", "{jobs}"]
+`;
+
+interface FailuresJson {
+  failures: { id: number; bucket: string; hits: number; signature: string; artifact_dir: string }[];
+  pending: { signature: string; finds: number; hits: number }[];
+  totals: { distinct: number; distinct_hits: number; pending_finds: number; pending_hits: number; hits: number };
+}
+
+test("a Csmith sweep against a broken compiler converges, after C-Vise, to the wrapper's two distinct bugs", { timeout: 480_000 }, async () => {
+  const c = new Campaign({
+    defaults: { jobs: 2, chunk_minutes: 0.05, bootstrap_seeds: 3, max_shrinks: 0 },
+    generator: GENERATOR,
+    lanes: { small: `base_seed = 10\nargs = ${JSON.stringify(CSMITH_ARGS)}` },
+    extra: "[minimize]\nshare = 1\ntimeout_minutes = 3\n",
+  });
+  c.env.REF_CC = "gcc -O0";
+  c.env.RUN_TIMEOUT = "5";
+  c.env.CVISE_PASSES = join(EX, "quick-passes.json");
+  try {
+    // A chunk of seeds 10..12 against the broken compiler (on a fast machine a second one,
+    // 13..22, adds three compiler crashes and one wrong-code find; no third fits in 4 s).
+    const first = c.cli(["run", "--for", "4s"], { env: { TEST_CC: BAD_CC } });
+    assert.equal(first.code, exitOwed(c, first.stdout), first.stdout + first.stderr);
+    const mid = JSON.parse(c.cli(["failures", "--json"]).stdout) as FailuresJson;
+    assert.deepEqual(
+      mid.failures.map((f) => f.bucket),
+      ["compiler-error"],
+      `the compiler crash is distinct at once, keyed by its signature: ${JSON.stringify(mid.failures)}`,
+    );
+    const wrongFinds = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE bucket = 'wrong-code'").n;
+    assert.ok(wrongFinds >= 2 && wrongFinds <= 3, `wrong-code finds: ${wrongFinds}`);
+    const allFinds = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure_seed").n;
+    for (const p of mid.pending) assert.match(p.signature, /checksum differs from the reference/);
+
+    // The sweep goes on against a sound compiler (no new finds); C-Vise reduces the queue.
+    const second = start(c, ["run", "--for", "400s"], { TEST_CC: "gcc -O0" });
+    await waitFor(
+      "C-Vise to reduce every wrong-code find",
+      () => (c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE minimize_state IN ('pending', 'running')").n === 0 ? true : undefined),
+      // About 40 s a reduction at a load of 9 on two cores; a heavier load stretches it.
+      330_000,
+      500,
+    );
+    second.child.kill("SIGINT");
+    const r = await finished(second, 60_000);
+    assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
+
+    const end = JSON.parse(c.cli(["failures", "--json"]).stdout) as FailuresJson;
+    assert.equal(end.totals.pending_finds, 0, JSON.stringify(end.pending));
+    assert.deepEqual(end.failures.map((f) => f.bucket).sort(), ["compiler-error", "wrong-code"], JSON.stringify(end.failures));
+    const wrong = end.failures.find((f) => f.bucket === "wrong-code")!;
+    assert.equal(wrong.hits, wrongFinds, "every wrong-code seed reduced to one distinct failure");
+    assert.equal(end.totals.hits, allFinds, "the sound compiler added no find");
+    const full = statSync(join(wrong.artifact_dir, "input.c")).size;
+    const reduced = readFileSync(join(wrong.artifact_dir, "input.min.c"), "utf8");
+    assert.ok(reduced.length * 4 < full, `C-Vise reduced the program (${full} -> ${reduced.length} bytes):\n${reduced}`);
+    assert.match(reduced, /transparent_crc/);
+  } finally {
+    c.cleanup();
+  }
+});

@@ -1,0 +1,39 @@
+// The session summary and the exit code speak of distinct failures: a session whose finds are all
+// pending minimization (or hits of known distinct failures) exits 0 and says so, with its new
+// pending finds counted apart; exit 1 is owed only for a newly distinct (or reopened) failure.
+import assert from "node:assert/strict";
+import { after, describe, test } from "node:test";
+import { exitOwed } from "../helpers/books.ts";
+import { Campaign } from "../helpers/campaign.ts";
+
+interface Totals {
+  distinct: number;
+  pending_finds: number;
+}
+
+describe("a second planted run that adds only finds pending minimization", () => {
+  // No minimizer and a low shrink cap: every chunk leaves finds unshrunk. The second run shrinks
+  // nothing ([defaults] are not part of the generation), so all it finds is pending.
+  const c = new Campaign({ defaults: { max_shrinks: 3, chunk_minutes: 0.05 }, costMs: 1 });
+  after(() => c.cleanup());
+
+  test("exits 0, prints 0 newly distinct, and counts its new pending finds apart", () => {
+    const first = c.cli(["run", "--for", "10s"]);
+    assert.equal(first.code, 1, first.stdout + first.stderr);
+    assert.equal(first.code, exitOwed(c, first.stdout));
+    const before = JSON.parse(c.cli(["failures", "--json"]).stdout) as { totals: Totals };
+    assert.ok(before.totals.distinct >= 1 && before.totals.pending_finds >= 1, JSON.stringify(before.totals));
+
+    c.writeConfig({ defaults: { max_shrinks: 0, chunk_minutes: 0.05 }, costMs: 1 });
+    const second = c.cli(["run", "--for", "6s"]);
+    const after = JSON.parse(c.cli(["failures", "--json"]).stdout) as { totals: Totals };
+    assert.equal(after.totals.distinct, before.totals.distinct, "nothing newly distinct");
+    assert.ok(after.totals.pending_finds > before.totals.pending_finds, "the second run added pending finds");
+    const m = /failures: +0 newly distinct; ([\d,]+) new find\(s\) pending minimization, not distinct failures until minimized/.exec(second.stdout);
+    assert.ok(m, second.stdout);
+    assert.equal(Number(m[1]!.replace(/,/g, "")), after.totals.pending_finds - before.totals.pending_finds, "the new pending finds, counted once");
+    assert.equal(second.code, 0, `nothing newly distinct: exit 0\n${second.stdout}${second.stderr}`);
+    assert.equal(second.code, exitOwed(c, second.stdout));
+    assert.match(second.stdout, /open failures: .* distinct; [\d,]+ find\(s\) pending minimization in [\d,]+ signature\(s\)/);
+  });
+});
