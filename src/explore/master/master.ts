@@ -31,6 +31,8 @@ import { InputAdmission } from "./admission.ts";
 import { noCounts, type MasterCounters } from "./counters.ts";
 import { commitResult, completeOverBudget, replayCommits, type CommitContext, type CommitOutcome } from "./commits.ts";
 import { Dispatch, type ActiveTask } from "./dispatch.ts";
+import { CommitBatches } from "./commit-batch.ts";
+import { canonicalManifest } from "../state/lease-table.ts";
 import { resultProblem } from "./result-checks.ts";
 import { problem, type Problem } from "../../core/problems.ts";
 
@@ -70,6 +72,8 @@ export class ExploreMaster {
   private readonly verified = new Set<string>();
   private readonly staging: StagingArea;
   private readonly commits: CommitContext;
+  /** Group commit, when the lease table is this master's alone (null: one commit per result). */
+  private readonly batches: CommitBatches | null;
   private readonly ownerName: string;
   /** Broadcast ownership, or a single master: every hash is this master's, no owner hash needed. */
   private readonly everyoneOwns: boolean;
@@ -91,6 +95,9 @@ export class ExploreMaster {
     this.staging = new StagingArea(o.stagingRoot);
     this.ownerName = `${o.epoch.slice(0, 16)}:${o.rank}`;
     this.everyoneOwns = o.ownership === "broadcast" || new Set(o.ranks).size === 1;
+    // The same condition makes this master the table's only writer (a lone master holds the
+    // campaign lock; a broadcast master's table is its own): it journals instead of a file per write.
+    if (this.everyoneOwns) o.leases.takeExclusive();
     this.tasks = new Dispatch(o.timeoutSeconds);
     const state = stateDir(o.corpusDir);
     this.findings = new FindingsStore(findingsDir(state));
@@ -98,6 +105,9 @@ export class ExploreMaster {
     this.earlier = o.fresh ? new Set() : this.ledger.loadEarlier();
     this.baseline = campaignBaseline(workDir(state, o.epoch), () => listCorpus(o.corpusDir));
     this.commits = { leases: o.leases, corpusDir: o.corpusDir, maxInputBytes: o.budgets.maxInputBytes, wallNow: o.wallNow };
+    this.batches = o.leases.exclusive
+      ? new CommitBatches({ ctx: this.commits, isVerified: (h) => this.verified.has(h), settle: (c, outcome) => this.settle(c.task, c.result, outcome), problem: (m) => this.problem(m) })
+      : null;
     this.admission = new InputAdmission({
       inputDir: o.inputDir,
       corpusDir: o.corpusDir,
@@ -122,7 +132,7 @@ export class ExploreMaster {
   }
 
   get idle(): boolean {
-    return this.tasks.pendingCount === 0 && this.tasks.activeCount === 0 && this.admission.backlogCount === 0;
+    return this.tasks.pendingCount === 0 && this.tasks.activeCount === 0 && this.admission.backlogCount === 0 && (this.batches?.size ?? 0) === 0;
   }
 
   get pendingCount(): number {
@@ -259,6 +269,8 @@ export class ExploreMaster {
 
   /** Closes the explored ledger (its last lines are fsynced). */
   close(): void {
+    this.batches?.drainSync();
+    this.o.leases.sync();
     this.ledger.close();
   }
 
@@ -360,6 +372,14 @@ export class ExploreMaster {
       if (stage) {
         const verdict = verifyStage(stage.dir, r.new_hashes, r.staged_bytes, this.o.budgets.maxInputBytes);
         if (!verdict.ok) return this.refuseResult(executor, task, `stage ${stageId}: ${verdict.reason}`, removeStage);
+        if (this.batches && r.new_hashes.length > 0) {
+          // Committed with the other results of this turn (commit-batch.ts), which now owns the stage.
+          const manifest = canonicalManifest({ worker: executor, staging_id: r.staging_id, hashes: r.new_hashes, num_generated: r.num_generated });
+          const queued = stage;
+          stage = null;
+          this.batches.add({ task, result: r, stage: queued, manifest });
+          return "committed";
+        }
       }
       const outcome = commitResult(this.commits, { executor, task, result: r, stage: stage?.dir ?? null, removeStage, isVerified: (h) => this.verified.has(h) });
       return this.settle(task, r, outcome);

@@ -11,6 +11,11 @@
 // written as a whole (temp file + fsync + rename + directory fsync, as the durability policy
 // says). A record that exists but does not validate is never overwritten and never counts as
 // free: transitions refuse it and scans throw CorruptRecordError.
+//
+// A table one process owns alone (takeExclusive: a lone master, a broadcast master) keeps its
+// records in memory and writes each transition as one line of its journal (lease-journal.ts)
+// instead: no lock, no temp file, no rename, one fdatasync per batch. Whoever opens the table
+// next absorbs a journal its writer left into the record files, so readers see one format.
 import assert from "node:assert/strict";
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -32,6 +37,7 @@ import { RuntimeFailure } from "../../errors.ts";
 import { randomHex } from "../../util/random-hex.ts";
 import { fsyncDir, mkdirDurable, replaceFile, replaceFileSynced, unlinkDurable } from "./durable.ts";
 import { withFileLock } from "./file-lock.ts";
+import { absorbStaleJournals, LeaseJournal, type JournalState } from "./lease-journal.ts";
 
 export type { CommitManifest, LeaseRecord, LeaseStatus, Origin, WorkPayload } from "../../core/lease-record.ts";
 export { canonicalManifest } from "../../core/lease-record.ts";
@@ -81,6 +87,14 @@ export class LeaseTable {
   private readonly readyShards = new Set<number>();
   /** Which record writes are fsynced; other durable files of the campaign follow the same rule. */
   readonly durability: "all" | "fence";
+  /** Owned alone (takeExclusive): every record in memory, every transition a line of the journal. */
+  private mem: Map<string, LeaseRecord> | null = null;
+  private journal: LeaseJournal | null = null;
+  /** Inside batch(): journal syncs the policy asks for wait for the end of the batch. */
+  private batching = 0;
+  private syncWanted = false;
+  /** Records whose commit fence was journaled but not yet fdatasynced. */
+  private readonly unsyncedFences = new Set<string>();
 
   constructor(opts: LeaseTableOptions) {
     const { root, shardCount = 64, lockTimeoutMs = 30_000, durability = "all" } = opts;
@@ -92,6 +106,71 @@ export class LeaseTable {
     this.shardCount = shardCount;
     this.lockTimeoutMs = lockTimeoutMs;
     this.stats.directorySyncs += mkdirDurable(root);
+    absorbStaleJournals(root, (state, path) => this.absorb(state, path));
+  }
+
+  /**
+   * Takes the table for this process alone: only valid when no other process writes it while this
+   * one lives (a lone master holds the campaign lock; a broadcast master's table is its own). From
+   * then on the records live in memory and every transition is one line of this process's journal
+   * (lease-journal.ts) instead of a locked temp-file-and-rename; the durability policy is the same,
+   * with one fdatasync for a whole batch (batch()). Idempotent.
+   */
+  takeExclusive(): void {
+    if (this.mem !== null) return;
+    const records = this.snapshot();
+    this.journal = LeaseJournal.create(this.root);
+    this.mem = new Map(records.map((r) => [r.id, r]));
+  }
+
+  /** Whether takeExclusive() was called. */
+  get exclusive(): boolean {
+    return this.mem !== null;
+  }
+
+  /** The journal's counters (lines written, fdatasyncs), null unless exclusive. */
+  get journalStats(): { lines: number; syncs: number; bytes: number } | null {
+    return this.journal?.stats ?? null;
+  }
+
+  /**
+   * Runs `fn` with every journal sync the durability policy asks for deferred to its end: one
+   * fdatasync for the whole batch (group commit). A publication inside the batch (replayCommit)
+   * still syncs first, since a fence must be durable before its children are public.
+   */
+  batch<T>(fn: () => T): T {
+    this.batching++;
+    try {
+      return fn();
+    } finally {
+      this.batching--;
+      if (this.batching === 0 && this.syncWanted) this.sync();
+    }
+  }
+
+  /** Makes every transition so far durable (exclusive tables; file-backed ones are durable as written). */
+  sync(): void {
+    this.syncWanted = false;
+    this.journal?.sync();
+    this.unsyncedFences.clear();
+  }
+
+  /** A stale journal's states, written into the record files as durable writes (under their locks). */
+  private absorb(state: JournalState, path: string): void {
+    const dirty = new Set<number>();
+    for (const [id, rec] of state) {
+      this.prepareShard(id);
+      this.locked(id, () => {
+        const found = this.read(id);
+        if (found.kind === "invalid") throw new CorruptRecordError(this.recordPath(id), `${found.reason}; the lease journal ${path} holds a newer state`);
+        if (rec === null) {
+          if (unlinkDurable(this.recordPath(id))) this.stats.directorySyncs++;
+        } else {
+          this.write(rec, true, dirty);
+        }
+      });
+    }
+    for (const shard of [...dirty].sort((a, b) => a - b)) this.syncDir(join(this.root, shardName(shard)));
   }
 
   /**
@@ -135,6 +214,7 @@ export class LeaseTable {
     const dirty = new Set<number>();
     let failure: { error: unknown } | null = null;
     try {
+      this.batching++;
       for (const [id, fence] of [...fences].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
         if (!isId(id) || typeof fence !== "string" || fence === "" || !this.shardExists(id)) {
           lost.push(id);
@@ -150,6 +230,15 @@ export class LeaseTable {
       }
     } catch (error) {
       failure = { error };
+    } finally {
+      this.batching--;
+    }
+    if (this.batching === 0 && this.syncWanted) {
+      try {
+        this.sync();
+      } catch (error) {
+        failure ??= { error };
+      }
     }
     for (const shard of [...dirty].sort((a, b) => a - b)) {
       try {
@@ -168,7 +257,11 @@ export class LeaseTable {
     if (!isId(id) || !this.shardExists(id)) return false;
     return this.locked(id, () => {
       if (lease.abandonable(this.valid(id), fence) !== null) return false;
-      if (unlinkDurable(this.recordPath(id))) this.stats.directorySyncs++;
+      if (this.mem !== null) {
+        this.mem.delete(id);
+        this.journal!.del(id);
+        this.wantSync();
+      } else if (unlinkDurable(this.recordPath(id))) this.stats.directorySyncs++;
       return true;
     });
   }
@@ -250,6 +343,7 @@ export class LeaseTable {
 
   /** Every record, by (updated, id). Throws CorruptRecordError on any invalid record. */
   snapshot(): LeaseRecord[] {
+    if (this.mem !== null) return [...this.mem.values()].sort((a, b) => a.updated - b.updated || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const records: LeaseRecord[] = [];
     for (const entry of readdirSync(this.root, { withFileTypes: true })) {
       if (!SHARD_DIR.test(entry.name)) continue;
@@ -291,12 +385,18 @@ export class LeaseTable {
   /** Writes the outcome of a completing transition; "done" under the same fence means "already". */
   private finish(step: Transition, publish?: (m: CommitManifest) => void): CompletionResult {
     if ("refused" in step) return step.refused === "done" ? "already" : "stale";
-    if (publish) publish(step.next.commit!);
+    if (publish) {
+      // The fence this publication follows must be durable first (a batch may still hold it).
+      if (this.unsyncedFences.has(step.next.id)) this.sync();
+      publish(step.next.commit!);
+    }
     this.write(step.next);
     return "completed";
   }
 
   private locked<T>(id: string, fn: () => T): T {
+    // Owned alone: no other process reads or writes a record, so there is nothing to lock against.
+    if (this.mem !== null) return fn();
     return withFileLock(`${this.recordPath(id)}.lock`, this.lockTimeoutMs, fn);
   }
 
@@ -307,6 +407,10 @@ export class LeaseTable {
   }
 
   private read(id: string): ReadResult {
+    if (this.mem !== null) {
+      const record = this.mem.get(id);
+      return record === undefined ? { kind: "absent" } : { kind: "valid", record };
+    }
     const path = this.recordPath(id);
     let text: string;
     try {
@@ -338,6 +442,13 @@ export class LeaseTable {
    * the caller to sync once for a whole batch.
    */
   private write(record: LeaseRecord, fence = false, deferDirSync?: Set<number>): void {
+    if (this.mem !== null) {
+      this.mem.set(record.id, record);
+      this.journal!.put([record]);
+      if (fence) this.unsyncedFences.add(record.id);
+      if (this.durability === "all" || fence) this.wantSync();
+      return;
+    }
     const path = this.recordPath(record.id);
     if (this.durability === "fence" && !fence) {
       replaceFile(path, recordText(record));
@@ -348,6 +459,12 @@ export class LeaseTable {
     else this.syncDir(join(this.root, shardName(this.shardOf(record.id))));
   }
 
+  /** A sync the policy asks for: now, or at the end of the current batch. */
+  private wantSync(): void {
+    if (this.batching > 0) this.syncWanted = true;
+    else this.sync();
+  }
+
   /** Overridable so that tests can inject a failing directory fsync (an OS fault). */
   protected syncDir(dir: string): void {
     fsyncDir(dir);
@@ -356,6 +473,7 @@ export class LeaseTable {
 
   /** Creates the shard directory on first use in this process, and makes its name durable. */
   private prepareShard(id: string): void {
+    if (this.mem !== null) return;
     const shard = this.shardOf(id);
     if (this.readyShards.has(shard)) return;
     try {
@@ -370,6 +488,7 @@ export class LeaseTable {
 
   /** Without its shard directory a record cannot exist; transitions then need no lock. */
   private shardExists(id: string): boolean {
+    if (this.mem !== null) return true;
     if (this.readyShards.has(this.shardOf(id))) return true;
     try {
       return lstatSync(join(this.root, shardName(this.shardOf(id)))).isDirectory();
