@@ -17,7 +17,8 @@ import type { CommitManifest } from "../state/lease-table.ts";
 import { fsyncDir } from "../state/durable.ts";
 import { verifyPublic } from "../state/corpus.ts";
 import type { ExecutedResult } from "../state/findings.ts";
-import { promoteChildren, syncStagedChildren, type FileIdentity, type OpenStage } from "../state/staging.ts";
+import { promoteChildren, type OpenStage } from "../state/staging.ts";
+import { syncStagedChildren, type FileIdentity } from "../state/child-sync.ts";
 import type { CommitContext, CommitOutcome } from "./commits.ts";
 import type { ActiveTask } from "./dispatch.ts";
 

@@ -2,8 +2,9 @@
 // (admission.ts), claims the tasks it owns in the fenced lease table, hands them to executors
 // (local slots or remote workers; dispatch.ts), and turns their results into commits: check the
 // result (result-checks.ts), verify the stage, pass the commit fence, promote the children,
-// complete, then claim the children it owns (commits.ts). It does no I/O on sockets and keeps no
-// timers: the command's master loop (command/master-loop.ts) drives it.
+// complete, then claim the children it owns (commits.ts; batched when the lease table is its own:
+// commit-batch.ts). discovery.ts finds other masters' children. No socket I/O and no timers (a
+// batch commits on the next turn of the event loop): the master loop (command/master-loop.ts) drives it.
 //
 // A task: pending (hash, fence) -> active on one executor -> committed | requeued (front, same
 // fence) | dropped (fence lost). Only the current fence of a hash may be dispatched, committed
@@ -15,25 +16,26 @@
 // What outlives the campaign is recorded as tasks end: every completed task in the explored
 // ledger (content earlier campaigns completed is skipped unless `fresh`), every committed run
 // that crashed or hung in the findings store (state/ledger.ts, state/findings.ts).
-import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import { printable } from "../../core/log-lines.ts";
-import { HEX64 } from "../../core/message-checks.ts";
 import { owner as rendezvousOwner } from "../../core/rendezvous.ts";
 import type { ResultFrame, TaskItemT } from "../../net/messages.ts";
 import type { Budgets } from "../defaults.ts";
 import { FileProblem, IntegrityError, listCorpus, STAGE_ID_RE, verifyPublic } from "../state/corpus.ts";
-import { describeFinding, type ExecutedResult, FindingsStore, findingsDir } from "../state/findings.ts";
+import { type ExecutedResult, FindingsStore, findingsDir } from "../state/findings.ts";
 import { campaignBaseline, ExploredLedger, ledgerDir } from "../state/ledger.ts";
 import { stateDir, workDir } from "../state/work-dir.ts";
-import type { LeaseTable, Origin } from "../state/lease-table.ts";
+import { canonicalManifest, type LeaseTable, type Origin } from "../state/lease-table.ts";
 import { type OpenStage, StagingArea, verifyStage } from "../state/staging.ts";
 import { InputAdmission } from "./admission.ts";
+import { CorpusDiscovery } from "./discovery.ts";
 import { noCounts, type MasterCounters } from "./counters.ts";
 import { commitResult, completeOverBudget, replayCommits, type CommitContext, type CommitOutcome } from "./commits.ts";
 import { Dispatch, type ActiveTask } from "./dispatch.ts";
-import { CommitBatches } from "./commit-batch.ts";
-import { canonicalManifest } from "../state/lease-table.ts";
+import { CommitBatches, type QueuedCommit } from "./commit-batch.ts";
 import { resultProblem } from "./result-checks.ts";
+import { takeOverExpired } from "./recovery.ts";
+import { recordRunFinding } from "./finding-record.ts";
 import { problem, type Problem } from "../../core/problems.ts";
 
 export type Ownership = "rendezvous" | "broadcast";
@@ -74,6 +76,7 @@ export class ExploreMaster {
   private readonly commits: CommitContext;
   /** Group commit, when the lease table is this master's alone (null: one commit per result). */
   private readonly batches: CommitBatches | null;
+  private readonly discovery: CorpusDiscovery;
   private readonly ownerName: string;
   /** Broadcast ownership, or a single master: every hash is this master's, no owner hash needed. */
   private readonly everyoneOwns: boolean;
@@ -105,9 +108,19 @@ export class ExploreMaster {
     this.earlier = o.fresh ? new Set() : this.ledger.loadEarlier();
     this.baseline = campaignBaseline(workDir(state, o.epoch), () => listCorpus(o.corpusDir));
     this.commits = { leases: o.leases, corpusDir: o.corpusDir, maxInputBytes: o.budgets.maxInputBytes, wallNow: o.wallNow };
-    this.batches = o.leases.exclusive
-      ? new CommitBatches({ ctx: this.commits, isVerified: (h) => this.verified.has(h), settle: (c, outcome) => this.settle(c.task, c.result, outcome), problem: (m) => this.problem(m) })
-      : null;
+    const settle = (c: QueuedCommit, outcome: CommitOutcome) => this.settle(c.task, c.result, outcome);
+    this.batches = o.leases.exclusive ? new CommitBatches({ ctx: this.commits, isVerified: (h) => this.verified.has(h), settle, problem: (m) => this.problem(m) }) : null;
+    this.discovery = new CorpusDiscovery({
+      corpusDir: o.corpusDir,
+      hintDir: join(workDir(state, o.epoch), "discovered"),
+      rank: o.rank,
+      maxInputBytes: o.budgets.maxInputBytes,
+      observed: this.observed,
+      owns: (hash) => this.owns(hash),
+      claim: (hash) => this.claim(hash, this.external.has(hash) ? "initial" : "generated"),
+      integrity: (m) => this.integrity(m),
+      problem: (m) => this.problem(m),
+    });
     this.admission = new InputAdmission({
       inputDir: o.inputDir,
       corpusDir: o.corpusDir,
@@ -173,62 +186,33 @@ export class ExploreMaster {
     return this.admission.scan(limit);
   }
 
-  /** Scans the public corpus for objects this master owns and has not considered yet. */
+  /**
+   * Finds public objects this master owns and has not considered yet: the first call, and one
+   * every few seconds, lists the whole corpus; the others read only what other masters said they
+   * published (discovery.ts). refresh() always lists.
+   */
   scanCorpus(): number {
     if (this.frozen) return 0;
-    let added = 0;
-    let names: string[];
-    try {
-      names = readdirSync(this.o.corpusDir);
-    } catch (err) {
-      this.problem(`cannot read the corpus directory ${this.o.corpusDir}: ${(err as Error).message}`);
-      return 0;
-    }
-    for (const hash of names) {
-      if (!HEX64.test(hash) || this.observed.has(hash)) continue;
-      // Ownership never changes during a campaign: another master's object is looked at once.
-      this.observed.add(hash);
-      if (!this.owns(hash)) continue;
-      try {
-        verifyPublic(this.o.corpusDir, hash, this.o.budgets.maxInputBytes);
-      } catch (err) {
-        if (err instanceof IntegrityError) this.integrity(err.message);
-        // A file that changed or could not be read is looked at again by the next scan; a
-        // symlink or a directory named like a hash is never accepted.
-        else if (!(err instanceof FileProblem) || !["symlink", "not-regular", "too-large"].includes(err.problem)) this.observed.delete(hash);
-        continue;
-      }
-      if (this.claim(hash, this.external.has(hash) ? "initial" : "generated")) added++;
-    }
-    return added;
+    return this.discovery.scan();
   }
 
   /** Takes over expired `leased` records (any master's: progress when an owner stalls). */
   recoverExpired(ttlMs = this.o.leaseTtlMs): number {
     if (this.frozen) return 0;
-    let added = 0;
-    for (const r of this.o.leases.recoverExpired(this.o.wallNow(), ttlMs)) {
-      if (this.tasks.holds(r.id)) continue;
-      const fence = this.o.leases.claim(r.id, r.payload, this.ownerName, { now: this.o.wallNow(), ttlMs, worker: this.o.rank });
-      if (!fence) continue;
-      try {
-        verifyPublic(this.o.corpusDir, r.id, this.o.budgets.maxInputBytes);
-      } catch (err) {
-        if (err instanceof IntegrityError) {
-          this.integrity(err.message);
-        } else {
-          // The corpus file is gone: nothing can execute it; release the record at once.
-          this.o.leases.abandon(r.id, fence);
-          this.o.log(`recovered task ${r.id.slice(0, 12)} has no corpus file: abandoned`);
-        }
-        continue;
-      }
-      this.observed.add(r.id);
-      this.tasks.hold(r.id, fence);
-      this.counters.recovered++;
-      added++;
+    const added = takeOverExpired(this.commits, {
+      ttlMs,
+      owner: this.ownerName,
+      rank: this.o.rank,
+      holds: (id) => this.tasks.holds(id),
+      log: this.o.log,
+      integrity: (m) => this.integrity(m),
+    });
+    for (const { id, fence } of added) {
+      this.observed.add(id);
+      this.tasks.hold(id, fence);
     }
-    return added;
+    this.counters.recovered += added.length;
+    return added.length;
   }
 
   /** Redoes commits that passed their fence but were not finished (a crashed master's). */
@@ -244,7 +228,7 @@ export class ExploreMaster {
   refresh(): boolean {
     const before = this.tasks.pendingCount;
     this.admitInputs();
-    this.scanCorpus();
+    if (!this.frozen) this.discovery.scan(true);
     this.recoverExpired();
     return this.tasks.pendingCount > before;
   }
@@ -271,6 +255,7 @@ export class ExploreMaster {
   close(): void {
     this.batches?.drainSync();
     this.o.leases.sync();
+    this.discovery.close();
     this.ledger.close();
   }
 
@@ -398,6 +383,7 @@ export class ExploreMaster {
         this.ledger.add(task.hash);
         this.recordFinding(task, r);
         for (const child of outcome.children) this.claimChild(child);
+        if (!this.everyoneOwns) this.discovery.hint(outcome.children, (h) => rendezvousOwner(h, this.o.ranks));
         return "committed";
       case "stale":
         this.counters.staleResults++;
@@ -413,18 +399,7 @@ export class ExploreMaster {
 
   /** Records the finding of a committed run, once per fence (the store refuses a repeated fence). */
   private recordFinding(task: ActiveTask, r: ExecutedResult): void {
-    if (!r.finding) return;
-    let outcome: "new" | "again" | "already";
-    try {
-      outcome = this.findings.record(task.hash, task.fence, r.finding, new Date(this.o.wallNow()));
-    } catch (err) {
-      this.problem(`the finding of ${task.hash.slice(0, 12)} could not be recorded in ${this.findings.dir}: ${(err as Error).message}`);
-      return;
-    }
-    if (outcome === "already") return;
-    this.found.recorded++;
-    if (outcome === "new") this.found.newInputs++;
-    this.o.log(`finding: ${task.hash.slice(0, 12)} ${describeFinding(r.finding)}${outcome === "again" ? ", seen before" : ""}`);
+    recordRunFinding({ findings: this.findings, found: this.found, wallNow: this.o.wallNow, log: this.o.log, problem: (m) => this.problem(m) }, task, r);
   }
 
   private refuseResult(executor: string, task: ActiveTask, why: string, removeStage: () => void): string {
@@ -446,11 +421,7 @@ export class ExploreMaster {
 
   private budgetFailure(task: ActiveTask, r: ResultFrame): string {
     this.counters.budgetErrors++;
-    const b = r.budget;
-    this.problems.push(
-      problem("budget", `task ${task.hash.slice(0, 12)}: ${r.protocol_error}${b ? ` (${b.resource}: ${b.observed} > ${b.limit})` : ""}; it is completed without children`),
-    );
-    completeOverBudget(this.commits, task);
+    this.problems.push(problem("budget", completeOverBudget(this.commits, task, r)));
     this.ledger.add(task.hash);
     this.tasks.forget(task.hash);
     return "budget exceeded";

@@ -17,7 +17,7 @@
 // instead: no lock, no temp file, no rename, one fdatasync per batch. Whoever opens the table
 // next absorbs a journal its writer left into the record files, so readers see one format.
 import assert from "node:assert/strict";
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync } from "node:fs";
+import { lstatSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import * as lease from "../../core/lease-record.ts";
 import {
@@ -25,18 +25,16 @@ import {
   assertTime,
   canonicalManifest,
   isExpired,
-  recordProblem,
   recordText,
   type CommitManifest,
   type LeaseRecord,
   type Transition,
   type WorkPayload,
 } from "../../core/lease-record.ts";
-import { HEX64 } from "../../core/message-checks.ts";
-import { RuntimeFailure } from "../../errors.ts";
 import { randomHex } from "../../util/random-hex.ts";
 import { fsyncDir, mkdirDurable, replaceFile, replaceFileSynced, unlinkDurable } from "./durable.ts";
 import { withFileLock } from "./file-lock.ts";
+import { byUpdated, CorruptRecordError, isId, readRecordFile, readRecordFiles, shardName, type ReadResult } from "./lease-files.ts";
 import { absorbStaleJournals, LeaseJournal, type JournalState } from "./lease-journal.ts";
 
 export type { CommitManifest, LeaseRecord, LeaseStatus, Origin, WorkPayload } from "../../core/lease-record.ts";
@@ -61,23 +59,7 @@ export interface LeaseTableOptions {
 }
 
 export type CompletionResult = "completed" | "already" | "stale";
-
-/** A record file exists but is not a valid record; it blocks its task instead of freeing it. */
-export class CorruptRecordError extends RuntimeFailure {
-  readonly path: string;
-  constructor(path: string, reason: string) {
-    super(
-      `lease record ${path} is corrupt (${reason}); it is never overwritten or treated as free: ` +
-        `inspect it, and move it away only once no fuzzfleet process uses this campaign`,
-    );
-    this.path = path;
-  }
-}
-
-const RECORD_FILE = /^([0-9a-f]{64})\.json$/;
-const SHARD_DIR = /^[0-9]{3}$/;
-
-type ReadResult = { kind: "absent" } | { kind: "valid"; record: LeaseRecord } | { kind: "invalid"; reason: string };
+export { CorruptRecordError } from "./lease-files.ts";
 
 export class LeaseTable {
   readonly root: string;
@@ -110,11 +92,9 @@ export class LeaseTable {
   }
 
   /**
-   * Takes the table for this process alone: only valid when no other process writes it while this
-   * one lives (a lone master holds the campaign lock; a broadcast master's table is its own). From
-   * then on the records live in memory and every transition is one line of this process's journal
-   * (lease-journal.ts) instead of a locked temp-file-and-rename; the durability policy is the same,
-   * with one fdatasync for a whole batch (batch()). Idempotent.
+   * Takes the table for this process alone (valid only while no other process writes it: a lone
+   * master holds the campaign lock; a broadcast master's table is its own). Records then live in
+   * memory, each transition one journal line; the durability policy is the same. Idempotent.
    */
   takeExclusive(): void {
     if (this.mem !== null) return;
@@ -343,23 +323,8 @@ export class LeaseTable {
 
   /** Every record, by (updated, id). Throws CorruptRecordError on any invalid record. */
   snapshot(): LeaseRecord[] {
-    if (this.mem !== null) return [...this.mem.values()].sort((a, b) => a.updated - b.updated || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    const records: LeaseRecord[] = [];
-    for (const entry of readdirSync(this.root, { withFileTypes: true })) {
-      if (!SHARD_DIR.test(entry.name)) continue;
-      const dir = join(this.root, entry.name);
-      if (!entry.isDirectory()) throw new CorruptRecordError(dir, "a shard entry that is not a directory");
-      for (const name of readdirSync(dir)) {
-        const id = RECORD_FILE.exec(name)?.[1];
-        if (id === undefined) continue;
-        const path = join(dir, name);
-        if (shardName(this.shardOf(id)) !== entry.name) throw new CorruptRecordError(path, `a record in the wrong shard (${entry.name})`);
-        const found = this.read(id);
-        if (found.kind === "invalid") throw new CorruptRecordError(path, found.reason);
-        if (found.kind === "valid") records.push(found.record);
-      }
-    }
-    return records.sort((a, b) => a.updated - b.updated || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    if (this.mem !== null) return [...this.mem.values()].sort(byUpdated);
+    return readRecordFiles(this.root, (id) => shardName(this.shardOf(id))).sort(byUpdated);
   }
 
   /** Disjoint counts: leased (unexpired), committing, expired (leased, at least ttlMs old), done. */
@@ -411,29 +376,7 @@ export class LeaseTable {
       const record = this.mem.get(id);
       return record === undefined ? { kind: "absent" } : { kind: "valid", record };
     }
-    const path = this.recordPath(id);
-    let text: string;
-    try {
-      const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-      try {
-        if (!fstatSync(fd).isFile()) return { kind: "invalid", reason: "not a regular file" };
-        text = readFileSync(fd, "utf8");
-      } finally {
-        closeSync(fd);
-      }
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") return { kind: "absent" };
-      return { kind: "invalid", reason: `unreadable: ${code ?? String(err)}` };
-    }
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      return { kind: "invalid", reason: "not JSON" };
-    }
-    const problem = recordProblem(value, id);
-    return problem === null ? { kind: "valid", record: value as LeaseRecord } : { kind: "invalid", reason: problem };
+    return readRecordFile(this.recordPath(id), id);
   }
 
   /**
@@ -505,12 +448,4 @@ export class LeaseTable {
   private recordPath(id: string): string {
     return join(this.root, shardName(this.shardOf(id)), `${id}.json`);
   }
-}
-
-function isId(id: unknown): id is string {
-  return typeof id === "string" && HEX64.test(id);
-}
-
-function shardName(shard: number): string {
-  return String(shard).padStart(3, "0");
 }

@@ -9,13 +9,14 @@
 // (src/files/pinned-dir.ts), and the master reaches a stage only from the staging root it created
 // itself (StagingArea), every step opened without following a symlink.
 import { randomHex } from "../../util/random-hex.ts";
-import { closeSync, constants, fstatSync, fsync, fsyncSync, mkdirSync, openSync, renameSync, unlinkSync } from "node:fs";
+import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, renameSync, unlinkSync } from "node:fs";
 import { readdir, rmdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { RuntimeFailure } from "../../errors.ts";
 import { PinnedDir, type DirIdentity } from "../../files/pinned-dir.ts";
 import { FileProblem, STAGE_ID_RE, copyHashing, hashFile, verifyPublic, type Budgets } from "./corpus.ts";
 import { fsyncDir, lstatOrNull } from "./durable.ts";
+import type { FileIdentity } from "./child-sync.ts";
 import { HEX64 } from "../../core/message-checks.ts";
 
 export interface CollectedOutputs {
@@ -305,45 +306,6 @@ function promotePinned(
   }
   if (moved.length > 0) fsyncDir(corpusDir);
   for (const hash of moved) verifyPublic(corpusDir, hash, maxBytes);
-}
-
-export interface FileIdentity {
-  dev: number;
-  ino: number;
-}
-
-/**
- * The fsync half of promotion, for a batch, off the event loop: opens each staged child that
- * promotion will move (not public yet, not trusted; never through a symlink) and fsyncs them all
- * at once in libuv's pool, where the file system can commit them together. Resolves with the
- * identity of every child it synced (promoteChildren's `synced`); a child it cannot open is left
- * for promotion itself to refuse or fsync.
- */
-export async function syncStagedChildren(items: readonly { stage: PinnedDir; hashes: readonly string[] }[], corpusDir: string, trusted: (hash: string) => boolean): Promise<Map<string, FileIdentity>> {
-  const open: { hash: string; fd: number; id: FileIdentity }[] = [];
-  try {
-    for (const { stage, hashes } of items) {
-      for (const hash of new Set(hashes)) {
-        if (!HEX64.test(hash) || trusted(hash) || lstatOrNull(join(corpusDir, hash)) !== null) continue;
-        let fd: number;
-        try {
-          fd = openSync(stage.entry(hash), constants.O_RDONLY | constants.O_NOFOLLOW | (constants.O_NONBLOCK ?? 0));
-        } catch {
-          continue;
-        }
-        const st = fstatSync(fd);
-        if (!st.isFile()) {
-          closeSync(fd);
-          continue;
-        }
-        open.push({ hash, fd, id: { dev: st.dev, ino: st.ino } });
-      }
-    }
-    await Promise.all(open.map(({ fd }) => new Promise<void>((ok, fail) => fsync(fd, (err) => (err ? fail(err) : ok())))));
-    return new Map(open.map(({ hash, id }) => [hash, id]));
-  } finally {
-    for (const { fd } of open) closeSync(fd);
-  }
 }
 
 /** fsyncs the regular file `name` of `dir` (never through a symlink) and returns its identity. */
