@@ -69,8 +69,8 @@ export class CommitBatches {
 
   /** Commits everything queued or in flight, synchronously (close, back-pressure). */
   drainSync(): void {
-    if (this.flight && !this.flight.done) this.publish(this.flight, new Map());
-    while (this.queue.length > 0) this.publish({ passed: this.passFences(this.queue.splice(0)), done: false }, new Map());
+    if (this.flight && !this.flight.done) this.publish(this.flight, []);
+    while (this.queue.length > 0) this.publish({ passed: this.passFences(this.queue.splice(0)), done: false }, []);
   }
 
   private schedule(): void {
@@ -86,7 +86,7 @@ export class CommitBatches {
     while (this.queue.length > 0 && this.flight === null) {
       const flight: Flight = { passed: this.passFences(this.queue.splice(0)), done: false };
       this.flight = flight;
-      let synced = new Map<string, FileIdentity>();
+      let synced: Map<string, FileIdentity>[] = [];
       try {
         synced = await syncStagedChildren(
           flight.passed.map((c) => ({ stage: c.stage.dir, hashes: c.manifest.hashes })),
@@ -123,14 +123,15 @@ export class CommitBatches {
     return passed;
   }
 
-  private publish(flight: Flight, synced: ReadonlyMap<string, FileIdentity>): void {
+  /** Promotes, completes and settles a flight; `synced[i]`: what syncStagedChildren synced of item i's stage. */
+  private publish(flight: Flight, synced: readonly ReadonlyMap<string, FileIdentity>[]): void {
     flight.done = true;
     const { ctx } = this.o;
     const moved: string[] = [];
     let promoted: QueuedCommit[] = [];
-    for (const c of flight.passed) {
+    for (const [i, c] of flight.passed.entries()) {
       try {
-        promoteChildren(c.stage.dir, ctx.corpusDir, c.manifest.hashes, { maxBytes: ctx.maxInputBytes, trusted: this.o.isVerified, synced, moved });
+        promoteChildren(c.stage.dir, ctx.corpusDir, c.manifest.hashes, { maxBytes: ctx.maxInputBytes, trusted: this.o.isVerified, synced: synced[i], moved });
         promoted.push(c);
       } catch (err) {
         this.end(c, { kind: "deferred", error: err as Error }, false);

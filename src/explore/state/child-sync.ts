@@ -16,14 +16,19 @@ export interface FileIdentity {
 /**
  * The fsync half of promotion, for a batch, off the event loop: opens each staged child that
  * promotion will move (not public yet, not trusted; never through a symlink) and fsyncs them all
- * at once in libuv's pool, where the file system can commit them together. Resolves with the
- * identity of every child it synced (promoteChildren's `synced`); a child it cannot open is left
- * for promotion itself to refuse or fsync.
+ * at once in libuv's pool, where the file system can commit them together. Resolves, per item,
+ * with the identity of every child of its stage it synced (promoteChildren's `synced`: two stages
+ * of a batch may hold the same content, each its own file); a child it cannot open is left for
+ * promotion itself to refuse or fsync.
  */
-export async function syncStagedChildren(items: readonly { stage: PinnedDir; hashes: readonly string[] }[], corpusDir: string, trusted: (hash: string) => boolean): Promise<Map<string, FileIdentity>> {
-  const open: { hash: string; fd: number; id: FileIdentity }[] = [];
+export async function syncStagedChildren(
+  items: readonly { stage: PinnedDir; hashes: readonly string[] }[],
+  corpusDir: string,
+  trusted: (hash: string) => boolean,
+): Promise<Map<string, FileIdentity>[]> {
+  const open: { item: number; hash: string; fd: number; id: FileIdentity }[] = [];
   try {
-    for (const { stage, hashes } of items) {
+    for (const [item, { stage, hashes }] of items.entries()) {
       for (const hash of new Set(hashes)) {
         if (!HEX64.test(hash) || trusted(hash) || lstatOrNull(join(corpusDir, hash)) !== null) continue;
         let fd: number;
@@ -37,11 +42,13 @@ export async function syncStagedChildren(items: readonly { stage: PinnedDir; has
           closeSync(fd);
           continue;
         }
-        open.push({ hash, fd, id: { dev: st.dev, ino: st.ino } });
+        open.push({ item, hash, fd, id: { dev: st.dev, ino: st.ino } });
       }
     }
     await Promise.all(open.map(({ fd }) => new Promise<void>((ok, fail) => fsync(fd, (err) => (err ? fail(err) : ok())))));
-    return new Map(open.map(({ hash, id }) => [hash, id]));
+    const out = items.map(() => new Map<string, FileIdentity>());
+    for (const { item, hash, id } of open) out[item].set(hash, id);
+    return out;
   } finally {
     for (const { fd } of open) closeSync(fd);
   }
