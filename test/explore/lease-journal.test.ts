@@ -64,6 +64,26 @@ describe("lease journal", () => {
     assert.equal(journals(root).length, 1, "a live writer's journal is never absorbed");
   });
 
+  it("a journal well past its records is compacted into the next generation, which holds them all", () => {
+    const root = join(freshDir(), "leases");
+    process.env.FUZZFLEET_JOURNAL_COMPACT_BYTES = "20000";
+    try {
+      const table = new LeaseTable({ root });
+      table.takeExclusive();
+      const fence = table.claim(id(1), { hash: id(1), origin: "initial" }, "m:0", { now, ttlMs: 60_000 })!;
+      for (let i = 1; i <= 200; i++) table.heartbeatMany(new Map([[id(1), fence]]), now + i);
+      const names = journals(root);
+      assert.equal(names.length, 1, "the older generation was removed");
+      assert.ok(Number(JOURNAL_FILE.exec(names[0])![1]) >= 1, `compacted at least once (${names[0]})`);
+      assert.ok(readFileSync(join(root, names[0]), "utf8").length < 20_000);
+      assert.equal(table.record(id(1))!.updated, now + 200);
+      const lines = readFileSync(join(root, names[0]), "utf8").trim().split("\n");
+      assert.equal(JSON.parse(lines[0]).put.id, id(1), "a generation opens with the live records");
+    } finally {
+      delete process.env.FUZZFLEET_JOURNAL_COMPACT_BYTES;
+    }
+  });
+
   it("a torn last line is dropped; a bad line before it is corruption, named, never skipped", () => {
     const path = "/j";
     const rec = (n: number) => JSON.stringify({ put: { attempts: 1, id: id(n), owner: "m:0", payload: { hash: id(n), origin: "initial" }, previous_owner: "", schema: 1, status: "leased", steals: 0, token: "f", updated: now, worker: 0 } });
@@ -77,9 +97,9 @@ describe("lease journal", () => {
   it("a corrupt journal left behind makes the table refuse to open, naming the file", () => {
     const root = join(freshDir(), "leases");
     mkdirSync(root, { recursive: true });
-    writeFileSync(join(root, "journal-1-0123456789ab.log"), "garbage\n");
-    appendFileSync(join(root, "journal-1-0123456789ab.log"), `${JSON.stringify({ del: id(1) })}\n`);
-    assert.throws(() => new LeaseTable({ root }), /journal-1-0123456789ab\.log is corrupt at line 1/);
+    writeFileSync(join(root, "journal-1-0123456789ab-0.log"), "garbage\n");
+    appendFileSync(join(root, "journal-1-0123456789ab-0.log"), `${JSON.stringify({ del: id(1) })}\n`);
+    assert.throws(() => new LeaseTable({ root }), /journal-1-0123456789ab-0\.log is corrupt at line 1/);
   });
 });
 

@@ -87,6 +87,8 @@ export class CommitBatches {
       const flight: Flight = { passed: this.passFences(this.queue.splice(0)), done: false };
       this.flight = flight;
       let synced: Map<string, FileIdentity>[] = [];
+      // The fences' fdatasync and the children's fsyncs run together, off the loop.
+      const fences = this.o.ctx.leases.syncAsync().catch(() => undefined);
       try {
         synced = await syncStagedChildren(
           flight.passed.map((c) => ({ stage: c.stage.dir, hashes: c.manifest.hashes })),
@@ -96,6 +98,8 @@ export class CommitBatches {
       } catch {
         // Promotion fsyncs each child itself then, and reports what fails.
       }
+      // A failed async sync is retried synchronously by the publication's barrier.
+      await fences;
       this.flight = null;
       if (!flight.done) this.publish(flight, synced);
     }
@@ -107,7 +111,8 @@ export class CommitBatches {
     const passed: QueuedCommit[] = [];
     this.stats.batches++;
     this.stats.largest = Math.max(this.stats.largest, items.length);
-    leases.batch(() => {
+    // drainSync publishes at once: its barrier syncs; run() awaits syncAsync first.
+    leases.deferredBatch(() => {
       for (const c of items) {
         let ok: boolean;
         try {

@@ -2,9 +2,13 @@
 // under broadcast ownership, whose table is its own) records its transitions without a file per
 // record write. One append-only file per owning process, beside the shard directories:
 //
-//   <root>/journal-<pid>-<random>.log    one line per transition, the whole record after it:
-//                                        {"put": <record>} or {"del": "<id>"}; flock'ed by its
+//   <root>/journal-<pid>-<random>-<gen>.log   one line per transition, the whole record after
+//                                        it: {"put": <record>} or {"del": "<id>"}; flock'ed by its
 //                                        writer for as long as it lives
+//
+// A journal that grew well past the records it describes is compacted: generation gen+1 is
+// written with one line per live record, fdatasynced, its name made durable, and only then is
+// generation gen removed; a crash in between leaves both, absorbed in generation order.
 //
 // Each transition is one write(2) of its line before the table answers, so a process crash
 // (SIGKILL) loses nothing the table acknowledged: the kernel has the bytes. fdatasync is what a
@@ -16,7 +20,7 @@
 // fsynced), then the journal is removed. A torn last line (a write the crash cut short, or bytes
 // a machine crash left unwritten) is one the writer never acted upon and is dropped; a bad line
 // before the last one is corruption: the table refuses to open and names the file.
-import { closeSync, constants, fdatasyncSync, fstatSync, openSync, readFileSync, readdirSync, unlinkSync } from "node:fs";
+import { closeSync, constants, fdatasync, fdatasyncSync, fstatSync, openSync, readFileSync, readdirSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { flockSync } from "fs-ext";
 import { recordProblem, recordText, type LeaseRecord } from "../../core/lease-record.ts";
@@ -25,7 +29,13 @@ import { RuntimeFailure } from "../../errors.ts";
 import { randomHex } from "../../util/random-hex.ts";
 import { fsyncDir, writeFully } from "./durable.ts";
 
-export const JOURNAL_FILE = /^journal-[0-9]+-[0-9a-f]{12}\.log$/;
+/** A journal smaller than this is never compacted (FUZZFLEET_JOURNAL_COMPACT_BYTES lowers it, for tests). */
+export function compactMinBytes(): number {
+  const v = Number(process.env.FUZZFLEET_JOURNAL_COMPACT_BYTES);
+  return Number.isSafeInteger(v) && v > 0 ? v : 64 * 2 ** 20;
+}
+
+export const JOURNAL_FILE = /^journal-[0-9]+-[0-9a-f]{12}-([0-9]+)\.log$/;
 
 /** A journal line that is not a valid transition (and not a torn tail). */
 export class CorruptJournalError extends RuntimeFailure {
@@ -44,17 +54,18 @@ export class LeaseJournal {
   readonly path: string;
   readonly stats = { lines: 0, syncs: 0, bytes: 0 };
   private readonly fd: number;
-  /** Bytes written since the last fdatasync. */
-  private unsynced = 0;
+  /** Bytes written in all, and how many of them an fdatasync covered. */
+  private written = 0;
+  private synced = 0;
 
-  private constructor(path: string, fd: number) {
+  private constructor(path: string, fd: number, private readonly root: string, private readonly base: string, readonly generation: number) {
     this.path = path;
     this.fd = fd;
   }
 
   /** A fresh journal in `root`, locked by this process for as long as it lives. */
-  static create(root: string): LeaseJournal {
-    const path = join(root, `journal-${process.pid}-${randomHex(6)}.log`);
+  static create(root: string, base = `journal-${process.pid}-${randomHex(6)}`, generation = 0): LeaseJournal {
+    const path = join(root, `${base}-${generation}.log`);
     const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_APPEND | constants.O_NOFOLLOW, 0o600);
     try {
       flockSync(fd, "exnb");
@@ -65,7 +76,31 @@ export class LeaseJournal {
       unlinkSync(path);
       throw err;
     }
-    return new LeaseJournal(path, fd);
+    return new LeaseJournal(path, fd, root, base, generation);
+  }
+
+  /**
+   * Compaction: the next generation holding exactly `records`, synced and durably named, then
+   * this one removed (and closed). Returns the new journal.
+   */
+  compact(records: readonly LeaseRecord[]): LeaseJournal {
+    const next = LeaseJournal.create(this.root, this.base, this.generation + 1);
+    try {
+      next.put(records);
+      next.sync();
+    } catch (err) {
+      next.close();
+      unlinkSync(next.path);
+      throw err;
+    }
+    unlinkSync(this.path);
+    fsyncDir(this.root);
+    this.close();
+    return next;
+  }
+
+  close(): void {
+    closeSync(this.fd);
   }
 
   /** Appends the records' lines in one write: after it returns a process crash loses none of them. */
@@ -80,21 +115,44 @@ export class LeaseJournal {
 
   /** Whether lines were written since the last sync. */
   get dirty(): boolean {
-    return this.unsynced > 0;
+    return this.written > this.synced;
+  }
+
+  /** The end of what is written so far: synced once syncedThrough() reaches it. */
+  get end(): number {
+    return this.written;
+  }
+
+  get syncedThrough(): number {
+    return this.synced;
+  }
+
+  /** sync() in libuv's pool: covers what was written before the call. Resolves once durable. */
+  syncAsync(): Promise<void> {
+    const target = this.written;
+    if (target <= this.synced) return Promise.resolve();
+    return new Promise((ok, fail) =>
+      fdatasync(this.fd, (err) => {
+        if (err) return fail(err);
+        this.synced = Math.max(this.synced, target);
+        this.stats.syncs++;
+        ok();
+      }),
+    );
   }
 
   /** fdatasync of everything written so far (nothing when nothing is new): one per batch of lines. */
   sync(): void {
-    if (this.unsynced === 0) return;
+    if (this.written <= this.synced) return;
     fdatasyncSync(this.fd);
-    this.unsynced = 0;
+    this.synced = this.written;
     this.stats.syncs++;
   }
 
   private append(text: string, lines: number): void {
     const bytes = Buffer.from(text, "utf8");
     writeFully(this.fd, bytes);
-    this.unsynced += bytes.length;
+    this.written += bytes.length;
     this.stats.lines += lines;
     this.stats.bytes += bytes.length;
   }
@@ -154,7 +212,10 @@ export function absorbStaleJournals(root: string, absorb: (state: JournalState, 
     throw err;
   }
   let n = 0;
-  for (const name of names.sort()) {
+  // One session's generations in order (only one session's journals are ever left behind: each
+  // absorbs them before it writes its own).
+  const gen = (n: string) => Number(JOURNAL_FILE.exec(n)![1]);
+  for (const name of names.sort((a, b) => gen(a) - gen(b) || (a < b ? -1 : a > b ? 1 : 0))) {
     const path = join(root, name);
     let fd: number;
     try {

@@ -35,7 +35,8 @@ import { randomHex } from "../../util/random-hex.ts";
 import { fsyncDir, mkdirDurable, replaceFile, replaceFileSynced, unlinkDurable } from "./durable.ts";
 import { withFileLock } from "./file-lock.ts";
 import { byUpdated, CorruptRecordError, isId, readRecordFile, readRecordFiles, shardName, type ReadResult } from "./lease-files.ts";
-import { absorbStaleJournals, LeaseJournal, type JournalState } from "./lease-journal.ts";
+import { absorbStaleJournals, type JournalState } from "./lease-journal.ts";
+import { OwnedRecords } from "./owned-records.ts";
 
 export type { CommitManifest, LeaseRecord, LeaseStatus, Origin, WorkPayload } from "../../core/lease-record.ts";
 export { canonicalManifest } from "../../core/lease-record.ts";
@@ -70,13 +71,7 @@ export class LeaseTable {
   /** Which record writes are fsynced; other durable files of the campaign follow the same rule. */
   readonly durability: "all" | "fence";
   /** Owned alone (takeExclusive): every record in memory, every transition a line of the journal. */
-  private mem: Map<string, LeaseRecord> | null = null;
-  private journal: LeaseJournal | null = null;
-  /** Inside batch(): journal syncs the policy asks for wait for the end of the batch. */
-  private batching = 0;
-  private syncWanted = false;
-  /** Records whose commit fence was journaled but not yet fdatasynced. */
-  private readonly unsyncedFences = new Set<string>();
+  private own: OwnedRecords | null = null;
 
   constructor(opts: LeaseTableOptions) {
     const { root, shardCount = 64, lockTimeoutMs = 30_000, durability = "all" } = opts;
@@ -97,42 +92,49 @@ export class LeaseTable {
    * memory, each transition one journal line; the durability policy is the same. Idempotent.
    */
   takeExclusive(): void {
-    if (this.mem !== null) return;
-    const records = this.snapshot();
-    this.journal = LeaseJournal.create(this.root);
-    this.mem = new Map(records.map((r) => [r.id, r]));
+    if (this.own === null) this.own = new OwnedRecords(this.root, this.snapshot(), this.durability);
   }
 
   /** Whether takeExclusive() was called. */
-  get exclusive(): boolean {
-    return this.mem !== null;
-  }
+  get exclusive(): boolean { return this.own !== null; }
 
-  /** The journal's counters (lines written, fdatasyncs), null unless exclusive. */
-  get journalStats(): { lines: number; syncs: number; bytes: number } | null {
-    return this.journal?.stats ?? null;
-  }
+  /** The journal's counters (lines written, fdatasyncs; this generation), null unless exclusive. */
+  get journalStats(): { lines: number; syncs: number; bytes: number } | null { return this.own?.stats ?? null; }
 
   /**
-   * Runs `fn` with every journal sync the durability policy asks for deferred to its end: one
-   * fdatasync for the whole batch (group commit). A publication inside the batch (replayCommit)
-   * still syncs first, since a fence must be durable before its children are public.
+   * Runs `fn` with the journal syncs the policy asks for deferred to its end: one fdatasync for the
+   * batch. A publication inside it (replayCommit) still syncs first: fences before children.
    */
   batch<T>(fn: () => T): T {
-    this.batching++;
+    this.own?.enter();
     try {
       return fn();
     } finally {
-      this.batching--;
-      if (this.batching === 0 && this.syncWanted) this.sync();
+      this.own?.leave();
     }
   }
 
   /** Makes every transition so far durable (exclusive tables; file-backed ones are durable as written). */
   sync(): void {
-    this.syncWanted = false;
-    this.journal?.sync();
-    this.unsyncedFences.clear();
+    this.own?.sync();
+  }
+
+  /**
+   * Runs `fn` like batch() but leaves the sync it asks for to the caller, who awaits syncAsync()
+   * (libuv's pool) before it publishes; a publication that comes first (replayCommit) syncs then.
+   */
+  deferredBatch<T>(fn: () => T): T {
+    this.own?.enter();
+    try {
+      return fn();
+    } finally {
+      this.own?.leave(true);
+    }
+  }
+
+  /** Makes everything journaled so far durable, in libuv's pool. */
+  async syncAsync(): Promise<void> {
+    await this.own?.syncAsync();
   }
 
   /** A stale journal's states, written into the record files as durable writes (under their locks). */
@@ -194,7 +196,7 @@ export class LeaseTable {
     const dirty = new Set<number>();
     let failure: { error: unknown } | null = null;
     try {
-      this.batching++;
+      this.own?.enter();
       for (const [id, fence] of [...fences].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
         if (!isId(id) || typeof fence !== "string" || fence === "" || !this.shardExists(id)) {
           lost.push(id);
@@ -211,11 +213,8 @@ export class LeaseTable {
     } catch (error) {
       failure = { error };
     } finally {
-      this.batching--;
-    }
-    if (this.batching === 0 && this.syncWanted) {
       try {
-        this.sync();
+        this.own?.leave();
       } catch (error) {
         failure ??= { error };
       }
@@ -237,11 +236,8 @@ export class LeaseTable {
     if (!isId(id) || !this.shardExists(id)) return false;
     return this.locked(id, () => {
       if (lease.abandonable(this.valid(id), fence) !== null) return false;
-      if (this.mem !== null) {
-        this.mem.delete(id);
-        this.journal!.del(id);
-        this.wantSync();
-      } else if (unlinkDurable(this.recordPath(id))) this.stats.directorySyncs++;
+      if (this.own !== null) this.own.del(id);
+      else if (unlinkDurable(this.recordPath(id))) this.stats.directorySyncs++;
       return true;
     });
   }
@@ -323,7 +319,7 @@ export class LeaseTable {
 
   /** Every record, by (updated, id). Throws CorruptRecordError on any invalid record. */
   snapshot(): LeaseRecord[] {
-    if (this.mem !== null) return [...this.mem.values()].sort(byUpdated);
+    if (this.own !== null) return [...this.own.records.values()].sort(byUpdated);
     return readRecordFiles(this.root, (id) => shardName(this.shardOf(id))).sort(byUpdated);
   }
 
@@ -352,7 +348,7 @@ export class LeaseTable {
     if ("refused" in step) return step.refused === "done" ? "already" : "stale";
     if (publish) {
       // The fence this publication follows must be durable first (a batch may still hold it).
-      if (this.unsyncedFences.has(step.next.id)) this.sync();
+      this.own?.beforePublish(step.next.id);
       publish(step.next.commit!);
     }
     this.write(step.next);
@@ -361,7 +357,7 @@ export class LeaseTable {
 
   private locked<T>(id: string, fn: () => T): T {
     // Owned alone: no other process reads or writes a record, so there is nothing to lock against.
-    if (this.mem !== null) return fn();
+    if (this.own !== null) return fn();
     return withFileLock(`${this.recordPath(id)}.lock`, this.lockTimeoutMs, fn);
   }
 
@@ -372,8 +368,8 @@ export class LeaseTable {
   }
 
   private read(id: string): ReadResult {
-    if (this.mem !== null) {
-      const record = this.mem.get(id);
+    if (this.own !== null) {
+      const record = this.own.records.get(id);
       return record === undefined ? { kind: "absent" } : { kind: "valid", record };
     }
     return readRecordFile(this.recordPath(id), id);
@@ -385,13 +381,7 @@ export class LeaseTable {
    * the caller to sync once for a whole batch.
    */
   private write(record: LeaseRecord, fence = false, deferDirSync?: Set<number>): void {
-    if (this.mem !== null) {
-      this.mem.set(record.id, record);
-      this.journal!.put([record]);
-      if (fence) this.unsyncedFences.add(record.id);
-      if (this.durability === "all" || fence) this.wantSync();
-      return;
-    }
+    if (this.own !== null) return this.own.put(record, fence);
     const path = this.recordPath(record.id);
     if (this.durability === "fence" && !fence) {
       replaceFile(path, recordText(record));
@@ -402,12 +392,6 @@ export class LeaseTable {
     else this.syncDir(join(this.root, shardName(this.shardOf(record.id))));
   }
 
-  /** A sync the policy asks for: now, or at the end of the current batch. */
-  private wantSync(): void {
-    if (this.batching > 0) this.syncWanted = true;
-    else this.sync();
-  }
-
   /** Overridable so that tests can inject a failing directory fsync (an OS fault). */
   protected syncDir(dir: string): void {
     fsyncDir(dir);
@@ -416,7 +400,7 @@ export class LeaseTable {
 
   /** Creates the shard directory on first use in this process, and makes its name durable. */
   private prepareShard(id: string): void {
-    if (this.mem !== null) return;
+    if (this.own !== null) return;
     const shard = this.shardOf(id);
     if (this.readyShards.has(shard)) return;
     try {
@@ -431,7 +415,7 @@ export class LeaseTable {
 
   /** Without its shard directory a record cannot exist; transitions then need no lock. */
   private shardExists(id: string): boolean {
-    if (this.mem !== null) return true;
+    if (this.own !== null) return true;
     if (this.readyShards.has(this.shardOf(id))) return true;
     try {
       return lstatSync(join(this.root, shardName(this.shardOf(id)))).isDirectory();
