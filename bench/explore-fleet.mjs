@@ -38,8 +38,8 @@ const HELP = `usage: node bench/explore-fleet.mjs [options]
   --masters LIST      master counts (workers are split between them)          default 1,2
 
  (a) capacity: fake workers, no target
-  --seeds N           distinct seeds (4 random bytes each)                    default 200
-  --length L          children grow by one byte until they are L bytes long  default 64
+  --seeds N           distinct seeds (4 random bytes each)                    default 1000
+  --length L          children grow by one byte until they are L bytes long  default 24
   --warmup S          seconds from the first committed result to the window   default 1.5
   --window S          seconds measured                                        default 4
   --base DIR          also run the CLI of DIR (a built checkout), alternating default none
@@ -60,8 +60,8 @@ function options(argv) {
       part: { default: "both", choices: ["capacity", "real", "both"] },
       workers: { default: "2,8,16", number: { min: 1, max: 256, integer: true }, list: true },
       masters: { default: "1,2", number: { min: 1, max: 2, integer: true }, list: true },
-      seeds: { default: "200", number: { min: 1, integer: true } },
-      length: { default: "64", number: { min: 5, max: 4096, integer: true } },
+      seeds: { default: "1000", number: { min: 1, integer: true } },
+      length: { default: "24", number: { min: 5, max: 4096, integer: true } },
       warmup: { default: "1.5", number: { min: 0 } },
       window: { default: "4", number: { min: 0.5 } },
       base: { path: true },
