@@ -1,4 +1,5 @@
-// A lone explore master journals its lease transitions and commits results a batch at a time.
+// A lone explore master journals its lease transitions and commits its remote workers' results a
+// batch at a time.
 // SIGKILLed at random moments and resumed until its frontier is exhausted, it must lose no
 // committed content, publish no child without its parent's commit fence, and run no content
 // again once its task was done.
@@ -9,31 +10,46 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { LeaseTable, type LeaseRecord } from "../../src/explore/state/lease-table.ts";
 import { JOURNAL_FILE } from "../../src/explore/state/lease-journal.ts";
-import { CLI } from "../helpers/campaign.ts";
+import { CLI, waitFor } from "../helpers/campaign.ts";
 import { ExploreDir } from "../helpers/explore.ts";
 import { sha256 } from "../helpers/scratch.ts";
 
 const LENGTH = 10;
 const SEEDS = 12;
 
-/** Runs the master until it exits or is SIGKILLed after `killAfterMs` (null: never). */
-function session(e: ExploreDir, n: number, resume: string | null, killAfterMs: number | null) {
-  const extra = ["-j", "2", "--max-idle", "1", "-t", "10", ...(resume ? ["--resume", resume] : [])];
-  const child = spawn(process.execPath, [CLI, ...e.args(extra, [join(e.dir, "grow.sh"), "@@"])], {
-    cwd: e.dir,
-    env: { ...process.env, SESSION: String(n), RUNLOG: join(e.dir, "runs.log") },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+const TOKEN = "journal-kills-token-0123456789abcdef";
+
+/**
+ * Runs the master (-j 0) with one remote worker (--slots 2, so that results are committed in
+ * batches) until the master exits or is SIGKILLed after `killAfterMs` (null: never); the worker is
+ * then stopped too.
+ */
+async function session(e: ExploreDir, n: number, resume: string | null, killAfterMs: number | null) {
+  const extra = ["-j", "0", "--port", "0", "--bind", "127.0.0.1", "--token", TOKEN, "--max-idle", "1", "-t", "10", ...(resume ? ["--resume", resume] : [])];
+  const env = { ...process.env, SESSION: String(n), RUNLOG: join(e.dir, "runs.log") };
+  const child = spawn(process.execPath, [CLI, ...e.args(extra, [join(e.dir, "grow.sh"), "@@"])], { cwd: e.dir, env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
   child.stderr.setEncoding("utf8").on("data", (d: string) => (out += d));
+  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("close", (code, signal) => resolve({ code, signal })));
   const timer = killAfterMs === null ? null : setTimeout(() => child.kill("SIGKILL"), killAfterMs);
-  return new Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string }>((resolve) =>
-    child.on("close", (code, signal) => {
-      if (timer) clearTimeout(timer);
-      resolve({ code, signal, out });
-    }),
-  );
+  let worker: ReturnType<typeof spawn> | null = null;
+  const port = await Promise.race([
+    waitFor("the master to listen", () => /listening on 127\.0\.0\.1:(\d+)/.exec(out)?.[1], 60_000).catch(() => null),
+    done.then(() => null),
+  ]);
+  if (port !== null) {
+    worker = spawn(process.execPath, [CLI, "worker", "--master", `127.0.0.1:${port}`, "--token", TOKEN, "--slots", "2", "-j", "1", "--wait", "5"], { cwd: e.dir, env, stdio: "ignore" });
+  }
+  const end = await done;
+  if (timer) clearTimeout(timer);
+  if (worker && worker.exitCode === null) {
+    const gone = new Promise((r) => worker!.once("exit", r));
+    // A clean end stops the worker itself; after a SIGKILL of the master it would wait to reconnect.
+    if (end.signal === "SIGKILL") worker.kill("SIGTERM");
+    await gone;
+  }
+  return { ...end, out };
 }
 
 /** The lease records as the next opener sees them (a journal the killed master left is absorbed). */

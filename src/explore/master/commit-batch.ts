@@ -22,6 +22,18 @@ import { syncStagedChildren, type FileIdentity } from "../state/child-sync.ts";
 import type { CommitContext, CommitOutcome } from "./commits.ts";
 import type { ActiveTask } from "./dispatch.ts";
 
+/** The executor keys of the command's local slots (command/local-slots.ts). */
+const LOCAL_SLOT = /^local-[0-9]+$/;
+
+/**
+ * Whether `executor`'s result joins a batch: a remote worker's always (it asks again on its own);
+ * a local slot's only when the loop is woken once a batch settled (`woken`: the master's
+ * onCommitted is set), or the slot would idle until the loop's next turn.
+ */
+export function batchable(executor: string, woken: boolean): boolean {
+  return woken || !LOCAL_SLOT.test(executor);
+}
+
 /** Results queued or in flight beyond which a new result commits the backlog at once (back-pressure). */
 export const MAX_QUEUED_COMMITS = 512;
 
@@ -46,6 +58,8 @@ export interface CommitBatchOptions {
   /** How a queued commit came out (master.ts counts it, claims the children). */
   settle: (c: QueuedCommit, outcome: CommitOutcome) => void;
   problem: (message: string) => void;
+  /** After each batch settled. */
+  settled: () => void;
 }
 
 export class CommitBatches {
@@ -162,6 +176,7 @@ export class CommitBatches {
         this.end(c, outcome, outcome.kind !== "deferred");
       }
     });
+    this.o.settled();
   }
 
   private end(c: QueuedCommit, outcome: CommitOutcome, removeStage: boolean): void {

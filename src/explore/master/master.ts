@@ -32,7 +32,7 @@ import { CorpusDiscovery } from "./discovery.ts";
 import { noCounts, type MasterCounters } from "./counters.ts";
 import { commitResult, completeOverBudget, replayCommits, type CommitContext, type CommitOutcome } from "./commits.ts";
 import { Dispatch, type ActiveTask } from "./dispatch.ts";
-import { CommitBatches, type QueuedCommit } from "./commit-batch.ts";
+import { batchable, CommitBatches, type QueuedCommit } from "./commit-batch.ts";
 import { resultProblem } from "./result-checks.ts";
 import { takeOverExpired } from "./recovery.ts";
 import { recordRunFinding } from "./finding-record.ts";
@@ -80,6 +80,8 @@ export class ExploreMaster {
   private readonly ownerName: string;
   /** Broadcast ownership, or a single master: every hash is this master's, no owner hash needed. */
   private readonly everyoneOwns: boolean;
+  /** The loop's wake-up, called once a batch of commits settled (new tasks may be pending). */
+  onCommitted: (() => void) | null = null;
   /** While frozen (a quiescence vote is pending), no new work is discovered. */
   frozen = false;
   /** The inputs that crashed or hung the target, of every campaign on this corpus. */
@@ -109,7 +111,7 @@ export class ExploreMaster {
     this.baseline = campaignBaseline(workDir(state, o.epoch), () => listCorpus(o.corpusDir));
     this.commits = { leases: o.leases, corpusDir: o.corpusDir, maxInputBytes: o.budgets.maxInputBytes, wallNow: o.wallNow };
     const settle = (c: QueuedCommit, outcome: CommitOutcome) => this.settle(c.task, c.result, outcome);
-    this.batches = o.leases.exclusive ? new CommitBatches({ ctx: this.commits, isVerified: (h) => this.verified.has(h), settle, problem: (m) => this.problem(m) }) : null;
+    this.batches = o.leases.exclusive ? new CommitBatches({ ctx: this.commits, isVerified: (h) => this.verified.has(h), settle, problem: (m) => this.problem(m), settled: () => this.onCommitted?.() }) : null;
     this.discovery = new CorpusDiscovery({
       corpusDir: o.corpusDir,
       hintDir: join(workDir(state, o.epoch), "discovered"),
@@ -247,9 +249,7 @@ export class ExploreMaster {
   }
 
   /** Content earlier campaigns completed that this master passed over. */
-  get skippedExplored(): number {
-    return this.skipped.size;
-  }
+  get skippedExplored(): number { return this.skipped.size; }
 
   /** Closes the explored ledger (its last lines are fsynced). */
   close(): void {
@@ -357,12 +357,11 @@ export class ExploreMaster {
       if (stage) {
         const verdict = verifyStage(stage.dir, r.new_hashes, r.staged_bytes, this.o.budgets.maxInputBytes);
         if (!verdict.ok) return this.refuseResult(executor, task, `stage ${stageId}: ${verdict.reason}`, removeStage);
-        if (this.batches && r.new_hashes.length > 0) {
+        if (this.batches && r.new_hashes.length > 0 && batchable(executor, this.onCommitted !== null)) {
           // Committed with the other results of this turn (commit-batch.ts), which now owns the stage.
           const manifest = canonicalManifest({ worker: executor, staging_id: r.staging_id, hashes: r.new_hashes, num_generated: r.num_generated });
-          const queued = stage;
+          this.batches.add({ task, result: r, stage, manifest });
           stage = null;
-          this.batches.add({ task, result: r, stage: queued, manifest });
           return "committed";
         }
       }
