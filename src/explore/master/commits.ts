@@ -73,12 +73,15 @@ export function commitResult(
 /**
  * An input over a budget is completed without children: retrying it would fail again, since a
  * budget error is a property of the input, not of the worker. Nothing happens under a stale fence.
+ * Returns the problem to report.
  */
-export function completeOverBudget(ctx: CommitContext, task: { hash: string; fence: string }): void {
+export function completeOverBudget(ctx: CommitContext, task: { hash: string; fence: string }, r: ResultFrame): string {
   const manifest = canonicalManifest({ worker: "budget", staging_id: "", hashes: [], num_generated: 0 });
   if (ctx.leases.beginCommit(task.hash, task.fence, manifest, ctx.wallNow())) {
     ctx.leases.complete(task.hash, task.fence, ctx.wallNow());
   }
+  const b = r.budget;
+  return `task ${task.hash.slice(0, 12)}: ${r.protocol_error}${b ? ` (${b.resource}: ${b.observed} > ${b.limit})` : ""}; it is completed without children`;
 }
 
 /**

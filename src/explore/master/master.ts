@@ -2,8 +2,9 @@
 // (admission.ts), claims the tasks it owns in the fenced lease table, hands them to executors
 // (local slots or remote workers; dispatch.ts), and turns their results into commits: check the
 // result (result-checks.ts), verify the stage, pass the commit fence, promote the children,
-// complete, then claim the children it owns (commits.ts). It does no I/O on sockets and keeps no
-// timers: the command's master loop (command/master-loop.ts) drives it.
+// complete, then claim the children it owns (commits.ts; batched when the lease table is its own:
+// commit-batch.ts). discovery.ts finds other masters' children. No socket I/O and no timers (a
+// batch commits on the next turn of the event loop): the master loop (command/master-loop.ts) drives it.
 //
 // A task: pending (hash, fence) -> active on one executor -> committed | requeued (front, same
 // fence) | dropped (fence lost). Only the current fence of a hash may be dispatched, committed
@@ -15,23 +16,26 @@
 // What outlives the campaign is recorded as tasks end: every completed task in the explored
 // ledger (content earlier campaigns completed is skipped unless `fresh`), every committed run
 // that crashed or hung in the findings store (state/ledger.ts, state/findings.ts).
-import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import { printable } from "../../core/log-lines.ts";
-import { HEX64 } from "../../core/message-checks.ts";
 import { owner as rendezvousOwner } from "../../core/rendezvous.ts";
 import type { ResultFrame, TaskItemT } from "../../net/messages.ts";
 import type { Budgets } from "../defaults.ts";
 import { FileProblem, IntegrityError, listCorpus, STAGE_ID_RE, verifyPublic } from "../state/corpus.ts";
-import { describeFinding, type ExecutedResult, FindingsStore, findingsDir } from "../state/findings.ts";
+import { type ExecutedResult, FindingsStore, findingsDir } from "../state/findings.ts";
 import { campaignBaseline, ExploredLedger, ledgerDir } from "../state/ledger.ts";
 import { stateDir, workDir } from "../state/work-dir.ts";
-import type { LeaseTable, Origin } from "../state/lease-table.ts";
+import { canonicalManifest, type LeaseTable, type Origin } from "../state/lease-table.ts";
 import { type OpenStage, StagingArea, verifyStage } from "../state/staging.ts";
 import { InputAdmission } from "./admission.ts";
+import { CorpusDiscovery } from "./discovery.ts";
 import { noCounts, type MasterCounters } from "./counters.ts";
 import { commitResult, completeOverBudget, replayCommits, type CommitContext, type CommitOutcome } from "./commits.ts";
 import { Dispatch, type ActiveTask } from "./dispatch.ts";
+import { batchable, CommitBatches, type QueuedCommit } from "./commit-batch.ts";
 import { resultProblem } from "./result-checks.ts";
+import { takeOverExpired } from "./recovery.ts";
+import { recordRunFinding } from "./finding-record.ts";
 import { problem, type Problem } from "../../core/problems.ts";
 
 export type Ownership = "rendezvous" | "broadcast";
@@ -70,9 +74,14 @@ export class ExploreMaster {
   private readonly verified = new Set<string>();
   private readonly staging: StagingArea;
   private readonly commits: CommitContext;
+  /** Group commit, when the lease table is this master's alone (null: one commit per result). */
+  private readonly batches: CommitBatches | null;
+  private readonly discovery: CorpusDiscovery;
   private readonly ownerName: string;
   /** Broadcast ownership, or a single master: every hash is this master's, no owner hash needed. */
   private readonly everyoneOwns: boolean;
+  /** The loop's wake-up, called once a batch of commits settled (new tasks may be pending). */
+  onCommitted: (() => void) | null = null;
   /** While frozen (a quiescence vote is pending), no new work is discovered. */
   frozen = false;
   /** The inputs that crashed or hung the target, of every campaign on this corpus. */
@@ -91,6 +100,9 @@ export class ExploreMaster {
     this.staging = new StagingArea(o.stagingRoot);
     this.ownerName = `${o.epoch.slice(0, 16)}:${o.rank}`;
     this.everyoneOwns = o.ownership === "broadcast" || new Set(o.ranks).size === 1;
+    // The same condition makes this master the table's only writer (a lone master holds the
+    // campaign lock; a broadcast master's table is its own): it journals instead of a file per write.
+    if (this.everyoneOwns) o.leases.takeExclusive();
     this.tasks = new Dispatch(o.timeoutSeconds);
     const state = stateDir(o.corpusDir);
     this.findings = new FindingsStore(findingsDir(state));
@@ -98,6 +110,19 @@ export class ExploreMaster {
     this.earlier = o.fresh ? new Set() : this.ledger.loadEarlier();
     this.baseline = campaignBaseline(workDir(state, o.epoch), () => listCorpus(o.corpusDir));
     this.commits = { leases: o.leases, corpusDir: o.corpusDir, maxInputBytes: o.budgets.maxInputBytes, wallNow: o.wallNow };
+    const settle = (c: QueuedCommit, outcome: CommitOutcome) => this.settle(c.task, c.result, outcome);
+    this.batches = o.leases.exclusive ? new CommitBatches({ ctx: this.commits, isVerified: (h) => this.verified.has(h), settle, problem: (m) => this.problem(m), settled: () => this.onCommitted?.() }) : null;
+    this.discovery = new CorpusDiscovery({
+      corpusDir: o.corpusDir,
+      hintDir: join(workDir(state, o.epoch), "discovered"),
+      rank: o.rank,
+      maxInputBytes: o.budgets.maxInputBytes,
+      observed: this.observed,
+      owns: (hash) => this.owns(hash),
+      claim: (hash) => this.claim(hash, this.external.has(hash) ? "initial" : "generated"),
+      integrity: (m) => this.integrity(m),
+      problem: (m) => this.problem(m),
+    });
     this.admission = new InputAdmission({
       inputDir: o.inputDir,
       corpusDir: o.corpusDir,
@@ -122,7 +147,7 @@ export class ExploreMaster {
   }
 
   get idle(): boolean {
-    return this.tasks.pendingCount === 0 && this.tasks.activeCount === 0 && this.admission.backlogCount === 0;
+    return this.tasks.pendingCount === 0 && this.tasks.activeCount === 0 && this.admission.backlogCount === 0 && (this.batches?.size ?? 0) === 0;
   }
 
   get pendingCount(): number {
@@ -163,62 +188,33 @@ export class ExploreMaster {
     return this.admission.scan(limit);
   }
 
-  /** Scans the public corpus for objects this master owns and has not considered yet. */
+  /**
+   * Finds public objects this master owns and has not considered yet: the first call, and one
+   * every few seconds, lists the whole corpus; the others read only what other masters said they
+   * published (discovery.ts). refresh() always lists.
+   */
   scanCorpus(): number {
     if (this.frozen) return 0;
-    let added = 0;
-    let names: string[];
-    try {
-      names = readdirSync(this.o.corpusDir);
-    } catch (err) {
-      this.problem(`cannot read the corpus directory ${this.o.corpusDir}: ${(err as Error).message}`);
-      return 0;
-    }
-    for (const hash of names) {
-      if (!HEX64.test(hash) || this.observed.has(hash)) continue;
-      // Ownership never changes during a campaign: another master's object is looked at once.
-      this.observed.add(hash);
-      if (!this.owns(hash)) continue;
-      try {
-        verifyPublic(this.o.corpusDir, hash, this.o.budgets.maxInputBytes);
-      } catch (err) {
-        if (err instanceof IntegrityError) this.integrity(err.message);
-        // A file that changed or could not be read is looked at again by the next scan; a
-        // symlink or a directory named like a hash is never accepted.
-        else if (!(err instanceof FileProblem) || !["symlink", "not-regular", "too-large"].includes(err.problem)) this.observed.delete(hash);
-        continue;
-      }
-      if (this.claim(hash, this.external.has(hash) ? "initial" : "generated")) added++;
-    }
-    return added;
+    return this.discovery.scan();
   }
 
   /** Takes over expired `leased` records (any master's: progress when an owner stalls). */
   recoverExpired(ttlMs = this.o.leaseTtlMs): number {
     if (this.frozen) return 0;
-    let added = 0;
-    for (const r of this.o.leases.recoverExpired(this.o.wallNow(), ttlMs)) {
-      if (this.tasks.holds(r.id)) continue;
-      const fence = this.o.leases.claim(r.id, r.payload, this.ownerName, { now: this.o.wallNow(), ttlMs, worker: this.o.rank });
-      if (!fence) continue;
-      try {
-        verifyPublic(this.o.corpusDir, r.id, this.o.budgets.maxInputBytes);
-      } catch (err) {
-        if (err instanceof IntegrityError) {
-          this.integrity(err.message);
-        } else {
-          // The corpus file is gone: nothing can execute it; release the record at once.
-          this.o.leases.abandon(r.id, fence);
-          this.o.log(`recovered task ${r.id.slice(0, 12)} has no corpus file: abandoned`);
-        }
-        continue;
-      }
-      this.observed.add(r.id);
-      this.tasks.hold(r.id, fence);
-      this.counters.recovered++;
-      added++;
+    const added = takeOverExpired(this.commits, {
+      ttlMs,
+      owner: this.ownerName,
+      rank: this.o.rank,
+      holds: (id) => this.tasks.holds(id),
+      log: this.o.log,
+      integrity: (m) => this.integrity(m),
+    });
+    for (const { id, fence } of added) {
+      this.observed.add(id);
+      this.tasks.hold(id, fence);
     }
-    return added;
+    this.counters.recovered += added.length;
+    return added.length;
   }
 
   /** Redoes commits that passed their fence but were not finished (a crashed master's). */
@@ -234,7 +230,7 @@ export class ExploreMaster {
   refresh(): boolean {
     const before = this.tasks.pendingCount;
     this.admitInputs();
-    this.scanCorpus();
+    if (!this.frozen) this.discovery.scan(true);
     this.recoverExpired();
     return this.tasks.pendingCount > before;
   }
@@ -253,12 +249,13 @@ export class ExploreMaster {
   }
 
   /** Content earlier campaigns completed that this master passed over. */
-  get skippedExplored(): number {
-    return this.skipped.size;
-  }
+  get skippedExplored(): number { return this.skipped.size; }
 
   /** Closes the explored ledger (its last lines are fsynced). */
   close(): void {
+    this.batches?.drainSync();
+    this.o.leases.sync();
+    this.discovery.close();
     this.ledger.close();
   }
 
@@ -360,6 +357,13 @@ export class ExploreMaster {
       if (stage) {
         const verdict = verifyStage(stage.dir, r.new_hashes, r.staged_bytes, this.o.budgets.maxInputBytes);
         if (!verdict.ok) return this.refuseResult(executor, task, `stage ${stageId}: ${verdict.reason}`, removeStage);
+        if (this.batches && r.new_hashes.length > 0 && batchable(executor, this.onCommitted !== null)) {
+          // Committed with the other results of this turn (commit-batch.ts), which now owns the stage.
+          const manifest = canonicalManifest({ worker: executor, staging_id: r.staging_id, hashes: r.new_hashes, num_generated: r.num_generated });
+          this.batches.add({ task, result: r, stage, manifest });
+          stage = null;
+          return "committed";
+        }
       }
       const outcome = commitResult(this.commits, { executor, task, result: r, stage: stage?.dir ?? null, removeStage, isVerified: (h) => this.verified.has(h) });
       return this.settle(task, r, outcome);
@@ -378,6 +382,7 @@ export class ExploreMaster {
         this.ledger.add(task.hash);
         this.recordFinding(task, r);
         for (const child of outcome.children) this.claimChild(child);
+        if (!this.everyoneOwns) this.discovery.hint(outcome.children, (h) => rendezvousOwner(h, this.o.ranks));
         return "committed";
       case "stale":
         this.counters.staleResults++;
@@ -393,18 +398,7 @@ export class ExploreMaster {
 
   /** Records the finding of a committed run, once per fence (the store refuses a repeated fence). */
   private recordFinding(task: ActiveTask, r: ExecutedResult): void {
-    if (!r.finding) return;
-    let outcome: "new" | "again" | "already";
-    try {
-      outcome = this.findings.record(task.hash, task.fence, r.finding, new Date(this.o.wallNow()));
-    } catch (err) {
-      this.problem(`the finding of ${task.hash.slice(0, 12)} could not be recorded in ${this.findings.dir}: ${(err as Error).message}`);
-      return;
-    }
-    if (outcome === "already") return;
-    this.found.recorded++;
-    if (outcome === "new") this.found.newInputs++;
-    this.o.log(`finding: ${task.hash.slice(0, 12)} ${describeFinding(r.finding)}${outcome === "again" ? ", seen before" : ""}`);
+    recordRunFinding({ findings: this.findings, found: this.found, wallNow: this.o.wallNow, log: this.o.log, problem: (m) => this.problem(m) }, task, r);
   }
 
   private refuseResult(executor: string, task: ActiveTask, why: string, removeStage: () => void): string {
@@ -426,11 +420,7 @@ export class ExploreMaster {
 
   private budgetFailure(task: ActiveTask, r: ResultFrame): string {
     this.counters.budgetErrors++;
-    const b = r.budget;
-    this.problems.push(
-      problem("budget", `task ${task.hash.slice(0, 12)}: ${r.protocol_error}${b ? ` (${b.resource}: ${b.observed} > ${b.limit})` : ""}; it is completed without children`),
-    );
-    completeOverBudget(this.commits, task);
+    this.problems.push(problem("budget", completeOverBudget(this.commits, task, r)));
     this.ledger.add(task.hash);
     this.tasks.forget(task.hash);
     return "budget exceeded";

@@ -11,8 +11,13 @@
 // written as a whole (temp file + fsync + rename + directory fsync, as the durability policy
 // says). A record that exists but does not validate is never overwritten and never counts as
 // free: transitions refuse it and scans throw CorruptRecordError.
+//
+// A table one process owns alone (takeExclusive: a lone master, a broadcast master) keeps its
+// records in memory and writes each transition as one line of its journal (lease-journal.ts)
+// instead: no lock, no temp file, no rename, one fdatasync per batch. Whoever opens the table
+// next absorbs a journal its writer left into the record files, so readers see one format.
 import assert from "node:assert/strict";
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync } from "node:fs";
+import { lstatSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import * as lease from "../../core/lease-record.ts";
 import {
@@ -20,18 +25,18 @@ import {
   assertTime,
   canonicalManifest,
   isExpired,
-  recordProblem,
   recordText,
   type CommitManifest,
   type LeaseRecord,
   type Transition,
   type WorkPayload,
 } from "../../core/lease-record.ts";
-import { HEX64 } from "../../core/message-checks.ts";
-import { RuntimeFailure } from "../../errors.ts";
 import { randomHex } from "../../util/random-hex.ts";
 import { fsyncDir, mkdirDurable, replaceFile, replaceFileSynced, unlinkDurable } from "./durable.ts";
 import { withFileLock } from "./file-lock.ts";
+import { byUpdated, CorruptRecordError, isId, readRecordFile, readRecordFiles, shardName, type ReadResult } from "./lease-files.ts";
+import { absorbStaleJournals, type JournalState } from "./lease-journal.ts";
+import { OwnedRecords } from "./owned-records.ts";
 
 export type { CommitManifest, LeaseRecord, LeaseStatus, Origin, WorkPayload } from "../../core/lease-record.ts";
 export { canonicalManifest } from "../../core/lease-record.ts";
@@ -55,23 +60,7 @@ export interface LeaseTableOptions {
 }
 
 export type CompletionResult = "completed" | "already" | "stale";
-
-/** A record file exists but is not a valid record; it blocks its task instead of freeing it. */
-export class CorruptRecordError extends RuntimeFailure {
-  readonly path: string;
-  constructor(path: string, reason: string) {
-    super(
-      `lease record ${path} is corrupt (${reason}); it is never overwritten or treated as free: ` +
-        `inspect it, and move it away only once no fuzzfleet process uses this campaign`,
-    );
-    this.path = path;
-  }
-}
-
-const RECORD_FILE = /^([0-9a-f]{64})\.json$/;
-const SHARD_DIR = /^[0-9]{3}$/;
-
-type ReadResult = { kind: "absent" } | { kind: "valid"; record: LeaseRecord } | { kind: "invalid"; reason: string };
+export { CorruptRecordError } from "./lease-files.ts";
 
 export class LeaseTable {
   readonly root: string;
@@ -81,6 +70,8 @@ export class LeaseTable {
   private readonly readyShards = new Set<number>();
   /** Which record writes are fsynced; other durable files of the campaign follow the same rule. */
   readonly durability: "all" | "fence";
+  /** Owned alone (takeExclusive): every record in memory, every transition a line of the journal. */
+  private own: OwnedRecords | null = null;
 
   constructor(opts: LeaseTableOptions) {
     const { root, shardCount = 64, lockTimeoutMs = 30_000, durability = "all" } = opts;
@@ -92,6 +83,76 @@ export class LeaseTable {
     this.shardCount = shardCount;
     this.lockTimeoutMs = lockTimeoutMs;
     this.stats.directorySyncs += mkdirDurable(root);
+    absorbStaleJournals(root, (state, path) => this.absorb(state, path));
+  }
+
+  /**
+   * Takes the table for this process alone (valid only while no other process writes it: a lone
+   * master holds the campaign lock; a broadcast master's table is its own). Records then live in
+   * memory, each transition one journal line; the durability policy is the same. Idempotent.
+   */
+  takeExclusive(): void {
+    if (this.own === null) this.own = new OwnedRecords(this.root, this.snapshot(), this.durability);
+  }
+
+  /** Whether takeExclusive() was called. */
+  get exclusive(): boolean { return this.own !== null; }
+
+  /** The journal's counters (lines written, fdatasyncs; this generation), null unless exclusive. */
+  get journalStats(): { lines: number; syncs: number; bytes: number } | null { return this.own?.stats ?? null; }
+
+  /**
+   * Runs `fn` with the journal syncs the policy asks for deferred to its end: one fdatasync for the
+   * batch. A publication inside it (replayCommit) still syncs first: fences before children.
+   */
+  batch<T>(fn: () => T): T {
+    this.own?.enter();
+    try {
+      return fn();
+    } finally {
+      this.own?.leave();
+    }
+  }
+
+  /** Makes every transition so far durable (exclusive tables; file-backed ones are durable as written). */
+  sync(): void {
+    this.own?.sync();
+  }
+
+  /**
+   * Runs `fn` like batch() but leaves the sync it asks for to the caller, who awaits syncAsync()
+   * (libuv's pool) before it publishes; a publication that comes first (replayCommit) syncs then.
+   */
+  deferredBatch<T>(fn: () => T): T {
+    this.own?.enter();
+    try {
+      return fn();
+    } finally {
+      this.own?.leave(true);
+    }
+  }
+
+  /** Makes everything journaled so far durable, in libuv's pool. */
+  async syncAsync(): Promise<void> {
+    await this.own?.syncAsync();
+  }
+
+  /** A stale journal's states, written into the record files as durable writes (under their locks). */
+  private absorb(state: JournalState, path: string): void {
+    const dirty = new Set<number>();
+    for (const [id, rec] of state) {
+      this.prepareShard(id);
+      this.locked(id, () => {
+        const found = this.read(id);
+        if (found.kind === "invalid") throw new CorruptRecordError(this.recordPath(id), `${found.reason}; the lease journal ${path} holds a newer state`);
+        if (rec === null) {
+          if (unlinkDurable(this.recordPath(id))) this.stats.directorySyncs++;
+        } else {
+          this.write(rec, true, dirty);
+        }
+      });
+    }
+    for (const shard of [...dirty].sort((a, b) => a - b)) this.syncDir(join(this.root, shardName(shard)));
   }
 
   /**
@@ -135,6 +196,7 @@ export class LeaseTable {
     const dirty = new Set<number>();
     let failure: { error: unknown } | null = null;
     try {
+      this.own?.enter();
       for (const [id, fence] of [...fences].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
         if (!isId(id) || typeof fence !== "string" || fence === "" || !this.shardExists(id)) {
           lost.push(id);
@@ -150,6 +212,12 @@ export class LeaseTable {
       }
     } catch (error) {
       failure = { error };
+    } finally {
+      try {
+        this.own?.leave();
+      } catch (error) {
+        failure ??= { error };
+      }
     }
     for (const shard of [...dirty].sort((a, b) => a - b)) {
       try {
@@ -168,7 +236,8 @@ export class LeaseTable {
     if (!isId(id) || !this.shardExists(id)) return false;
     return this.locked(id, () => {
       if (lease.abandonable(this.valid(id), fence) !== null) return false;
-      if (unlinkDurable(this.recordPath(id))) this.stats.directorySyncs++;
+      if (this.own !== null) this.own.del(id);
+      else if (unlinkDurable(this.recordPath(id))) this.stats.directorySyncs++;
       return true;
     });
   }
@@ -250,22 +319,8 @@ export class LeaseTable {
 
   /** Every record, by (updated, id). Throws CorruptRecordError on any invalid record. */
   snapshot(): LeaseRecord[] {
-    const records: LeaseRecord[] = [];
-    for (const entry of readdirSync(this.root, { withFileTypes: true })) {
-      if (!SHARD_DIR.test(entry.name)) continue;
-      const dir = join(this.root, entry.name);
-      if (!entry.isDirectory()) throw new CorruptRecordError(dir, "a shard entry that is not a directory");
-      for (const name of readdirSync(dir)) {
-        const id = RECORD_FILE.exec(name)?.[1];
-        if (id === undefined) continue;
-        const path = join(dir, name);
-        if (shardName(this.shardOf(id)) !== entry.name) throw new CorruptRecordError(path, `a record in the wrong shard (${entry.name})`);
-        const found = this.read(id);
-        if (found.kind === "invalid") throw new CorruptRecordError(path, found.reason);
-        if (found.kind === "valid") records.push(found.record);
-      }
-    }
-    return records.sort((a, b) => a.updated - b.updated || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    if (this.own !== null) return [...this.own.records.values()].sort(byUpdated);
+    return readRecordFiles(this.root, (id) => shardName(this.shardOf(id))).sort(byUpdated);
   }
 
   /** Disjoint counts: leased (unexpired), committing, expired (leased, at least ttlMs old), done. */
@@ -291,12 +346,18 @@ export class LeaseTable {
   /** Writes the outcome of a completing transition; "done" under the same fence means "already". */
   private finish(step: Transition, publish?: (m: CommitManifest) => void): CompletionResult {
     if ("refused" in step) return step.refused === "done" ? "already" : "stale";
-    if (publish) publish(step.next.commit!);
+    if (publish) {
+      // The fence this publication follows must be durable first (a batch may still hold it).
+      this.own?.beforePublish(step.next.id);
+      publish(step.next.commit!);
+    }
     this.write(step.next);
     return "completed";
   }
 
   private locked<T>(id: string, fn: () => T): T {
+    // Owned alone: no other process reads or writes a record, so there is nothing to lock against.
+    if (this.own !== null) return fn();
     return withFileLock(`${this.recordPath(id)}.lock`, this.lockTimeoutMs, fn);
   }
 
@@ -307,29 +368,11 @@ export class LeaseTable {
   }
 
   private read(id: string): ReadResult {
-    const path = this.recordPath(id);
-    let text: string;
-    try {
-      const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-      try {
-        if (!fstatSync(fd).isFile()) return { kind: "invalid", reason: "not a regular file" };
-        text = readFileSync(fd, "utf8");
-      } finally {
-        closeSync(fd);
-      }
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") return { kind: "absent" };
-      return { kind: "invalid", reason: `unreadable: ${code ?? String(err)}` };
+    if (this.own !== null) {
+      const record = this.own.records.get(id);
+      return record === undefined ? { kind: "absent" } : { kind: "valid", record };
     }
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      return { kind: "invalid", reason: "not JSON" };
-    }
-    const problem = recordProblem(value, id);
-    return problem === null ? { kind: "valid", record: value as LeaseRecord } : { kind: "invalid", reason: problem };
+    return readRecordFile(this.recordPath(id), id);
   }
 
   /**
@@ -338,6 +381,7 @@ export class LeaseTable {
    * the caller to sync once for a whole batch.
    */
   private write(record: LeaseRecord, fence = false, deferDirSync?: Set<number>): void {
+    if (this.own !== null) return this.own.put(record, fence);
     const path = this.recordPath(record.id);
     if (this.durability === "fence" && !fence) {
       replaceFile(path, recordText(record));
@@ -356,6 +400,7 @@ export class LeaseTable {
 
   /** Creates the shard directory on first use in this process, and makes its name durable. */
   private prepareShard(id: string): void {
+    if (this.own !== null) return;
     const shard = this.shardOf(id);
     if (this.readyShards.has(shard)) return;
     try {
@@ -370,6 +415,7 @@ export class LeaseTable {
 
   /** Without its shard directory a record cannot exist; transitions then need no lock. */
   private shardExists(id: string): boolean {
+    if (this.own !== null) return true;
     if (this.readyShards.has(this.shardOf(id))) return true;
     try {
       return lstatSync(join(this.root, shardName(this.shardOf(id)))).isDirectory();
@@ -386,12 +432,4 @@ export class LeaseTable {
   private recordPath(id: string): string {
     return join(this.root, shardName(this.shardOf(id)), `${id}.json`);
   }
-}
-
-function isId(id: unknown): id is string {
-  return typeof id === "string" && HEX64.test(id);
-}
-
-function shardName(shard: number): string {
-  return String(shard).padStart(3, "0");
 }

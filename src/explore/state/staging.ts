@@ -10,11 +10,13 @@
 // itself (StagingArea), every step opened without following a symlink.
 import { randomHex } from "../../util/random-hex.ts";
 import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, renameSync, unlinkSync } from "node:fs";
+import { readdir, rmdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { RuntimeFailure } from "../../errors.ts";
 import { PinnedDir, type DirIdentity } from "../../files/pinned-dir.ts";
 import { FileProblem, STAGE_ID_RE, copyHashing, hashFile, verifyPublic, type Budgets } from "./corpus.ts";
 import { fsyncDir, lstatOrNull } from "./durable.ts";
+import type { FileIdentity } from "./child-sync.ts";
 import { HEX64 } from "../../core/message-checks.ts";
 
 export interface CollectedOutputs {
@@ -235,6 +237,13 @@ export function promoteChildren(
     maxBytes: number;
     /** Public objects this process already verified or published: not re-hashed again. */
     trusted?: (hash: string) => boolean;
+    /** Staged children already fsynced (syncStagedChildren), by hash: their identity. */
+    synced?: ReadonlyMap<string, FileIdentity>;
+    /**
+     * Group commit: the moved hashes are pushed here instead of the directory fsync and the
+     * re-hash; the caller fsyncs the corpus directory once for the batch, then verifies them.
+     */
+    moved?: string[];
   },
 ): void {
   const { maxBytes, trusted = () => false } = c;
@@ -252,14 +261,19 @@ export function promoteChildren(
     pin = stage;
   }
   try {
-    promotePinned(pin, corpusDir, [...new Set(hashes)].sort(), { maxBytes, trusted });
+    promotePinned(pin, corpusDir, [...new Set(hashes)].sort(), { maxBytes, trusted, synced: c.synced, moved: c.moved });
   } finally {
     if (pin !== null && pin !== stage) pin.close();
   }
 }
 
 /** promoteChildren once the stage is pinned (or gone); `unique`: the hashes deduplicated and sorted. */
-function promotePinned(stage: PinnedDir | null, corpusDir: string, unique: readonly string[], c: { maxBytes: number; trusted: (hash: string) => boolean }): void {
+function promotePinned(
+  stage: PinnedDir | null,
+  corpusDir: string,
+  unique: readonly string[],
+  c: { maxBytes: number; trusted: (hash: string) => boolean; synced?: ReadonlyMap<string, FileIdentity>; moved?: string[] },
+): void {
   const { maxBytes, trusted } = c;
   const moved: string[] = [];
   for (const hash of unique) {
@@ -277,7 +291,7 @@ function promotePinned(stage: PinnedDir | null, corpusDir: string, unique: reado
     if (!st.isFile()) {
       throw new FileProblem(st.isSymbolicLink() ? "symlink" : "not-regular", shown, `staged child ${shown} is not a regular file; it cannot be promoted`);
     }
-    const synced = fsyncRegular(stage, hash);
+    const synced = c.synced?.get(hash) ?? fsyncRegular(stage, hash);
     renameSync(stage.entry(hash), dest);
     const arrived = lstatOrNull(dest);
     if (!arrived?.isFile() || arrived.dev !== synced.dev || arrived.ino !== synced.ino) {
@@ -285,6 +299,10 @@ function promotePinned(stage: PinnedDir | null, corpusDir: string, unique: reado
       throw new FileProblem("changed", shown, `staged child ${shown} was replaced while it was promoted; it was taken out of the corpus again`);
     }
     moved.push(hash);
+  }
+  if (c.moved) {
+    c.moved.push(...moved);
+    return;
   }
   if (moved.length > 0) fsyncDir(corpusDir);
   for (const hash of moved) verifyPublic(corpusDir, hash, maxBytes);
@@ -397,5 +415,29 @@ export class OpenStage {
   close(): void {
     this.dir.close();
     this.parent.close();
+  }
+
+  /**
+   * remove() and close() with the file-system work in libuv's pool, off the event loop: freeing
+   * a directory's inode is what costs (rmdir of a pinned directory frees it at the last close).
+   * Entries are unlinked through the pin (a symlink is unlinked, never followed); the stage is
+   * then removed through its parent's pin. Anything unusual (a subdirectory a worker added) falls
+   * back to remove(). Never rejects.
+   */
+  async removeAndClose(): Promise<void> {
+    try {
+      const names = await readdir(this.dir.path);
+      await Promise.all(names.map((n) => unlink(this.dir.entry(n)).catch(() => undefined)));
+      this.dir.close();
+      await rmdir(this.parent.entry(this.stageId)).catch(() => this.remove());
+    } catch {
+      try {
+        this.remove();
+      } catch {
+        // Left inside the staging root (removed with the campaign's state), never followed.
+      }
+    } finally {
+      this.close();
+    }
   }
 }

@@ -1,0 +1,367 @@
+#!/usr/bin/env node
+// explore-fleet: how many tasks per second one explore master (or two) can feed to remote workers.
+//
+// (a) capacity. Fake workers in this process speak the real explore wire (dist/ modules): they
+//     handshake, ask for tasks, read the task's input from the corpus, stage one real child (the
+//     input plus one byte, until it is --length bytes long) under its hash name in the stage
+//     directory the master named, and send a real result frame. No target runs, so the machine's
+//     spawn rate does not hide the master's own cost. For each worker count (2/8/16) and master
+//     count (1/2, workers split between them; two masters share one corpus, ownership rendezvous):
+//       tasks/s        results acknowledged "committed" in the window, per second
+//       loop busy      the master's event-loop utilisation in the window (perf_hooks, a preload)
+//       CPU/task       the master's CPU seconds in the window per committed task
+//     With --base DIR (a checkout of an older commit, built), every level runs the base and this
+//     checkout alternately, so the ratio of the two is taken under the same load.
+// (b) real workers. `fuzzfleet worker --slots 1` processes running a trivial C target (one child,
+//     the input plus one byte, until the input is 14 bytes) against one master (-j 0), beside the
+//     direct-loop rate: the same number of shell loops running the target on a file, the physical
+//     limit of this machine.
+//       tasks/s        observations / (elapsed_seconds - --max-idle), from --stats-json
+//
+// Runs against the compiled CLI: `npm run build && node bench/explore-fleet.mjs [--help]`.
+import { spawnSync } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import { benchmarkMain, CLI, f1, f2, median, parseOptions, printCpuProfile, printTable, ROOT, sleep, startProcess } from "./common.mjs";
+
+const TOKEN = "explore-fleet-bench-token-0123456789abcdef";
+const TARGET_TASKS_PER_SEC = 1000;
+const TARGET_REAL_RATIO = 0.8;
+
+const HELP = `usage: node bench/explore-fleet.mjs [options]
+
+  --part P            capacity, real or both                                  default both
+  --workers LIST      worker counts                                           default 2,8,16
+  --masters LIST      master counts (workers are split between them)          default 1,2
+
+ (a) capacity: fake workers, no target
+  --seeds N           distinct seeds (4 random bytes each)                    default 1000
+  --length L          children grow by one byte until they are L bytes long  default 24
+  --warmup S          seconds from the first committed result to the window   default 1.5
+  --window S          seconds measured                                        default 4
+  --base DIR          also run the CLI of DIR (a built checkout), alternating default none
+  --rounds R          passes over every level, order alternating              default 1
+
+ (b) real workers: fuzzfleet worker processes, trivial C target
+  --real-seeds N      seeds (the frontier is about 11 tasks per seed)         default 300
+  --max-idle S        the master's idle window (taken out of elapsed)         default 1
+
+  --cpu-prof DIR      also profile the master of one extra 1-master run at the largest worker
+                      count (node --cpu-prof) into DIR, and print its top frames`;
+
+function options(argv) {
+  return parseOptions(
+    "explore-fleet",
+    argv,
+    {
+      part: { default: "both", choices: ["capacity", "real", "both"] },
+      workers: { default: "2,8,16", number: { min: 1, max: 256, integer: true }, list: true },
+      masters: { default: "1,2", number: { min: 1, max: 2, integer: true }, list: true },
+      seeds: { default: "1000", number: { min: 1, integer: true } },
+      length: { default: "24", number: { min: 5, max: 4096, integer: true } },
+      warmup: { default: "1.5", number: { min: 0 } },
+      window: { default: "4", number: { min: 0.5 } },
+      base: { path: true },
+      rounds: { default: "1", number: { min: 1, integer: true } },
+      "real-seeds": { default: "300", number: { min: 1, integer: true } },
+      "max-idle": { default: "1", number: { min: 0 } },
+      "cpu-prof": { path: true },
+    },
+    HELP,
+  );
+}
+
+/** A preload in each master: event-loop utilisation and CPU every 0.25 s, written at exit. fuzzfleet is unchanged. */
+const PROBE_SOURCE = (path) => `"use strict";
+const { writeFileSync } = require("node:fs");
+const { performance } = require("node:perf_hooks");
+const samples = [];
+const sample = () => {
+  const u = process.cpuUsage();
+  samples.push({ at: performance.timeOrigin + performance.now(), elu: performance.eventLoopUtilization(), cpu: (u.user + u.system) / 1e6 });
+};
+setInterval(sample, 250).unref();
+process.on("exit", () => { sample(); writeFileSync(${JSON.stringify(path)} + "." + process.pid, JSON.stringify(samples)); });
+`;
+
+function probeWindow(samples, from, to) {
+  const inside = samples.filter((s) => s.at >= from && s.at <= to);
+  if (inside.length < 2) return null;
+  const a = inside[0];
+  const b = inside.at(-1);
+  const active = b.elu.active - a.elu.active;
+  const idle = b.elu.idle - a.elu.idle;
+  return { seconds: (b.at - a.at) / 1000, busy: active / (active + idle), cpuSeconds: b.cpu - a.cpu };
+}
+
+async function loadWire(cli) {
+  const dist = resolve(cli, "..", "..");
+  const url = (p) => new URL(`file://${join(dist, p)}`).href;
+  const [{ dial }, { CoordinatorReply }, { handshake }] = await Promise.all([
+    import(url("net/connection.js")),
+    import(url("net/messages.js")),
+    import(url("worker/client.js")),
+  ]);
+  return { dial, CoordinatorReply, handshake };
+}
+
+const sha256 = (b) => createHash("sha256").update(b).digest("hex");
+
+/**
+ * One fake worker: the real handshake, then want -> task -> stage a child -> result -> ack, until
+ * drained; then empty heartbeats until the tokenised stop, answered exactly.
+ */
+async function fakeWorker(wire, port, index, o, clock, stats) {
+  const conn = await wire.dial("127.0.0.1", port, 10_000);
+  const welcome = await wire.handshake(conn, { token: TOKEN, jobs: 1, slots: 1, hostname: `fake-${index}` });
+  const { corpus_dir: corpus, stage_root: stageRoot } = welcome.explore;
+  mkdirSync(stageRoot, { recursive: true });
+  const request = (frame) => conn.request(frame, wire.CoordinatorReply, 60_000);
+  let draining = false;
+  try {
+    for (;;) {
+      let reply = await request(draining ? { type: "heartbeat", ids: [] } : { type: "want", slots: 1 });
+      if (reply.type === "task") {
+        for (const t of reply.tasks) {
+          const input = readFileSync(join(corpus, t.hash));
+          const result = { type: "result", task_id: t.task_id, fence: t.fence, input_hash: sha256(input), new_hashes: [], num_generated: 0, staged_bytes: 0, staging_id: "", retcode: 0, elapsed: 0.001, protocol_error: "", budget: null, detail: null, finding: null };
+          if (input.length < o.length) {
+            const child = Buffer.concat([input, randomBytes(1)]);
+            const stageId = randomBytes(16).toString("hex");
+            const hash = sha256(child);
+            mkdirSync(join(stageRoot, stageId));
+            writeFileSync(join(stageRoot, stageId, hash), child);
+            Object.assign(result, { new_hashes: [hash], num_generated: 1, staged_bytes: child.length, staging_id: stageId });
+          }
+          reply = await request(result);
+          const at = performance.timeOrigin + performance.now();
+          if (reply.type !== "ack") throw new Error(`fake worker ${index}: '${reply.type}' in reply to a result`);
+          if (reply.note === "committed") {
+            if (stats.committed++ === 0) clock.first(at);
+            if (at >= clock.from && at < clock.to) stats.inWindow++;
+          } else stats.other[reply.note] = (stats.other[reply.note] ?? 0) + 1;
+          if (reply.drain) draining = true;
+        }
+        continue;
+      }
+      if (reply.type === "drain") draining = true;
+      else if (reply.type === "wait") await sleep(reply.seconds * 1000);
+      else if (reply.type === "stop") {
+        const bye = await request({ type: "stop_ack", token: reply.token });
+        if (bye.type !== "bye") throw new Error(`fake worker ${index}: '${bye.type}' in reply to stop_ack`);
+        return;
+      } else if (reply.type === "refuse") throw new Error(`fake worker ${index} refused: ${reply.reason}`);
+      if (draining) await sleep(100);
+    }
+  } finally {
+    conn.destroy();
+  }
+}
+
+function writeSeeds(dir, n, bytes) {
+  mkdirSync(dir, { recursive: true });
+  const seen = new Set();
+  while (seen.size < n) {
+    const b = randomBytes(bytes);
+    const h = sha256(b);
+    if (seen.has(h)) continue;
+    seen.add(h);
+    writeFileSync(join(dir, `seed-${seen.size}`), b);
+  }
+}
+
+/** Starts `masters` masters on one corpus (a root, and a submaster with its own port). */
+async function startMasters(cli, dir, masters, common, target, env) {
+  const argsRoot = ["explore", ...common, "--port", "0", "--bind", "127.0.0.1", "--token", TOKEN];
+  if (masters > 1) argsRoot.push("--masters", String(masters));
+  const root = startProcess([process.execPath, ...(env.cpuProf ? [`--cpu-prof`, `--cpu-prof-dir=${env.cpuProf}`] : []), cli, ...argsRoot, ...target], { cwd: dir, env: env.vars });
+  const port = Number((await root.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 60_000, "the root to listen"))[1]);
+  const procs = [{ proc: root, port }];
+  if (masters > 1) {
+    const args = ["explore", ...common, "--join", `127.0.0.1:${port}`, "--port", "0", "--bind", "127.0.0.1", "--token", TOKEN];
+    const sub = startProcess([process.execPath, cli, ...args, ...target], { cwd: dir, env: env.vars });
+    const subPort = Number((await sub.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 60_000, "the submaster to listen"))[1]);
+    procs.push({ proc: sub, port: subPort });
+  }
+  return procs;
+}
+
+async function capacityLevel(o, build, dir, workers, masters, cpuProf = null) {
+  mkdirSync(dir, { recursive: true });
+  writeSeeds(join(dir, "seeds"), o.seeds, 4);
+  const probe = join(dir, "probe.json");
+  writeFileSync(`${probe}.cjs`, PROBE_SOURCE(probe));
+  const vars = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ${probe}.cjs`.trim() };
+  const common = ["-i", join(dir, "seeds"), "-o", join(dir, "corpus"), "-j", "0", "--max-idle", "30", "-t", "20"];
+  const load = loadavg()[0];
+  const procs = await startMasters(build.cli, dir, masters, common, ["--", "/bin/true", "@@"], { vars, cpuProf });
+  const wire = await loadWire(build.cli);
+  // The window opens --warmup seconds after the first committed result (the seeds are admitted by then).
+  let started;
+  const firstResult = new Promise((r) => (started = r));
+  const clock = {
+    from: Infinity,
+    to: Infinity,
+    first: (at) => {
+      Object.assign(clock, { from: at + o.warmup * 1000, to: at + (o.warmup + o.window) * 1000 });
+      started();
+    },
+  };
+  const stats = { committed: 0, inWindow: 0, other: {} };
+  const running = [];
+  for (let i = 0; i < workers; i++) running.push(fakeWorker(wire, procs[i % procs.length].port, i, o, clock, stats).catch((err) => ({ error: err })));
+  await Promise.race([firstResult, sleep(60_000)]);
+  await sleep((o.warmup + o.window) * 1000 + 250);
+  for (const { proc } of procs) proc.child.kill("SIGINT");
+  const ends = await Promise.all(procs.map(({ proc }) => proc.done));
+  const outcomes = await Promise.all(running);
+  const errors = outcomes.filter((x) => x?.error).map((x) => x.error.message);
+  const windows = procs.map(({ proc }) => {
+    try {
+      return probeWindow(JSON.parse(readFileSync(`${probe}.${proc.pid}`, "utf8")), clock.from, clock.to);
+    } catch {
+      return null;
+    }
+  });
+  const tasksPerSec = stats.inWindow / o.window;
+  const cpu = windows.reduce((a, w) => a + (w?.cpuSeconds ?? 0), 0);
+  return {
+    build: build.label,
+    workers,
+    masters,
+    loadBefore: load,
+    committed: stats.committed,
+    tasksPerSec,
+    loopBusy: windows.map((w) => w?.busy ?? null),
+    cpuMsPerTask: stats.inWindow > 0 ? (cpu * 1000) / stats.inWindow : null,
+    cpuShare: windows.map((w) => (w ? w.cpuSeconds / w.seconds : null)),
+    otherNotes: stats.other,
+    exits: ends.map((e) => e.code ?? e.signal),
+    errors: errors.slice(0, 3),
+    output: errors.length ? procs.map(({ proc }) => proc.output().split("\n").slice(-15).join("\n")) : undefined,
+  };
+}
+
+async function capacityPart(o, scratch) {
+  const builds = [{ label: "this", cli: CLI }];
+  if (o.base) builds.unshift({ label: "base", cli: join(o.base, "dist", "cli", "main.js") });
+  const levels = o.masters.flatMap((m) => o.workers.map((w) => ({ m, w })));
+  const runs = [];
+  let n = 0;
+  for (let round = 0; round < o.rounds; round++) {
+    for (const { m, w } of round % 2 === 0 ? levels : [...levels].reverse()) {
+      for (const build of round % 2 === 0 ? builds : [...builds].reverse()) {
+        n++;
+        const r = { round: round + 1, ...(await capacityLevel(o, build, join(scratch, `cap-${n}`), w, m)) };
+        console.log(
+          `  ${build.label}: ${m} master(s), ${w} fake workers: ${f1(r.tasksPerSec)} tasks/s, loop busy ${r.loopBusy.map((b) => (b === null ? "?" : f2(b))).join("/")}, ` +
+            `CPU ${r.cpuMsPerTask === null ? "?" : f2(r.cpuMsPerTask)} ms/task${r.errors.length ? `; errors: ${r.errors.join("; ")}` : ""}`,
+        );
+        if (r.errors.length && r.output) console.log(r.output.join("\n---\n"));
+        runs.push(r);
+        if (!o.keep) rmSync(join(scratch, `cap-${n}`), { recursive: true, force: true });
+      }
+    }
+  }
+  let profile = null;
+  if (o.cpuProf) {
+    const w = Math.max(...o.workers);
+    mkdirSync(o.cpuProf, { recursive: true });
+    await capacityLevel(o, builds.at(-1), join(scratch, "cap-prof"), w, 1, o.cpuProf);
+    profile = printCpuProfile(o.cpuProf, `CPU profile of one master, ${w} fake workers`);
+  }
+  console.log("\n(a) capacity: fake workers (stage a real child, send a real result; no target) against real masters");
+  printTable([
+    ["build", "masters", "workers", "round", "tasks/s", "loop busy", "master CPU", "CPU ms/task", "load before"],
+    ...runs.map((r) => [r.build, r.masters, r.workers, r.round, f1(r.tasksPerSec), r.loopBusy.map((b) => (b === null ? "?" : f2(b))).join("/"), r.cpuShare.map((c) => (c === null ? "?" : f2(c))).join("/"), r.cpuMsPerTask === null ? "?" : f2(r.cpuMsPerTask), f2(r.loadBefore)]),
+  ]);
+  const verdict = {};
+  for (const { m, w } of levels) {
+    const mine = (label) => median(runs.filter((r) => r.build === label && r.masters === m && r.workers === w).map((r) => r.tasksPerSec));
+    const cur = mine("this");
+    const line = [`${m} master(s), ${w} workers: ${f1(cur)} tasks/s`];
+    if (o.base) line.push(`base ${f1(mine("base"))}, ratio ${f2(cur / mine("base"))}`);
+    if (m === 1 && w === 16) {
+      verdict.oneMaster16 = cur >= TARGET_TASKS_PER_SEC ? "PASS" : "MISS";
+      line.push(`${verdict.oneMaster16} (target ${TARGET_TASKS_PER_SEC})`);
+    }
+    console.log(line.join("; "));
+  }
+  return { runs, verdict, profile: profile ? { self: profile.self.slice(0, 15), inclusive: profile.inclusive.slice(0, 15) } : null };
+}
+
+// ---- (b) real workers -----------------------------------------------------------------------
+
+const TRIVIAL_C = `#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv) {
+  char buf[64]; size_t n = 0; FILE *f = fopen(argv[1], "rb"); if (!f) return 1;
+  n = fread(buf, 1, sizeof buf - 1, f); fclose(f);
+  if (n >= 14) return 0;
+  const char *out = getenv("SYMCC_OUTPUT_DIR"); if (!out) return 0;
+  char path[4096]; snprintf(path, sizeof path, "%s/child", out);
+  FILE *g = fopen(path, "wb"); if (!g) return 1;
+  buf[n] = 'a'; fwrite(buf, 1, n + 1, g); fclose(g); return 0;
+}
+`;
+
+function buildTarget(dir) {
+  writeFileSync(join(dir, "trivial.c"), TRIVIAL_C);
+  const r = spawnSync("cc", ["-O2", "-o", join(dir, "trivial"), join(dir, "trivial.c")], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`cc failed: ${r.stderr}`);
+  return join(dir, "trivial");
+}
+
+/** `loops` shell loops running the target on a 4-byte file for `seconds`; runs per second in total. */
+async function directLoops(dir, target, loops, seconds) {
+  writeFileSync(join(dir, "direct-input"), "abcd");
+  const script = `SECONDS=0; n=0; mkdir -p "$2"; while (( SECONDS < ${Math.ceil(seconds)} )); do SYMCC_OUTPUT_DIR="$2" "$1" "$3"; n=$((n+1)); done; echo $n`;
+  const procs = [];
+  for (let i = 0; i < loops; i++) procs.push(startProcess(["bash", "-c", script, "loop", target, join(dir, `direct-out-${i}`), join(dir, "direct-input")], { cwd: dir, env: process.env }));
+  const ends = await Promise.all(procs.map((p) => p.done));
+  const runs = procs.reduce((a, p) => a + Number(p.output().trim()), 0);
+  return runs / Math.max(...ends.map((e) => e.seconds));
+}
+
+async function realLevel(o, dir, target, workers) {
+  mkdirSync(dir, { recursive: true });
+  writeSeeds(join(dir, "seeds"), o.realSeeds, 3);
+  const stats = join(dir, "stats.json");
+  const common = ["-i", join(dir, "seeds"), "-o", join(dir, "corpus"), "-j", "0", "--max-idle", String(o.maxIdle), "-t", "20", "--stats-json", stats];
+  const [{ proc: master, port }] = await startMasters(CLI, dir, 1, common, ["--", target, "@@"], { vars: process.env });
+  const ws = [];
+  for (let i = 0; i < workers; i++) ws.push(startProcess([process.execPath, CLI, "worker", "--master", `127.0.0.1:${port}`, "--token", TOKEN, "--slots", "1", "-j", "1"], { cwd: dir, env: process.env }));
+  const end = await master.done;
+  await Promise.all(ws.map((w) => w.done));
+  if (end.code !== 0) throw new Error(`master exited ${end.code ?? end.signal}:\n${master.output()}`);
+  const s = JSON.parse(readFileSync(stats, "utf8"));
+  return { observations: s.observations, tasksPerSec: s.observations / (s.elapsed_seconds - o.maxIdle) };
+}
+
+async function realPart(o, scratch) {
+  const dir = join(scratch, "real");
+  mkdirSync(dir, { recursive: true });
+  const target = buildTarget(dir);
+  const rows = [];
+  for (const w of o.workers) {
+    const load = loadavg()[0];
+    const real = await realLevel(o, join(dir, `w${w}`), target, w);
+    const direct = await directLoops(dir, target, w, 3);
+    rows.push({ workers: w, loadBefore: load, ...real, directPerSec: direct, ratio: real.tasksPerSec / direct });
+    console.log(`  ${w} worker(s): ${f1(real.tasksPerSec)} tasks/s, direct loops ${f1(direct)} runs/s, ratio ${f2(real.tasksPerSec / direct)}`);
+  }
+  console.log("\n(b) real workers (fuzzfleet worker --slots 1, trivial C target) vs direct loops of the target");
+  printTable([["workers", "observations", "tasks/s", "direct runs/s", "ratio", "load before"], ...rows.map((r) => [r.workers, r.observations, f1(r.tasksPerSec), f1(r.directPerSec), f2(r.ratio), f2(r.loadBefore)])]);
+  return { rows, target: TARGET_REAL_RATIO };
+}
+
+const o = options(process.argv.slice(2));
+benchmarkMain("explore-fleet", o, async (scratch) => ({
+  root: ROOT,
+  capacity: o.part !== "real" ? await capacityPart(o, scratch) : undefined,
+  real: o.part !== "capacity" ? await realPart(o, scratch) : undefined,
+}));

@@ -1,0 +1,23 @@
+// Recording the finding of a committed run (a crash or a hang) in the findings store, once per
+// commit fence: the store refuses a repeated fence ("already"), so a replayed commit records
+// nothing twice. A store that cannot be written is a problem of the campaign, not of the run.
+import { describeFinding, type ExecutedResult, type FindingsStore } from "../state/findings.ts";
+
+export function recordRunFinding(
+  m: { findings: FindingsStore; found: { recorded: number; newInputs: number }; wallNow: () => number; log: (line: string) => void; problem: (message: string) => void },
+  task: { hash: string; fence: string },
+  r: ExecutedResult,
+): void {
+  if (!r.finding) return;
+  let outcome: "new" | "again" | "already";
+  try {
+    outcome = m.findings.record(task.hash, task.fence, r.finding, new Date(m.wallNow()));
+  } catch (err) {
+    m.problem(`the finding of ${task.hash.slice(0, 12)} could not be recorded in ${m.findings.dir}: ${(err as Error).message}`);
+    return;
+  }
+  if (outcome === "already") return;
+  m.found.recorded++;
+  if (outcome === "new") m.found.newInputs++;
+  m.log(`finding: ${task.hash.slice(0, 12)} ${describeFinding(r.finding)}${outcome === "again" ? ", seen before" : ""}`);
+}
