@@ -17,7 +17,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["root", "core", "util"],
   ["config"],
   ["store", "exec", "files", "lock", "net", "ui"],
-  ["generator"],
+  ["generator", "launch"],
   ["explore"],
   ["engine", "worker"],
   ["report"],

@@ -7,6 +7,9 @@ import { parseHostPort } from "../net/address.ts";
 import { DEFAULT_STOP_GRACE_SECONDS } from "../net/worker-service.ts";
 import { signalLabel, withSignalStop } from "./stop-signals.ts";
 import { parseCorpusMode } from "../explore/corpus-mode.ts";
+import { parseDuration } from "../config/duration.ts";
+import { parseUiAddress } from "../ui/address.ts";
+import type { DashboardSnapshot } from "../ui/source.ts";
 
 function seconds(flag: string, min: number) {
   return (value: string): number => {
@@ -43,6 +46,8 @@ export function registerExplore(program: Command): void {
     .option("--bind <addr>", "listen address with --port (default: this host's name)")
     .option("--token <t>", "shared secret for workers and masters (default: $FUZZFLEET_TOKEN, else CORPUS_DIR/.fuzzfleet/fuzzfleet.token)")
     .option("--stats-json <file>", "also write the final statistics as one JSON object")
+    .option("--ui <[host:]port>", "serve the live dashboard and /metrics here (a bare port is 127.0.0.1; 0 = a free port; off loopback the campaign token guards it)")
+    .option("--status-every <duration>", "without a terminal: one status line this often (e.g. 30s, 5m; 0 = none)", "60s")
     .option("--resume <epoch>", "continue the crashed or interrupted campaign with this epoch (redo commits, take over leases, rescan)")
     .option("--lease-ttl <sec>", "a task whose holder stopped renewing it for this long may be taken over (default max(120, 4 x -t))", seconds("--lease-ttl", 0.1))
     .option("--masters <n>", "several masters: this is the root (rank 0) of N; needs --port, the others use --join", intAtLeast(1), 1)
@@ -121,6 +126,8 @@ conflict), 71 final rendezvous timed out. Precedence: 71, 70, 1, then 5 or 6 (do
         corpusMode?: number;
         aflSync?: string;
         failOnFindings?: boolean;
+        ui?: string;
+        statusEvery: string;
       }>(async (o, cmd) => {
         const target = cmd.args;
         if (target.length === 0) throw new UsageError("no target command: put it after --, e.g. fuzzfleet explore -i seeds -o corpus -- ./target @@");
@@ -130,7 +137,14 @@ conflict), 71 final rendezvous timed out. Precedence: 71, 70, 1, then 5 or 6 (do
         if (o.join && o.resume) throw new UsageError("--resume belongs on the root: submasters join whatever epoch the root runs");
         const join = o.join ? parseHostPort(o.join, "--join") : null;
         if (o.maxResultBytes > o.maxInputBytes) throw new UsageError("--max-result-bytes must not exceed --max-input-bytes: every child becomes an input");
+        const ui = o.ui !== undefined ? parseUiAddress(o.ui) : null;
+        const statusEverySeconds = /^\s*(0+|off)\s*$/i.test(o.statusEvery) ? 0 : parseDuration(o.statusEvery);
         const { explore } = await import("../explore/command/run.ts");
+        const { ExploreConsole } = await import("../report/explore-console.ts");
+        // log-update is only loaded when there is a terminal to redraw on.
+        const redraw = process.stdout.isTTY === true && (process.stdout.columns ?? 0) > 0 ? (await import("log-update")).default : null;
+        const view = (snapshot: () => DashboardSnapshot) =>
+          new ExploreConsole({ snapshot, live: redraw, statusEverySeconds, columns: () => process.stdout.columns || 100 });
         const words = {
           stopping: (sig: NodeJS.Signals) =>
             process.stdout.write(
@@ -169,6 +183,8 @@ conflict), 71 final rendezvous timed out. Precedence: 71, 70, 1, then 5 or 6 (do
               corpusMode: o.corpusMode ?? null,
               aflSync: o.aflSync ?? null,
               failOnFindings: o.failOnFindings === true,
+              ui,
+              view,
               signal,
             }),
           words,

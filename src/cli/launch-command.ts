@@ -128,13 +128,6 @@ async function runLeader(r: Rank, role: LaunchRole): Promise<number> {
   for (const s of staleJobDirs(r.base, jobDir(r.base, r.jobId))) {
     r.say(`stale state: ${s.path} is an earlier job's rendezvous (last written ${Math.round(s.ageSeconds)}s ago); remove it with: rm -rf -- '${s.path.replace(/'/g, `'\\''`)}'`);
   }
-  if (r.kind === "explore") {
-    const { findStaleWork, staleWorkLines } = await import("../explore/state/stale-work.ts");
-    const resumed = optionValue(ownArgs(r.rest), "--resume");
-    for (const line of staleWorkLines(findStaleWork(r.base).filter((w) => w.epoch !== resumed))) r.say(line);
-    const { HELLO_CARRIES_RANK } = await import("../explore/fleet/peers.ts");
-    if (r.o.masters > 2 && !HELLO_CARRIES_RANK) r.say("note: this build's peer_hello cannot carry a rank: master ranks 1 and up follow join order");
-  }
   const dir = openJobDir(r.base, r.jobId);
   try {
     const fromEnv = process.env.FUZZFLEET_TOKEN !== undefined;
@@ -238,15 +231,6 @@ function withoutResume(rest: string[]): string[] {
 function withFlags(rest: string[], flags: string[]): string[] {
   const i = rest.indexOf("--");
   return i < 0 ? [...rest, ...flags] : [...rest.slice(0, i), ...flags, ...rest.slice(i)];
-}
-
-/** The value of `flag` among the options (`--flag V` or `--flag=V`), or null. */
-function optionValue(own: string[], flag: string): string | null {
-  for (let i = 0; i < own.length; i++) {
-    if (own[i] === flag && own[i + 1] !== undefined) return own[i + 1]!;
-    if (own[i]!.startsWith(`${flag}=`)) return own[i]!.slice(flag.length + 1);
-  }
-  return null;
 }
 
 /** explore's -j (local slots) among its options; 1, explore's default, when absent. */

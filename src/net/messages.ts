@@ -246,6 +246,8 @@ export const PeerHello = z.strictObject({
   /** SHA-256 of the campaign setup (corpus, inputs, target, timeouts, budgets, ownership). */
   setup: token64,
   setup_text: text(65536),
+  /** The master rank a launched submaster asks for (its launcher rank); the root grants or refuses it. */
+  rank: rank.optional(),
 });
 
 /** Sent by the root once every master joined: the campaign is on. */

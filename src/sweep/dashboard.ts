@@ -27,6 +27,7 @@ export async function serveSweepDashboard(o: SweepDashboardOptions): Promise<{ s
   const source = new SweepDashboardSource({
     db: o.session.db,
     outDir: o.session.outDir,
+    leaseSeconds: o.session.config.distributed.leaseSeconds,
     title: `fuzzfleet — ${o.session.config.dir}`,
     live: {
       sessionId: o.session.sessionId,

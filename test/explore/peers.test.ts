@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { RefusedError, RuntimeFailure } from "../../src/errors.ts";
 import type { ExploreMaster } from "../../src/explore/master/master.ts";
-import { HELLO_CARRIES_RANK, joinRoot, peerHello, readRoot, RootHub, setupHash, type CampaignSetup, type JoinedRoot, type PeerLink } from "../../src/explore/fleet/peers.ts";
+import { joinRoot, peerHello, readRoot, RootHub, setupHash, type CampaignSetup, type JoinedRoot, type PeerLink } from "../../src/explore/fleet/peers.ts";
 import { participantStats, rootStats, type Inbox } from "../../src/explore/fleet/stats-round.ts";
 import { Connection } from "../../src/net/connection.ts";
 import { FIRST_FRAME_BYTES } from "../../src/net/frame.ts";
@@ -209,7 +209,7 @@ test("the statistics round over the links: the root totals every master's counts
 
 // A launched submaster asks for its launcher rank in peer_hello; the wire's schema must have the
 // field (net/messages.ts: PeerHello's optional `rank`) for the root to see it.
-test("masters that ask for ranks get them whatever the join order; a second asking for one is refused by name", { ...TEST, skip: HELLO_CARRIES_RANK ? false : "peer_hello's schema has no rank field yet" }, async () => {
+test("masters that ask for ranks get them whatever the join order; a second asking for one is refused by name", TEST, async () => {
   const r = await root(4);
   const started = r.hub.start(60_000);
   const later = (ms: number, rank: number) => new Promise((res) => setTimeout(res, ms)).then(() => submaster(r.port, { rank }));
@@ -229,5 +229,5 @@ test("masters that ask for ranks get them whatever the join order; a second aski
 
 test("without a rank to ask for, peer_hello carries none (a root of an earlier version reads it as before)", () => {
   assert.equal("rank" in peerHello(TOKEN, "m1", SETUP), false);
-  assert.equal("rank" in peerHello(TOKEN, "m1", SETUP, 2), HELLO_CARRIES_RANK, "the rank travels exactly when the schema knows it");
+  assert.equal(peerHello(TOKEN, "m1", SETUP, 2).rank, 2, "a rank asked for travels in the hello");
 });

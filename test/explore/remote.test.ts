@@ -128,7 +128,7 @@ test("a result that arrives while the master shuts down (Ctrl-C) is consumed and
     assert.equal(ack.drain, true);
     d.conn.send({ type: "stop_ack", token: stop.token! });
     const r = await master.done;
-    assert.equal(r.code, 0, master.output());
+    assert.equal(r.code, 6, master.output()); // interrupted (docs/exit-codes.md)
     assert.equal(e.stats().observations, 1, "the late result counts");
     assert.match(master.output(), /worker shutdown: all 1 worker\(s\) acknowledged the stop/);
     d.conn.destroy();

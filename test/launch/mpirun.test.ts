@@ -11,7 +11,6 @@ import { assertBooksTrue, exitOwed } from "../helpers/books.ts";
 import { Campaign, CLI, distributedTable, waitFor } from "../helpers/campaign.ts";
 import { ExploreDir, MAZE, MAZE_SEEDS } from "../helpers/explore.ts";
 import { cpSync } from "node:fs";
-import { HELLO_CARRIES_RANK } from "../../src/explore/fleet/peers.ts";
 
 const MPIRUN = "/usr/bin/mpirun";
 const skip = existsSync(MPIRUN) ? false : "no /usr/bin/mpirun (Debian openmpi-bin)";
@@ -130,7 +129,7 @@ test("mpirun -n 4 --masters 2: two masters and two workers explore the maze to t
 
 // Master rank = launcher rank, however the joins race: each submaster asks for its rank in
 // peer_hello (the schema's optional `rank`, net/messages.ts).
-test("mpirun -n 5 --masters 3: launcher ranks 1 and 2 are master ranks 1 and 2; the maze's numbers are one host's", { ...TEST, skip: skip || (HELLO_CARRIES_RANK ? false : "peer_hello's schema has no rank field yet") }, async () => {
+test("mpirun -n 5 --masters 3: launcher ranks 1 and 2 are master ranks 1 and 2; the maze's numbers are one host's", TEST, async () => {
   const single = new ExploreDir();
   const multi = new ExploreDir();
   cleanups.push(() => single.cleanup(), () => multi.cleanup());

@@ -58,6 +58,8 @@ export class MasterLoop {
   constructor(private readonly o: MasterLoopOptions) {
     this.slots = new LocalSlots({ ...o.local, master: o.master, dispatchOpen: () => this.dispatchOpen(), onSettled: () => this.sleeper.wake() });
     o.signal.addEventListener("abort", () => this.sleeper.wake(), { once: true });
+    // A batch of results committed: the slots it freed are given work at once, not at the next turn.
+    o.master.onCommitted = () => this.sleeper.wake();
   }
 
   /** Ends the current pause at once (a result arrived, a worker left). */

@@ -111,7 +111,7 @@ export async function joinRootEpoch(
 ): Promise<JoinedRoot> {
   const rank = requestedRank();
   j.write(`fuzzfleet explore: joining the root master at ${role.join.host}:${role.join.port}${rank !== null ? ` as rank ${rank}` : ""}`);
-  const { joinRoot, HELLO_CARRIES_RANK } = await import("../fleet/peers.ts");
+  const { joinRoot } = await import("../fleet/peers.ts");
   const joined = await joinRoot({
     ...role.join,
     token: j.token,
@@ -120,7 +120,7 @@ export async function joinRootEpoch(
     joinTimeoutMs: (j.options.joinTimeoutSeconds ?? DEFAULT_JOIN_TIMEOUT_SECONDS) * 1000,
     signal: j.options.signal,
     log: j.write,
-    rank: HELLO_CARRIES_RANK ? rank : null,
+    rank,
   });
   if (!epochVisible(j.state, joined.epoch)) {
     joined.conn.destroy();

@@ -31,6 +31,10 @@ import { ADMIT_BATCH, MasterLoop } from "./master-loop.ts";
 import { ENDED, exhausted, exitCodeOf } from "./outcome.ts";
 import { JOIN_WAIT_SECONDS, joinRootEpoch, roleOf, rootToken, startEnding, type EndRounds, type Links, type Role, type StartedMaster } from "./roles.ts";
 import { computeStats, renderStats, type ExploreStats } from "./stats.ts";
+import { findStaleWork, staleWorkLines } from "../state/stale-work.ts";
+import type { UiAddress } from "../../ui/address.ts";
+import type { DashboardSnapshot } from "../../ui/source.ts";
+import { ExploreDashboardSource, serveExploreDashboard, type ExploreLive, type ServedExploreDashboard } from "./dashboard.ts";
 import { renderProblems, type Problem } from "../../core/problems.ts";
 
 export interface ExploreOptions {
@@ -76,6 +80,10 @@ export interface ExploreOptions {
   /** New crashes or hangs make the exit code 1 (--fail-on-findings). */
   failOnFindings?: boolean;
   write?: (line: string) => void;
+  /** --ui: serve the live dashboard and /metrics there. */
+  ui?: UiAddress | null;
+  /** The terminal view: given the campaign's snapshot, it takes every line written from then on until it is closed. */
+  view?: ((snapshot: () => DashboardSnapshot) => { line(text: string): void; close(): void }) | null;
   signal: AbortSignal;
 }
 
@@ -87,7 +95,11 @@ interface Place {
 }
 
 export async function explore(o: ExploreOptions): Promise<number> {
-  const write = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
+  const out = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
+  // Once the terminal view is up, every line goes above it.
+  let view: { line(text: string): void; close(): void } | null = null;
+  const write = (line: string) => (view ? view.line(line) : out(line));
+  let dashboard: ServedExploreDashboard | null = null;
   const startMs = performance.now();
   const now = () => performance.now();
   const budgets = o.budgets ?? DEFAULT_BUDGETS;
@@ -140,6 +152,8 @@ export async function explore(o: ExploreOptions): Promise<number> {
   // The lock holder starts before any master of its campaign publishes: temp files left there
   // belong to a publication that was killed.
   if (lock !== null) clearPublishTemps(corpusDir);
+  // Work directories of earlier campaigns that did not end cleanly: said, with how to resume or remove them.
+  if (lock !== null) for (const line of staleWorkLines(findStaleWork(state).filter((w) => w.epoch !== o.resumeEpoch))) write(line);
   let tokenFile: string | null = null;
   let nonce: Nonce | null = null;
   let keepState = true;
@@ -187,6 +201,40 @@ export async function explore(o: ExploreOptions): Promise<number> {
     nonce = writeNonce(join(workDir, `nonce-r${rank}`));
     const started: StartedMaster = { options: o, budgets, master, loop, found, nonce, setup, epoch, rank, graceMs, leaseTtlMs, now, log, write, rounds };
     const ending = await startEnding(role, started, links);
+    const live: ExploreLive = {
+      master,
+      leases,
+      corpusDir,
+      target: o.target,
+      epoch,
+      rank,
+      ranks,
+      role: role.kind,
+      ending: () => ending,
+      slots: o.slots,
+      remote: () => (links.remote ? { workers: links.remote.server.workers.values(), everyone: links.remote.server.everyone } : null),
+      peers: () =>
+        links.hub
+          ? links.hub.peers.map((p) => ({ rank: p.rank, host: p.host, lost: p.conn.closed }))
+          : links.rootLink
+            ? [{ rank: 0, host: role.kind === "participant" ? role.join.host : null, lost: links.rootLink.closed }]
+            : [],
+      maxIdleSeconds: o.maxIdleSeconds,
+      wallTimeoutSeconds: o.wallTimeoutSeconds,
+      leaseTtlMs,
+      heartbeatSeconds: Math.max(0.5, Math.min(5, leaseTtlMs / 4000)),
+      now,
+      startMs,
+    };
+    if (o.ui) {
+      dashboard = await serveExploreDashboard({ address: o.ui, live, found, stateDir: state, log });
+      tokenFile ??= dashboard.tokenFile;
+      for (const line of dashboard.banner) write(`  ${line}`);
+    }
+    if (o.view) {
+      const source = new ExploreDashboardSource({ title: corpusDir, live, files: null });
+      view = o.view(() => source.snapshot());
+    }
 
     if (o.resumeEpoch) {
       const replayed = master.replayCommitting();
@@ -200,6 +248,9 @@ export async function explore(o: ExploreOptions): Promise<number> {
 
     const end = await loop.run(links.remote, ending);
     const stop = await loop.shutdown(links.remote, end);
+    // The final statistics are printed on a clean screen.
+    view?.close();
+    view = null;
     master.close(); // the explored ledger is made durable before the statistics say what was explored
     const elapsed = (now() - startMs) / 1000;
     const problems = [...ending.problems, ...master.problems, ...stop];
@@ -225,6 +276,9 @@ export async function explore(o: ExploreOptions): Promise<number> {
     else if (!clean) write(`the frontier is not exhausted (${end}); continue with: --resume ${epoch}`);
     return exitCodeOf({ end, problems: problems.length, newFindings, failOnFindings: o.failOnFindings ?? false });
   } finally {
+    view?.close();
+    view = null;
+    await dashboard?.close();
     links.hub?.close();
     links.remote?.server.close();
     links.rootLink?.destroy();
@@ -262,7 +316,7 @@ function openMaster(m: {
     corpusDir: m.corpusDir,
     // The master hands its input directories to admission (master/admission.ts), which reads
     // every one of them; MasterOptions still names the field as for a single directory.
-    inputDir: (m.inputDirs.length === 1 ? m.inputDirs[0]! : m.inputDirs) as string,
+    inputDir: m.inputDirs.length === 1 ? m.inputDirs[0]! : m.inputDirs,
     stagingRoot: join(m.workDir, "staging", `r${rank}`),
     leases,
     epoch,

@@ -114,7 +114,7 @@ export function computeStats(s: StatsSources): ExploreStats {
     skipped_explored: master.skippedExplored,
     refused_inputs: c.refusedInputs,
     // Admission adds the field with the first symbolic link it refuses (master/admission.ts).
-    symlinked_inputs: (c as { symlinkedInputs?: number }).symlinkedInputs ?? 0,
+    symlinked_inputs: c.symlinkedInputs,
     findings: {
       crashes: records.filter((r) => r.kind === "crash").length,
       hangs: records.filter((r) => r.kind === "hang").length,

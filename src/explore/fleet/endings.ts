@@ -116,6 +116,12 @@ export class RootEnding implements Ending {
     this.q = new RootQuiescence({ peers: o.hub.peers.map((p) => p.rank), maxIdleMs: o.maxIdleMs, freshMs: STATUS_FRESH_MS });
   }
 
+  /** The root's quiescence phase while a decision is under way, as the dashboard shows it; null while it only watches. */
+  get phase(): string | null {
+    const p = this.q.phase;
+    return p === "watching" ? null : `quiescence: ${p}`;
+  }
+
   step(now: number, found: number): EndReason | null {
     if (this.ended) return this.ended;
     if (now - this.lastStatus >= STATUS_INTERVAL_MS) {
@@ -219,6 +225,11 @@ export class ParticipantEnding implements Ending {
     private readonly log: (line: string) => void,
   ) {
     this.p = new ParticipantQuiescence({ rank, root: 0 });
+  }
+
+  /** A submaster's part in the quiescence vote, as the dashboard shows it; null while no vote holds it. */
+  get phase(): string | null {
+    return this.p.left ? "left the campaign" : this.p.frozen ? "frozen (voted YES: a quiescence decision is pending)" : null;
   }
 
   step(now: number, found: number): EndReason | null {

@@ -24,7 +24,6 @@ import {
   FromRoot,
   HandshakeReply,
   PROTOCOL_VERSION,
-  PeerHello,
   Prove,
   Refuse,
   Roster,
@@ -87,16 +86,9 @@ function setupDifferences(mine: CampaignSetup, theirsText: string): string {
  */
 export function peerHello(token: string, host: string, setup: CampaignSetup, rank: number | null = null): PeerHelloFrame {
   const frame: PeerHelloFrame = { type: "peer_hello", token, protocol: PROTOCOL_VERSION, host, setup: setupHash(setup), setup_text: setupText(setup) };
-  // Asked only where the schema knows the field (HELLO_CARRIES_RANK); the caller says when it cannot.
-  if (rank !== null && HELLO_CARRIES_RANK) (frame as PeerHelloFrame & { rank?: number }).rank = rank;
+  if (rank !== null) frame.rank = rank;
   return encodeFrame(frame).length <= FIRST_FRAME_BYTES ? frame : { ...frame, setup_text: "" };
 }
-
-/**
- * Whether the wire schema of peer_hello has the optional `rank` a launched submaster asks for
- * (net/messages.ts): a root whose schema lacks it refuses a frame that carries one, so none is sent.
- */
-export const HELLO_CARRIES_RANK = "rank" in PeerHello.shape;
 
 export interface PeerLink {
   readonly rank: number;

@@ -27,7 +27,7 @@ export interface AdmissionOptions {
    * Counted here: refused entries and directory replacements, late inputs, and the symbolic links
    * among the refused entries (the field is added when the first one is seen).
    */
-  counters: { refusedInputs: number; lateInputs: number; symlinkedInputs?: number };
+  counters: { refusedInputs: number; lateInputs: number; symlinkedInputs: number };
   log: (line: string) => void;
   problem: (message: string) => void;
   integrity: (message: string) => void;
@@ -172,7 +172,7 @@ export class InputAdmission {
       if (source.refusedNames.has(name)) return;
       source.refusedNames.add(name);
       this.o.counters.refusedInputs++;
-      if (kind === "symlink") this.o.counters.symlinkedInputs = (this.o.counters.symlinkedInputs ?? 0) + 1;
+      if (kind === "symlink") this.o.counters.symlinkedInputs++;
       this.o.log(`input ${name} is ${refusedKind(kind)}: refused, never followed; put the file itself into ${source.path}`);
     });
     // A name that is no longer refused is reported again if it turns into a symlink once more.

@@ -20,6 +20,8 @@ export interface MasterCounters {
   lateInputs: number;
   /** Input entries refused because they are symlinks or special files (each name counted once), and input directory replacements. */
   refusedInputs: number;
+  /** Input files that were symbolic links: never followed, counted and reported. */
+  symlinkedInputs: number;
   /** Generated children this master claimed first (new to the campaign). */
   claimedChildren: number;
   /** Content completed by an earlier campaign on this corpus, passed over (unique hashes). */
@@ -40,6 +42,7 @@ export function noCounts(): MasterCounters {
     integrityErrors: 0,
     lateInputs: 0,
     refusedInputs: 0,
+    symlinkedInputs: 0,
     claimedChildren: 0,
     skippedExplored: 0,
   };

@@ -42,7 +42,8 @@ export type Ownership = "rendezvous" | "broadcast";
 
 export interface MasterOptions {
   corpusDir: string;
-  inputDir: string;
+  /** The input directories (-i, one or several). */
+  inputDir: string | readonly string[];
   /** <work>/staging: executor stages live in <stagingRoot>/<executor key>/<staging id>. */
   stagingRoot: string;
   leases: LeaseTable;
