@@ -152,7 +152,7 @@ async function runSubmaster(r: Rank, masterRank: number): Promise<number> {
   publish(jobDir(r.base, r.jobId), { job: r.jobId, rank: masterRank, role: "submaster", host: r.advertise, port, token: root.token });
   // explore --join asks the root for this rank (explore/command/roles.ts).
   process.env.FUZZFLEET_MASTER_RANK = String(masterRank);
-  const args = withoutResume(r.rest);
+  const args = statsPerRank(withoutResume(r.rest), masterRank);
   return runCommand("explore", ["explore", ...withFlags(args, ["--join", `${root.host}:${root.port}`, "--port", String(port), "--bind", r.bind])], r.o);
 }
 
@@ -225,6 +225,22 @@ function withoutResume(rest: string[]): string[] {
     else if (!(i < end && rest[i]!.startsWith("--resume="))) out.push(rest[i]!);
   }
   return out;
+}
+
+/**
+ * Every rank gets the same command line, but a submaster's --stats-json is its own share: it is
+ * written beside the root's file with the rank in its name (stats.json -> stats.r1.json), so the
+ * root's fleet view at the path the user named is never overwritten.
+ */
+function statsPerRank(rest: string[], rank: number): string[] {
+  const end = rest.indexOf("--") < 0 ? rest.length : rest.indexOf("--");
+  const ranked = (file: string) => file.replace(/(\.[^./]*)?$/, (ext) => `.r${rank}${ext}`);
+  return rest.map((a, i) => {
+    if (i >= end) return a;
+    if (i > 0 && rest[i - 1] === "--stats-json") return ranked(a);
+    if (a.startsWith("--stats-json=")) return `--stats-json=${ranked(a.slice("--stats-json=".length))}`;
+    return a;
+  });
 }
 
 /** `rest` with `flags` put before the target's `--`. */

@@ -93,7 +93,7 @@ test("two workers, one SIGKILLed while it holds a minimize unit: the unit is tak
     const [rc, rf] = await Promise.all([finished(coord, 90_000, "the coordinator"), finished(fast, 90_000, "the worker")]);
     assert.equal(rc.code, exitOwed(c, rc.stdout), rc.stdout + rc.stderr);
     assert.equal(rf.code, 0, rf.stdout + rf.stderr);
-    assert.match(rf.stdout, /minimize unit \d+ complete \(rc [01]\) in .* \(recorded\)/, "the worker ran and reported minimize units");
+    assert.match(rf.stdout, /minimize unit \d+: .* — complete \(rc [01]\) in .* \(recorded\)/, "the worker ran and reported minimize units");
     const fastId = c.one<{ id: number }>("SELECT MAX(id) AS id FROM worker WHERE session_id = (SELECT MAX(id) FROM session)").id;
     assert.ok(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM minimize_unit WHERE worker_id = ? AND status = 'complete'", fastId).n > 0);
     assert.equal(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM minimize_unit WHERE status IN ('running', 'leased')").n, 0, "nothing left held");

@@ -4,13 +4,12 @@
 // openmpi-bin).
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { assertBooksTrue, exitOwed } from "../helpers/books.ts";
 import { Campaign, CLI, distributedTable, waitFor } from "../helpers/campaign.ts";
 import { ExploreDir, MAZE, MAZE_SEEDS } from "../helpers/explore.ts";
-import { cpSync } from "node:fs";
 
 const MPIRUN = "/usr/bin/mpirun";
 const skip = existsSync(MPIRUN) ? false : "no /usr/bin/mpirun (Debian openmpi-bin)";
@@ -122,6 +121,10 @@ test("mpirun -n 4 --masters 2: two masters and two workers explore the maze to t
   assert.ok(want.observations > 50, `a maze worth exploring: ${want.observations} observations`);
   assert.equal(got.observations, want.observations, "every unique input ran exactly once, as on one host");
   assert.equal(got.generated, want.generated);
+  // The submaster's own share is beside the root's fleet view, never over it.
+  const share = JSON.parse(readFileSync(join(multi.dir, "stats.r1.json"), "utf8")) as { role: string; rank: number; observations: number };
+  assert.deepEqual([share.role, share.rank], ["submaster", 1]);
+  assert.ok(share.observations > 0 && share.observations < got.observations, `a share: ${share.observations} of ${got.observations}`);
   assert.deepEqual(multi.corpusFiles(), single.corpusFiles(), "the same corpus");
   const hidden = (e: ExploreDir) => readdirSync(join(e.corpus, ".fuzzfleet")).sort();
   assert.deepEqual(hidden(multi), hidden(single), "what a clean end leaves (the explored ledger), and no rendezvous, work directory or token");
@@ -196,7 +199,6 @@ function rankPid(rank: number): number | undefined {
   return undefined;
 }
 
-import { readFileSync, writeFileSync } from "node:fs";
 function readFileSyncSafe(path: string): string {
   return readFileSync(path, "utf8");
 }
