@@ -60,6 +60,7 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
                 token: o.token,
                 signal,
                 ui: o.ui === undefined ? null : parseUiAddress(o.ui),
+                live: process.stdout.isTTY === true && (process.stdout.columns ?? 0) > 0,
               }),
             { again },
           );

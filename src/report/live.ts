@@ -15,6 +15,17 @@ export interface LiveData {
   queued: { lane: string; seeds: number }[];
 }
 
+/**
+ * The coordinator's terminal view: the same picture as renderLive, cut to `maxLines` (the chunks
+ * in flight that do not fit are counted, not shown), so it redraws in place on any terminal.
+ */
+export function liveViewLines(d: LiveData, maxLines: number): string[] {
+  const lines = renderLive(d).replace(/\n$/, "").split("\n");
+  if (lines.length <= maxLines) return lines;
+  const kept = lines.slice(0, Math.max(1, maxLines - 1));
+  return [...kept, `  … ${lines.length - kept.length} more line(s): fuzzfleet status --master ${d.coordinator} shows them all`];
+}
+
 export function renderLive(d: LiveData): string {
   const out: string[] = [];
   out.push(

@@ -40,6 +40,11 @@ export interface ConsoleOptions {
   chunkFinds?: (a: Assignment) => number | null;
   /** Without a terminal: one status line this often (seconds); 0 or absent = none. */
   statusEverySeconds?: number;
+  /**
+   * What the live view shows in place of the chunk in hand: a coordinator's workers and chunks in
+   * flight (many at once), redrawn every second under the session line.
+   */
+  view?: () => string[];
 }
 
 /** The width of the live view's progress bar, in cells. */
@@ -158,6 +163,10 @@ export class SweepConsole implements EngineEvents {
 
   private redraw(): void {
     if (!this.o.live) return;
+    if (this.o.view) {
+      this.o.live([`  session  ${this.sessionText()}`, ...this.o.view()].join("\n"));
+      return;
+    }
     const chunk = this.chunkProgress();
     const filled = chunk ? Math.round(chunk.fraction * BAR_CELLS) : 0;
     const bar = `[${"#".repeat(filled)}${".".repeat(BAR_CELLS - filled)}]`;

@@ -12,7 +12,7 @@ import { SweepEngine } from "../engine/sweep-engine.ts";
 import { serverToken, type FoundToken } from "../net/token.ts";
 import { joinBanner, listenForWorkers, removeNonce, stopOutcomeWords, writeNonce, type AddressFlags, type Listening, type Nonce } from "../net/worker-service.ts";
 import { failuresData, renderFailures } from "../report/failures.ts";
-import { renderLive, type LiveData } from "../report/live.ts";
+import { liveViewLines, renderLive, type LiveData } from "../report/live.ts";
 import { saveSessionSummary, sessionSummary } from "../report/session-summary.ts";
 import { renderStatus, statusData } from "../report/status.ts";
 import { clock, SweepConsole } from "../report/sweep-console.ts";
@@ -33,8 +33,10 @@ export interface CoordinateOptions {
   bind: string | null;
   token: string | undefined;
   write?: (line: string) => void;
-  /** Seconds between live reports on the console. */
+  /** Seconds between live reports on the console (without a terminal view). */
   liveReportSeconds?: number;
+  /** Redraw a live view of the workers and chunks in flight (stdout is a terminal). */
+  live?: boolean;
   /** Aborted by Ctrl-C or SIGTERM (cli/stop-signals.ts): the session drains, then stops its workers. */
   signal: AbortSignal;
   /** Serve the live dashboard here (`--ui`); null = no dashboard. */
@@ -66,13 +68,25 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
   let status: "done" | "interrupted" = "interrupted";
   let nonce: Nonce | null = null;
   let liveTimer: NodeJS.Timeout | null = null;
+  let shown: SweepConsole | null = null;
   let dashboard: { server: Dashboard; banner: string[] } | null = null;
   // Closed in `finally` too: a coordinator that fails midway must not keep listening.
   let closeRemote: (() => void) | null = null;
   try {
     const found = serverToken({ flag: o.token, outDir: s.outDir });
     nonce = writeNonce(join(s.outDir, "tmp", `nonce-${s.sessionId}`));
-    const out = new SweepConsole({ live: null, write, remaining: () => (deadlineMs - performance.now()) / 1000, showWorker: true });
+    // log-update is only loaded when there is a terminal to redraw on.
+    const redraw = o.live ? (await import("log-update")).default : null;
+    // The view reads the engine and the worker service, which exist only below.
+    let view: () => string[] = () => [];
+    const out = new SweepConsole({
+      live: redraw,
+      write,
+      remaining: () => (deadlineMs - performance.now()) / 1000,
+      showWorker: true,
+      view: redraw ? () => view() : undefined,
+    });
+    shown = out;
     const engine = new SweepEngine({
       db: s.db,
       config: s.config,
@@ -163,11 +177,17 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
       });
       for (const line of dashboard.banner) write(`         ${line}`);
     }
-    liveTimer = setInterval(() => out.lines("\n" + renderLive(live())), (o.liveReportSeconds ?? 300) * 1000);
-    liveTimer.unref();
+    if (redraw) {
+      view = () => liveViewLines(live(), Math.max(4, (process.stdout.rows || 24) - 6));
+    } else {
+      liveTimer = setInterval(() => out.lines("\n" + renderLive(live())), (o.liveReportSeconds ?? 300) * 1000);
+      liveTimer.unref();
+    }
 
     const report = await remote.run(signal);
-    clearInterval(liveTimer);
+    if (liveTimer) clearInterval(liveTimer);
+    // The summary is printed on a clean screen.
+    out.close();
     status = signal.aborted ? "interrupted" : "done";
     const extra: string[] = [];
     if (report.scratchRemoved > 0) extra.push(`  scratch:       ${report.scratchRemoved} leftover chunk director(ies) removed`);
@@ -196,6 +216,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
     if (problems.length > 0) return EXIT.lifecycle;
     return engine.counts.newDistinct + engine.counts.reopened > 0 ? EXIT.newFailures : EXIT.ok;
   } finally {
+    shown?.close();
     await dashboard?.server.close();
     closeRemote?.();
     if (liveTimer) clearInterval(liveTimer);
