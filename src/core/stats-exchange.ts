@@ -5,8 +5,8 @@
 // arrive already checked against their wire schema (net/messages.ts); the ledgers decide what a
 // well-formed one means. The caller sends, receives and owns the deadline; a peer still silent at
 // the deadline is listed as pending and the exchange is incomplete (the campaign fails instead of
-// hanging). Each master's executors (local slots, remote workers) travel beside its report under
-// the report's token (fleetExecutors): the root sums only those of the reports it accepted.
+// hanging). Each master's executors (local slots, remote workers) are counters of its report like
+// the others, so the root's totals count every slot and worker of every master that reported.
 import assert from "node:assert/strict";
 import { asObject, HEX64, isCount } from "./message-checks.ts";
 
@@ -22,9 +22,13 @@ export interface MasterStats {
   external: number;
   /** Input files that arrived after this master froze discovery: left for a later campaign. */
   late: number;
+  /** Its local execution slots (-j). */
+  local_slots: number;
+  /** The remote workers it served. */
+  remote_workers: number;
 }
 
-/** stats {rank, token, observations, generated, interesting, external}, peer to root. */
+/** stats {rank, token, observations, generated, interesting, external, late, local_slots, remote_workers}, peer to root. */
 export interface StatsMessage extends MasterStats {
   rank: number;
   token: string;
@@ -53,8 +57,6 @@ export interface StatsOutcome {
   byMaster: Record<number, number>;
   /** Reports refused (naming another rank, duplicate, from a non-peer). */
   quarantined: number;
-  /** The token of each accepted report, by rank: what a master's executor report must carry. */
-  tokens: Record<number, string>;
 }
 
 /** The executors of one master: its local slots and the remote workers it served. */
@@ -63,38 +65,8 @@ export interface ExecutorCounts {
   remote_workers: number;
 }
 
-/** A master's executor report: its counts under the token of its statistics report. */
-export interface ExecutorReport extends ExecutorCounts {
-  token: string;
-}
-
-/**
- * The fleet's executors: the root's own plus every accepted peer's report whose token is that of
- * its accepted statistics report (a report from another exchange, or none, leaves the rank
- * `missing` and uncounted). `reports` are values as read, unchecked.
- */
-export function fleetExecutors(
-  own: ExecutorCounts,
-  tokens: Record<number, string>,
-  reports: Record<number, unknown>,
-): { total: ExecutorCounts; missing: number[] } {
-  assert.ok(isCount(own.local_slots) && isCount(own.remote_workers), `the root's executors must be non-negative integers, got ${JSON.stringify(own)}`);
-  const total = { local_slots: own.local_slots, remote_workers: own.remote_workers };
-  const missing: number[] = [];
-  for (const rank of Object.keys(tokens).map(Number).sort((a, b) => a - b)) {
-    const r = asObject(reports[rank]);
-    if (r === null || r.token !== tokens[rank] || !isCount(r.local_slots) || !isCount(r.remote_workers)) {
-      missing.push(rank);
-      continue;
-    }
-    total.local_slots += r.local_slots;
-    total.remote_workers += r.remote_workers;
-  }
-  return { total, missing };
-}
-
 const TOKEN = HEX64;
-const FIELDS = ["observations", "generated", "interesting", "external", "late"] as const;
+const FIELDS = ["observations", "generated", "interesting", "external", "late", "local_slots", "remote_workers"] as const;
 
 export class StatsCollector {
   /** Refused reports by class: `duplicate`, `foreign` (naming another rank than its sender), `unowned`. */
@@ -138,7 +110,6 @@ export class StatsCollector {
     const byMaster: Record<number, number> = { [this.rank]: this.own.observations };
     const received: number[] = [];
     const pending: number[] = [];
-    const tokens: Record<number, string> = {};
     for (const p of this.peers) {
       const r = this.reports.get(p);
       if (!r) {
@@ -146,13 +117,12 @@ export class StatsCollector {
         continue;
       }
       received.push(p);
-      tokens[p] = r.token;
       for (const f of FIELDS) totals[f] += r[f];
       byMaster[p] = r.observations;
     }
     const quarantined = Object.values(this.counters).reduce((a, b) => a + b, 0);
     const complete = pending.length === 0;
-    return { complete, settled: complete || now >= deadline, received, pending, totals, byMaster, quarantined, tokens };
+    return { complete, settled: complete || now >= deadline, received, pending, totals, byMaster, quarantined };
   }
 
   private quarantine<C extends StatsClass>(cls: C): C {
@@ -213,5 +183,13 @@ function isMasterStats(v: unknown): v is MasterStats {
 }
 
 function pickStats(s: MasterStats): MasterStats {
-  return { observations: s.observations, generated: s.generated, interesting: s.interesting, external: s.external, late: s.late };
+  return {
+    observations: s.observations,
+    generated: s.generated,
+    interesting: s.interesting,
+    external: s.external,
+    late: s.late,
+    local_slots: s.local_slots,
+    remote_workers: s.remote_workers,
+  };
 }

@@ -273,6 +273,8 @@ export const Stats = z.strictObject({
   interesting: count,
   external: count,
   late: count,
+  local_slots: count,
+  remote_workers: count,
 });
 export const StatsAck = z.strictObject({ type: z.literal("stats_ack"), rank, token: token64 });
 /** The root's end of the final rendezvous: the shared state is settled, submasters may exit. */

@@ -2,14 +2,14 @@
 // per-master breakdown, quarantine of anything else (malformed frames are the wire schema's), and a bounded wait that names the silent.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { fleetExecutors, StatsCollector, StatsSender } from "../../src/core/stats-exchange.ts";
+import { StatsCollector, StatsSender } from "../../src/core/stats-exchange.ts";
 import { FromPeer, FromRoot } from "../../src/net/messages.ts";
 
 const T = (c: string) => c.repeat(64);
 
-const ROOT = { observations: 7, generated: 10, interesting: 3, external: 2, late: 0 };
-const PEER1 = { observations: 3, generated: 4, interesting: 2, external: 0, late: 1 };
-const PEER2 = { observations: 5, generated: 6, interesting: 1, external: 1, late: 0 };
+const ROOT = { observations: 7, generated: 10, interesting: 3, external: 2, late: 0, local_slots: 2, remote_workers: 0 };
+const PEER1 = { observations: 3, generated: 4, interesting: 2, external: 0, late: 1, local_slots: 1, remote_workers: 4 };
+const PEER2 = { observations: 5, generated: 6, interesting: 1, external: 1, late: 0, local_slots: 0, remote_workers: 3 };
 
 test("the root sums every report with its own and acknowledges each peer with its exact token", () => {
   const c = new StatsCollector({ rank: 0, own: ROOT, peers: [2, 1] });
@@ -21,10 +21,9 @@ test("the root sums every report with its own and acknowledges each peer with it
     settled: false,
     received: [2],
     pending: [1],
-    totals: { observations: 12, generated: 16, interesting: 4, external: 3, late: 0 },
+    totals: { observations: 12, generated: 16, interesting: 4, external: 3, late: 0, local_slots: 2, remote_workers: 3 },
     byMaster: { 0: 7, 2: 5 },
     quarantined: 0,
-    tokens: { 2: T("b") },
   });
   const last = c.onStats(1, s1.message(PEER1));
   assert.deepEqual(last, {
@@ -39,10 +38,9 @@ test("the root sums every report with its own and acknowledges each peer with it
     settled: true,
     received: [1, 2],
     pending: [],
-    totals: { observations: 15, generated: 20, interesting: 6, external: 3, late: 1 },
+    totals: { observations: 15, generated: 20, interesting: 6, external: 3, late: 1, local_slots: 3, remote_workers: 7 },
     byMaster: { 0: 7, 1: 3, 2: 5 },
     quarantined: 0,
-    tokens: { 1: T("a"), 2: T("b") },
   });
   for (const [sender, ack] of [[s1, last.acks[0]], [s2, last.acks[1]]] as const) {
     assert.equal(sender.onAck(ack), "exact");
@@ -69,6 +67,8 @@ test("malformed statistics frames never reach the ledgers: the one wire check re
     { ...good, generated: -1 },
     { ...good, interesting: 1.5 },
     { ...good, external: true },
+    { ...good, local_slots: -1 },
+    { ...good, remote_workers: undefined },
     { ...good, observations: undefined },
     { ...good, token: "abc" },
     { ...good, extra: 0 },
@@ -91,10 +91,9 @@ test("a silent peer is listed as pending and the exchange settles incomplete at 
     settled: false,
     received: [1],
     pending: [2],
-    totals: { observations: 10, generated: 14, interesting: 5, external: 2, late: 1 },
+    totals: { observations: 10, generated: 14, interesting: 5, external: 2, late: 1, local_slots: 3, remote_workers: 4 },
     byMaster: { 0: 7, 1: 3 },
     quarantined: 1,
-    tokens: { 1: T("a") },
   });
   const late = c.outcome(150, 150);
   assert.deepEqual([late.complete, late.settled, late.received, late.pending], [false, true, [1], [2]]);
@@ -135,20 +134,3 @@ test("senders refuse bad tokens and bad counters", () => {
   assert.throws(() => new StatsCollector({ rank: 0, own: ROOT, peers: [0, 1] }), /other than the root's/);
 });
 
-test("the fleet's executors: the root's own plus each accepted report's, only under that report's token", () => {
-  const t1 = "1".repeat(64);
-  const t2 = "2".repeat(64);
-  const c = new StatsCollector({ rank: 0, own: { observations: 1, generated: 0, interesting: 0, external: 1, late: 0 }, peers: [1, 2, 3] });
-  c.onStats(1, { rank: 1, token: t1, observations: 2, generated: 0, interesting: 0, external: 1, late: 0 });
-  c.onStats(2, { rank: 2, token: t2, observations: 3, generated: 0, interesting: 0, external: 1, late: 0 });
-  const out = c.outcome(0, 1);
-  assert.deepEqual(out.tokens, { 1: t1, 2: t2 }, "rank 3 never reported: no token");
-  const own = { local_slots: 2, remote_workers: 1 };
-  const fleet = fleetExecutors(own, out.tokens, {
-    1: { token: t1, local_slots: 3, remote_workers: 4 },
-    2: { token: "9".repeat(64), local_slots: 100, remote_workers: 100 },
-    3: { token: t1, local_slots: 7, remote_workers: 0 },
-  });
-  assert.deepEqual(fleet, { total: { local_slots: 5, remote_workers: 5 }, missing: [2] }, "rank 2's report is from another exchange; rank 3 is not an accepted reporter");
-  assert.deepEqual(fleetExecutors(own, out.tokens, { 1: { token: t1, local_slots: -1, remote_workers: 0 }, 2: "junk" }).missing, [1, 2]);
-});

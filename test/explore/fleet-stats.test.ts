@@ -1,5 +1,5 @@
 // Honest statistics with several masters: the root's executors line counts every slot of every
-// master (each submaster's executors reach it beside its statistics), and a submaster honours
+// master (each submaster's executors are counters of its statistics report), and a submaster honours
 // --stats-json with its own view.
 import assert from "node:assert/strict";
 import { join } from "node:path";

@@ -193,14 +193,15 @@ test("the statistics round over the links: the root totals every master's counts
   void readRoot(sub.conn, 20_000, (f) => inbox.sub.push({ rank: 0, frame: f }), (why) => (lost = why));
   const now = () => performance.now();
   const [rootOut, subOut] = await Promise.all([
-    rootStats({ hub: r.hub, master: counts(5, 7), late: 0, graceMs: 20_000, inbox: inbox.root, now, log: (l) => r.lines.push(l) }).then((out) => {
+    rootStats({ hub: r.hub, master: counts(5, 7), late: 0, graceMs: 20_000, inbox: inbox.root, now, log: (l) => r.lines.push(l), executors: { local_slots: 2, remote_workers: 1 } }).then((out) => {
       r.hub.broadcast({ type: "release", token: EPOCH });
       return out;
     }),
-    participantStats({ conn: sub.conn, rank: sub.rank, master: counts(3, 4), late: 2, graceMs: 20_000, finalizeMs: 20_000, inbox: inbox.sub, lost: () => lost, log: () => undefined }),
+    participantStats({ conn: sub.conn, rank: sub.rank, master: counts(3, 4), late: 2, graceMs: 20_000, finalizeMs: 20_000, inbox: inbox.sub, lost: () => lost, log: () => undefined, executors: { local_slots: 3, remote_workers: 4 } }),
   ]);
   assert.deepEqual(rootOut.problems, []);
-  assert.deepEqual(rootOut.totals, { observations: 8, generated: 11, interesting: 2, external: 0, late: 2 });
+  assert.deepEqual(rootOut.totals, { observations: 8, generated: 11, interesting: 2, external: 0, late: 2, local_slots: 5, remote_workers: 5 });
+  assert.deepEqual(rootOut.executors, { local_slots: 5, remote_workers: 5 }, "every slot and worker of both masters");
   assert.deepEqual(rootOut.byMaster, { 0: 5, 1: 3 });
   assert.deepEqual(subOut, { problems: [], timedOut: false });
   sub.conn.destroy();

@@ -357,7 +357,6 @@ async function finishParticipant(e: Ended, links: Links): Promise<number> {
   const { participantStats } = await import("../fleet/stats-round.ts");
   const r = await participantStats({
     executors: { local_slots: o.slots, remote_workers: links.remote?.server.everyone.length ?? 0 },
-    workDir: e.workDir,
     conn: links.rootLink!,
     rank,
     master,
@@ -407,7 +406,7 @@ async function finalStatistics(e: Ended, links: Links): Promise<void> {
   if (links.hub) {
     const { rootStats } = await import("../fleet/stats-round.ts");
     const own = { local_slots: executors.local, remote_workers: executors.remote };
-    const r = await rootStats({ hub: links.hub, master, late: e.late, graceMs, inbox: rounds.inbox, now, log, executors: own, workDir: e.workDir });
+    const r = await rootStats({ hub: links.hub, master, late: e.late, graceMs, inbox: rounds.inbox, now, log, executors: own });
     e.problems.push(...r.problems);
     // The fleet's executors: every slot and worker of every master that reported.
     const fleet = { local: r.executors.local_slots, remote: r.executors.remote_workers };

@@ -4,14 +4,9 @@
 // a silent master is named, and the campaign exits 70 (71 when the final rendezvous times out).
 // Each wait is woken by what the masters' links bring (a frame, a loss) or ends at its deadline.
 //
-// Each submaster's executors (local slots, remote workers) reach the root beside its statistics:
-// the submaster writes them, under the token of its report, into the campaign's work directory
-// (which every master sees at the same path) before it sends the report; the root reads those of
-// the reports it accepted, so its `executors` line counts every slot of every master.
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { fleetExecutors, StatsCollector, StatsSender, type ExecutorCounts, type MasterStats } from "../../core/stats-exchange.ts";
-import { writeFileAtomic } from "../state/durable.ts";
+// Each master's executors (local slots, remote workers) are counters of its report, so the root's
+// `executors` line counts every slot and worker of every master that reported.
+import { StatsCollector, StatsSender, type ExecutorCounts, type MasterStats } from "../../core/stats-exchange.ts";
 import type { Connection } from "../../net/connection.ts";
 import type { FromPeerT, FromRootT } from "../../net/messages.ts";
 import type { ExploreMaster } from "../master/master.ts";
@@ -22,22 +17,9 @@ import { problem, type Problem } from "../../core/problems.ts";
 /** Frames of the final rounds, as the wire schemas checked them, by the rank they came from. */
 export type Inbox = { rank: number; frame: FromPeerT | FromRootT }[];
 
-/** Where master `rank` leaves its executor report for the root. */
-export function executorReportPath(workDir: string, rank: number): string {
-  return join(workDir, `executors-r${rank}.json`);
-}
-
-function readReport(path: string): unknown {
-  try {
-    return JSON.parse(readFileSync(path, "utf8"));
-  } catch {
-    return null;
-  }
-}
-
-function ownStats(master: ExploreMaster, late: number): MasterStats {
+function ownStats(master: ExploreMaster, late: number, executors: ExecutorCounts): MasterStats {
   const c = master.counters;
-  return { observations: c.observations, generated: c.generated, interesting: c.claimedChildren, external: master.external.size, late };
+  return { observations: c.observations, generated: c.generated, interesting: c.claimedChildren, external: master.external.size, late, ...executors };
 }
 
 export async function rootStats(o: {
@@ -48,11 +30,10 @@ export async function rootStats(o: {
   inbox: Inbox;
   now: () => number;
   log: (line: string) => void;
-  /** The root's own executors, and the work directory where the others' reports are (without: the root's alone). */
-  executors?: ExecutorCounts;
-  workDir?: string;
+  /** The root's own executors. */
+  executors: ExecutorCounts;
 }): Promise<{ problems: Problem[]; totals: MasterStats; byMaster: Record<number, number>; executors: ExecutorCounts }> {
-  const collector = new StatsCollector({ rank: 0, own: ownStats(o.master, o.late), peers: o.hub.peers.map((p) => p.rank) });
+  const collector = new StatsCollector({ rank: 0, own: ownStats(o.master, o.late, o.executors), peers: o.hub.peers.map((p) => p.rank) });
   const deadline = o.now() + o.graceMs;
   for (;;) {
     for (const item of o.inbox.splice(0)) {
@@ -72,12 +53,8 @@ export async function rootStats(o: {
         const peer = o.hub.peers.find((p) => p.rank === r);
         return problem("statistics", `master rank ${r}${peer ? ` (${peer.host})` : ""} sent no statistics${peer?.lost ? ` (lost: ${peer.lost})` : ` within ${Math.round(o.graceMs / 1000)}s`}`);
       });
-      const reports: Record<number, unknown> = {};
-      const workDir = o.workDir;
-      if (workDir !== undefined) for (const rank of out.received) reports[rank] = readReport(executorReportPath(workDir, rank));
-      const fleet = fleetExecutors(o.executors ?? { local_slots: 0, remote_workers: 0 }, out.tokens, reports);
-      if (fleet.missing.length > 0) o.log(`executors of master(s) ${fleet.missing.join(", ")} unknown (no report beside their statistics): not counted`);
-      return { problems, totals: out.totals, byMaster: out.byMaster, executors: fleet.total };
+      const executors = { local_slots: out.totals.local_slots, remote_workers: out.totals.remote_workers };
+      return { problems, totals: out.totals, byMaster: out.byMaster, executors };
     }
     await o.hub.nextEvent(Math.max(1, deadline - o.now()));
   }
@@ -93,21 +70,12 @@ export async function participantStats(o: {
   inbox: Inbox;
   lost: () => string | null;
   log: (line: string) => void;
-  /** This master's executors, and the work directory where the root looks for them (without: none left). */
-  executors?: ExecutorCounts;
-  workDir?: string;
+  /** This master's executors. */
+  executors: ExecutorCounts;
 }): Promise<{ problems: Problem[]; timedOut: boolean }> {
   const sender = new StatsSender(o.rank, randomToken());
-  if (o.executors && o.workDir !== undefined) {
-    try {
-      writeFileAtomic(executorReportPath(o.workDir, o.rank), JSON.stringify({ token: sender.token, ...o.executors }) + "\n");
-    } catch (err) {
-      // The root then counts this master's executors as unknown; the statistics still go.
-      o.log(`could not leave the executor report for the root: ${(err as Error).message}`);
-    }
-  }
   try {
-    o.conn.send({ type: "stats", ...sender.message(ownStats(o.master, o.late)) });
+    o.conn.send({ type: "stats", ...sender.message(ownStats(o.master, o.late, o.executors)) });
   } catch (err) {
     return { problems: [problem("statistics", `could not send statistics to the root: ${(err as Error).message}`)], timedOut: false };
   }
