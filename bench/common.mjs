@@ -17,6 +17,13 @@ export const SPAWN_ADDON = join(ROOT, "build", "Release", "fuzzfleet_spawn.node"
  * Source for a probe preload: `${totals}` = {name: [calls, ms]}, `add(name, ms)` and
  * `timed(name, fn)`, which wraps fn so that each call's duration on performance.now() is added.
  */
+/** The seconds of a duration as fuzzfleet prints it: "1.2s", "12s", "1m02s", "1h02m". */
+export function parseShownSeconds(text) {
+  const m = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?$/.exec(text);
+  if (!m || text === "") throw new Error(`not a duration as fuzzfleet prints one: ${JSON.stringify(text)}`);
+  return Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0);
+}
+
 export function timedCallsSource(totals) {
   return `const ${totals} = {};
 const add = (name, ms) => {

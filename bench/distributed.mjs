@@ -140,23 +140,23 @@ async function runDistributed(o, env, dir, bootstrapSeeds) {
   const out = workers.map((w, i) => {
     const id = Number(/attached to \S+ as #(\d+)/.exec(w.output())?.[1]);
     const mine = chunks.filter((ch) => ch.workerId === id);
-    const finished = w.lines.filter((l) => /^\s+chunk \d+ complete .*\(recorded\)$/.test(l.line));
+    // One line per chunk, written once its report was acknowledged: "chunk N: … — complete (rc 0) in 1.2s (recorded)".
+    const finished = w.lines.filter((l) => /^\s+chunk \d+: .* — complete .*\(recorded\)$/.test(l.line));
     if (finished.length !== mine.length) throw new Error(`worker ${i + 1} logged ${finished.length} recorded chunks, the store has ${mine.length}`);
     const attached = w.lines.find((l) => /attached to/.test(l.line));
-    const firstStart = w.lines.find((l) => /^\s+chunk \d+: /.test(l.line));
     const lineAt = (re) => w.lines.find((l) => re.test(l.line))?.at ?? null;
-    // Per chunk, on the bench's clock: the worker's "chunk N:" line (just before the spawn) and its
-    // "chunk N complete" line (just after the coordinator's ack of the done).
+    // Per chunk: when the coordinator assigned it (the store's started_at; same host, same wall
+    // clock as the bench's) and the worker's line for it (just after the coordinator's ack of the done).
     let previousReport = null;
     const timeline = mine.map((ch) => {
-      const startedAt = lineAt(new RegExp(`^\\s+chunk ${ch.id}: `));
-      const reportedAt = lineAt(new RegExp(`^\\s+chunk ${ch.id} complete `));
+      const startedAt = ch.startedAtMs;
+      const reportedAt = lineAt(new RegExp(`^\\s+chunk ${ch.id}: .* — complete `));
       const t = {
         chunkId: ch.id,
         startedSeconds: (startedAt - w.startedAtMs) / 1000,
-        // want -> assign -> spawn, after the previous chunk's ack
+        // the previous chunk's ack -> want -> assign
         beforeStartMs: previousReport === null ? null : startedAt - previousReport,
-        // generator exit -> done -> coordinator's ingest and commit -> ack
+        // assign -> spawn, and generator exit -> done -> coordinator's ingest and commit -> ack
         afterExitMs: reportedAt - startedAt - ch.childSeconds * 1000,
       };
       previousReport = reportedAt;
@@ -171,8 +171,8 @@ async function runDistributed(o, env, dir, bootstrapSeeds) {
       spanSeconds: (finished.at(-1).at - w.startedAtMs) / 1000,
       timeline,
       attachSeconds: (attached.at - w.startedAtMs) / 1000,
-      // Process start -> first chunk handed to the generator: Node, the CLI, dial, handshake, first want.
-      firstChunkSeconds: (firstStart.at - w.startedAtMs) / 1000,
+      // Process start -> first chunk assigned: Node, the CLI, dial, handshake, first want.
+      firstChunkSeconds: (Math.min(...mine.map((ch) => ch.startedAtMs)) - w.startedAtMs) / 1000,
       exitSeconds: (workerEnds[i].exitedAtMs - w.startedAtMs) / 1000,
     };
   });
@@ -319,7 +319,7 @@ function reportEfficiency(result) {
   }
   const all = rounds.flatMap((r) => r.dist.workers.flatMap((w) => w.timeline));
   console.log(
-    `per chunk, median: generator exit -> ack ${f1(median(all.map((t) => t.afterExitMs)))} ms; previous ack -> next chunk running ` +
+    `per chunk, median: assigned -> ack, less the generator run ${f1(median(all.map((t) => t.afterExitMs)))} ms; previous ack -> next chunk assigned (negative: assigned while the previous ran) ` +
       `${f1(median(all.filter((t) => t.beforeStartMs !== null).map((t) => t.beforeStartMs)))} ms`,
   );
   if (total.stalls > 0) {
@@ -331,7 +331,7 @@ function reportEfficiency(result) {
     console.log(`each worker's chunks alone (other core idle): ${f1(total.isolatedSeedsPerSec)} seeds/s summed -> efficiency vs that ${f4(total.efficiencyVsIsolated)}`);
   }
   console.log(
-    `worker start-up (process start -> first chunk running): ${ms(total.workerStartupSeconds)} median; ` +
+    `worker start-up (process start -> first chunk assigned): ${ms(total.workerStartupSeconds)} median; ` +
       `per chunk outside the generator: worker ${f1(total.betweenChunksMs)} ms, bash loop ${f1(total.directBetweenChunksMs)} ms`,
   );
   console.log(`generator slower under the worker than in bash: ${f1(total.generatorSlowerMsPerChunk)} ms/chunk (load noise when it changes sign)`);

@@ -18,7 +18,7 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { benchmarkMain, CLI, epochMs, f0, f1, f2, int, parseOptions, printTable, processCpuSeconds, sleep, startProcess } from "./common.mjs";
+import { benchmarkMain, CLI, epochMs, f0, f1, f2, int, parseOptions, parseShownSeconds, printTable, processCpuSeconds, sleep, startProcess } from "./common.mjs";
 import { campaignToml } from "./planted.mjs";
 
 const TARGET_MB = 150;
@@ -205,14 +205,13 @@ function honestRate(worker, kind) {
     if (kind === "explore") {
       return worker.lines.filter((l) => l.at >= fromMs && l.at < toMs && l.line.endsWith("(committed)")).length / seconds;
     }
-    const started = new Map();
     let seeds = 0;
     for (const { at, line } of worker.lines) {
-      const s = /^ {2}chunk (\d+): \S+ seeds [\d,]+\.\.[\d,]+ \(([\d,]+)\)$/.exec(line);
-      if (s) started.set(s[1], { at, seeds: Number(s[2].replaceAll(",", "")) });
-      const d = /^ {2}chunk (\d+) complete .*\(recorded\)$/.exec(line);
-      const run = d && started.get(d[1]);
-      if (!run) continue;
+      // One line per chunk, once acknowledged: "chunk N: lane seeds a..b (n) — complete (rc 0) in 1.2s (recorded)";
+      // the run is placed by its time before the line.
+      const d = /^ {2}chunk \d+: \S+ seeds [\d,]+\.\.[\d,]+ \(([\d,]+)\) — complete .* in (\S+) \(recorded\)$/.exec(line);
+      if (!d) continue;
+      const run = { at: at - parseShownSeconds(d[2]) * 1000, seeds: Number(d[1].replaceAll(",", "")) };
       const inside = Math.max(0, Math.min(at, toMs) - Math.max(run.at, fromMs));
       seeds += at > run.at ? (run.seeds * inside) / (at - run.at) : 0;
     }
@@ -246,7 +245,7 @@ stop_grace_seconds = 20
   const server = startProcess([...base, "coordinate", "--for", "2h", "--yes", "--token", TOKEN], { cwd: campaign, env });
   const port = Number((await server.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 60_000, "the coordinator to listen"))[1]);
   const worker = startProcess([...base, "worker", "--master", `127.0.0.1:${port}`, "--token", TOKEN, "-j", "1"], { cwd: campaign, env });
-  await worker.waitFor(/^ {2}chunk \d+ complete/m, 120_000, "the honest worker's first chunk");
+  await worker.waitFor(/^ {2}chunk \d+: .* — complete/m, 120_000, "the honest worker's first chunk");
   return { name: "coordinator", unit: "seeds/s", process: server, worker, pid: server.pid, port, rate: honestRate(worker, "sweep") };
 }
 

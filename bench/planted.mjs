@@ -76,7 +76,7 @@ export function readChunks(dbPath) {
   try {
     const rows = db
       .prepare(
-        `SELECT c.id, c.worker_id, c.seed_from, c.seed_to, c.status, c.seconds, c.finds, c.quarantine, l.name AS lane, l.params_json
+        `SELECT c.id, c.worker_id, c.seed_from, c.seed_to, c.status, c.seconds, c.finds, c.quarantine, c.started_at, l.name AS lane, l.params_json
            FROM chunk c JOIN lane l ON l.id = c.lane_id
           WHERE c.session_id = (SELECT MAX(id) FROM session)
           ORDER BY c.id`,
@@ -93,6 +93,8 @@ export function readChunks(dbPath) {
         seedTo: r.seed_to,
         seeds: r.seed_to - r.seed_from + 1,
         childSeconds: r.seconds,
+        /** When the coordinator assigned it (its wall clock, ms since the epoch). */
+        startedAtMs: Date.parse(r.started_at),
         finds: r.finds,
         quarantine: r.quarantine,
       };

@@ -50,7 +50,9 @@ export class SweepRunner implements UnitRunner<SweepUnit> {
   finished(u: SweepUnit, report: Frame, note: string): string {
     const d = report as Extract<Frame, { type: "done" }>;
     const what = isMinimize(u) ? `minimize unit ${u.unit_id}` : `chunk ${u.chunk_id}`;
-    return `  ${what} ${d.outcome}${d.rc !== null ? ` (rc ${d.rc})` : ""} in ${formatDuration(d.elapsed)} (${note})`;
+    // Under a minute to a tenth of a second: a log read afterwards (benchmarks do) can place the run.
+    const took = d.elapsed < 60 ? `${d.elapsed.toFixed(1)}s` : formatDuration(d.elapsed);
+    return `  ${what} ${d.outcome}${d.rc !== null ? ` (rc ${d.rc})` : ""} in ${took} (${note})`;
   }
 
   cleanup(u: SweepUnit): void {
