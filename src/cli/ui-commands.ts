@@ -1,7 +1,8 @@
 // Commands that show a campaign while nothing runs: `ui` serves the dashboard read-only (a sweep
 // from its store; an explore campaign, with --corpus, from the files beside its corpus),
-// `report -o DIR` writes a sweep's as a static HTML file. They open the store read-only (never
-// creating or migrating it), write nothing beside a corpus, and take no lock.
+// `report -o DIR` writes a sweep's as a static HTML file (with --corpus, an explore campaign's).
+// They open the store read-only (never creating or migrating it), write nothing beside a corpus,
+// and take no lock.
 import { existsSync, lstatSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command } from "commander";
@@ -16,6 +17,7 @@ import { stateDir } from "../explore/state/work-dir.ts";
 import { SweepDashboardSource } from "../report/dashboard-sweep.ts";
 import { ExploreCampaignFiles } from "../report/explore-files.ts";
 import { openStore } from "../store/db.ts";
+import { exploreStaticReportHtml, refuseNonExploreCorpus, refuseOutputInCorpus } from "../report/explore-static-report.ts";
 import { staticReportHtml, writeStaticReport } from "../report/static-report.ts";
 import { parseUiAddress } from "../ui/address.ts";
 import { isLoopbackHost, startDashboard } from "../ui/server.ts";
@@ -83,10 +85,19 @@ export function registerUiCommands(program: Command): void {
 
   program
     .command("report")
-    .description("write the dashboard's page and plots as one static HTML file, from the store alone")
-    .requiredOption("-o, --output <dir>", "directory to write index.html into (created if missing)")
+    .description("write the dashboard's page and plots as one static HTML file: a sweep's from its store alone, or with --corpus an explore campaign's from its files")
+    .requiredOption("-o, --output <dir>", "directory to write index.html into (created if missing; never inside the corpus)")
+    .option("--corpus <corpus-dir>", "an explore campaign instead: read its corpus, findings, explored ledger and lease records (nothing is written there)")
     .action(
-      action<{ output: string }>((o) => {
+      action<{ output: string; corpus?: string }>((o) => {
+        if (o.corpus !== undefined) {
+          const corpus = exploreCorpus(o.corpus);
+          refuseNonExploreCorpus(corpus);
+          refuseOutputInCorpus(o.output, corpus);
+          const path = writeStaticReport(o.output, exploreStaticReportHtml(corpus, `fuzzfleet explore report — ${corpus}`));
+          process.stdout.write(`wrote ${path}\n`);
+          return EXIT.ok;
+        }
         const paths = campaignPaths(o);
         refuseIfRemoteCampaign(paths.outDir, "report");
         storeOrRefuse(paths.dbPath);

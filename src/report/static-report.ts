@@ -1,6 +1,7 @@
-// `fuzzfleet report -o DIR`: the dashboard's page as one self-contained HTML file, from the store
-// alone — the snapshot, the first failures' reports and uPlot inlined, no server and no network —
-// so it can be attached to a bug report or a paper, like afl-plot's output.
+// `fuzzfleet report -o DIR`: the dashboard's page as one self-contained HTML file, from a sweep's
+// store alone — the snapshot, the first failures' reports and uPlot inlined, no server and no network —
+// so it can be attached to a bug report or a paper, like afl-plot's output. An explore campaign's
+// counterpart (`report --corpus`) is src/report/explore-static-report.ts.
 import { closeSync, constants, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -22,11 +23,13 @@ export function staticReportHtml(db: Db, outDir: string, title: string): string 
       const d = source.failureDetail(f.id);
       return d ? [d] : [];
     });
+  return pageHtml({ title, embedded: { snapshot, details, ...inlinedUplot() } });
+}
+
+/** uPlot's script and stylesheet, to inline in a page that loads nothing from anywhere. */
+export function inlinedUplot(): { uplotJs: string; uplotCss: string } {
   const uplot = dirname(createRequire(import.meta.url).resolve("uplot/dist/uPlot.iife.min.js"));
-  return pageHtml({
-    title,
-    embedded: { snapshot, details, uplotJs: readFileSync(join(uplot, "uPlot.iife.min.js"), "utf8"), uplotCss: readFileSync(join(uplot, "uPlot.min.css"), "utf8") },
-  });
+  return { uplotJs: readFileSync(join(uplot, "uPlot.iife.min.js"), "utf8"), uplotCss: readFileSync(join(uplot, "uPlot.min.css"), "utf8") };
 }
 
 /** Writes DIR/index.html (DIR created if missing); an index.html that is a symlink is refused, never followed. */
