@@ -18,7 +18,8 @@ import { printable } from "../core/log-lines.ts";
 import type { CampaignFiles } from "../explore/command/dashboard.ts";
 import { listCorpus } from "../explore/state/corpus.ts";
 import { FindingsStore, findingsDir, type FindingRecord } from "../explore/state/findings.ts";
-import { LeaseTable, type LeaseRecord } from "../explore/state/lease-table.ts";
+import { readLeaseRecordsNoWrite } from "../explore/state/lease-journal.ts";
+import type { LeaseRecord } from "../explore/state/lease-table.ts";
 import { ledgerDir } from "../explore/state/ledger.ts";
 import { stateDir } from "../explore/state/work-dir.ts";
 import { PinnedDir } from "../files/pinned-dir.ts";
@@ -176,8 +177,8 @@ export class ExploreCampaignFiles implements CampaignFiles {
       return null;
     }
     try {
-      // The directory exists, so the table creates nothing; its scan opens every record without following a link.
-      return new LeaseTable({ root, durability: "fence" }).snapshot();
+      // Read as they lie: a journal left behind is laid over the record files in memory, never absorbed.
+      return readLeaseRecordsNoWrite(root);
     } catch (err) {
       notes.push(`the lease records could not be read: ${(err as Error).message}`);
       return null;

@@ -2,7 +2,7 @@
 // records (and with them the growth history) are kept: D/index.html embeds the totals, the growth
 // series and the findings by signature with their output tails, loads in a headless Chromium from
 // file:// without a console error or a request; reading it leaves everything beside the corpus as
-// it was (a todo while the reader absorbs a lease journal left behind). A
+// it was, a lease journal left behind included. A
 // directory no explore campaign ran in, a symlinked corpus and an output inside the corpus are
 // refused with the fix, and nothing is written.
 import assert from "node:assert/strict";
@@ -70,9 +70,7 @@ describe("fuzzfleet report --corpus", () => {
     assert.notEqual(done.code, null, m.output());
   });
 
-  // Until the reader lays a journal left behind over the record files in memory, it absorbs it
-  // (src/report/explore-files.ts reads the lease records through a LeaseTable, whose opening does).
-  test("reading the files writes nothing beside the corpus, a lease journal left behind included", { todo: "the files' reader absorbs a stale lease journal" }, () => {
+  test("reading the files writes nothing beside the corpus, a lease journal left behind included", () => {
     const before = snapshotTree(e.corpus, true);
     const r = cli(["report", "--corpus", e.corpus, "-o", join(e.dir, "report-first")], e.dir);
     assert.equal(r.code, 0, r.stdout + r.stderr);

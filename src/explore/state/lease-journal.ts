@@ -28,6 +28,8 @@ import { HEX64 } from "../../core/message-checks.ts";
 import { RuntimeFailure } from "../../errors.ts";
 import { randomHex } from "../../util/random-hex.ts";
 import { fsyncDir, writeFully } from "./durable.ts";
+import { byUpdated, readRecordFiles, shardName } from "./lease-files.ts";
+import { SHARD_COUNT } from "./work-dir.ts";
 
 /** A journal smaller than this is never compacted (FUZZFLEET_JOURNAL_COMPACT_BYTES lowers it, for tests). */
 export function compactMinBytes(): number {
@@ -243,4 +245,37 @@ export function absorbStaleJournals(root: string, absorb: (state: JournalState, 
     }
   }
   return n;
+}
+
+/**
+ * The records a table at `root` holds, read without writing, locking or creating anything (for a
+ * reader of a campaign's files): the record files, with every journal in `root` — one whose writer
+ * is gone and not yet absorbed, or a live writer's as far as it is written — laid over them in
+ * generation order. Nothing is followed through a symlink.
+ */
+export function readLeaseRecordsNoWrite(root: string, shardCount = SHARD_COUNT): LeaseRecord[] {
+  const shardOf = (id: string) => shardName(Number.parseInt(id.slice(0, 8), 16) % shardCount);
+  const byId = new Map(readRecordFiles(root, shardOf).map((r) => [r.id, r]));
+  const gen = (n: string) => Number(JOURNAL_FILE.exec(n)![1]);
+  const names = readdirSync(root).filter((n) => JOURNAL_FILE.test(n));
+  for (const name of names.sort((a, b) => gen(a) - gen(b) || (a < b ? -1 : a > b ? 1 : 0))) {
+    const path = join(root, name);
+    let fd: number;
+    try {
+      fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") continue; // absorbed meanwhile
+      throw new RuntimeFailure(`cannot open the lease journal ${path}: ${(err as Error).message}; nothing is followed through a symlink`);
+    }
+    try {
+      if (!fstatSync(fd).isFile()) throw new RuntimeFailure(`lease journal ${path} is not a regular file`);
+      for (const [id, rec] of parseJournal(path, readFileSync(fd, "utf8"))) {
+        if (rec === null) byId.delete(id);
+        else byId.set(id, rec);
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return [...byId.values()].sort(byUpdated);
 }
