@@ -114,11 +114,8 @@ export const Refuse = z.strictObject({ type: z.literal("refuse"), reason: text(8
 
 export const Want = z.strictObject({ type: z.literal("want"), slots: z.number().int().min(1).max(64) });
 
-export const AssignedChunk = z.strictObject({
-  chunk_id: id,
-  lane: text(64),
-  seed_from: seed,
-  seed_to: seed,
+/** How a worker runs a unit (a chunk or a minimize unit): the command filled in, where, and its bounds. */
+const HOW_TO_RUN = {
   argv: z.array(text(65536)).min(1).max(4096),
   cwd: text(4096),
   log_path: text(4096),
@@ -126,6 +123,14 @@ export const AssignedChunk = z.strictObject({
   hard_timeout: seconds,
   nice: z.number().int().min(0).max(19),
   idle_io: z.boolean(),
+};
+
+export const AssignedChunk = z.strictObject({
+  chunk_id: id,
+  lane: text(64),
+  seed_from: seed,
+  seed_to: seed,
+  ...HOW_TO_RUN,
 });
 export type AssignedChunk = z.infer<typeof AssignedChunk>;
 
@@ -138,13 +143,7 @@ export const AssignedMinimize = z.strictObject({
   unit_id: id.max(MINIMIZE_ID_BASE - 1),
   lane: text(64),
   seeds: z.array(seed).min(1).max(10_000),
-  argv: z.array(text(65536)).min(1).max(4096),
-  cwd: text(4096),
-  log_path: text(4096),
-  scratch_dir: text(4096),
-  hard_timeout: seconds,
-  nice: z.number().int().min(0).max(19),
-  idle_io: z.boolean(),
+  ...HOW_TO_RUN,
 });
 export type AssignedMinimize = z.infer<typeof AssignedMinimize>;
 

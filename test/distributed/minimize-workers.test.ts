@@ -9,17 +9,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { exitOwed } from "../helpers/books.ts";
-import { Campaign, distributedTable, finished, PLANTED, processesMentioning, start, startCoordinator, waitFor } from "../helpers/campaign.ts";
+import { Campaign, distributedTable, finished, PLANTED, PLANTED_FORMS, processesMentioning, start, startCoordinator, waitFor } from "../helpers/campaign.ts";
 
-/** The planted bugs' minimized forms (examples/planted/README.md). */
-const PLANTED_FORMS = new Set([
-  "push 0\ndup\ndrop",
-  "push 0\npush 0\nswap\nswap",
-  "push 0\ndup\nswap\nswap",
-  "push 0\npush -1\nsub",
-  "push 1\npush -1\nmul",
-  "push 0\npush -1\npow",
-]);
 
 const gen = JSON.stringify(PLANTED);
 // The minimizer sees the planted bugs whatever PLANTED_FIX says (so a session can repair them for

@@ -13,6 +13,15 @@ import { mergeRanges, subtractRanges, type Range } from "../../src/core/ranges.t
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const CLI = join(ROOT, "dist/cli/main.js");
 export const PLANTED = join(ROOT, "examples/planted/planted.mjs");
+/** The planted bugs' minimized forms (examples/planted/README.md). */
+export const PLANTED_FORMS: ReadonlySet<string> = new Set([
+  "push 0\ndup\ndrop",
+  "push 0\npush 0\nswap\nswap",
+  "push 0\ndup\nswap\nswap",
+  "push 0\npush -1\nsub",
+  "push 1\npush -1\nmul",
+  "push 0\npush -1\npow",
+]);
 
 export interface CampaignOptions {
   /** Extra [defaults] lines. */

@@ -6,17 +6,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { Campaign, PLANTED } from "../helpers/campaign.ts";
+import { Campaign, PLANTED, PLANTED_FORMS } from "../helpers/campaign.ts";
 
-/** The planted bugs' minimized forms (examples/planted/README.md). */
-const PLANTED_FORMS = new Set([
-  "push 0\ndup\ndrop",
-  "push 0\npush 0\nswap\nswap",
-  "push 0\ndup\nswap\nswap",
-  "push 0\npush -1\nsub",
-  "push 1\npush -1\nmul",
-  "push 0\npush -1\npow",
-]);
 
 const gen = JSON.stringify(PLANTED);
 // The sweep and the minimizer are the same generator; `env -u PLANTED_FIX` lets a test repair
