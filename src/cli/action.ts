@@ -1,6 +1,8 @@
 // Subcommand actions return their exit code; main() reads it after parsing.
 import { InvalidArgumentError, type Command } from "commander";
 import type { GlobalOptions } from "../config/paths.ts";
+import { parseDuration } from "../config/duration.ts";
+import { UsageError } from "../errors.ts";
 
 let exitCode = 0;
 
@@ -37,4 +39,15 @@ export function intAtLeast(min: number) {
     }
     return n;
   };
+}
+
+/** --wait: plain seconds (as it always took), or a duration with units like the other duration flags. */
+export function waitSeconds(value: string): number {
+  const text = value.trim();
+  if (/^\d+(?:\.\d+)?$/.test(text)) return Number(text);
+  try {
+    return parseDuration(text);
+  } catch {
+    throw new UsageError(`--wait wants seconds or a duration such as 15s, 2m or 1h (got '${value}')`);
+  }
 }

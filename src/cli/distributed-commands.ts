@@ -7,7 +7,7 @@ import { parseDuration } from "../config/duration.ts";
 import { UsageError } from "../errors.ts";
 import { campaignPaths } from "../config/paths.ts";
 import { parseHostPort } from "../net/address.ts";
-import { action, collect, intAtLeast, portNumber } from "./action.ts";
+import { action, collect, intAtLeast, portNumber, waitSeconds } from "./action.ts";
 import { makeConfirm } from "./prompt.ts";
 import { withSignalStop } from "./stop-signals.ts";
 import { parseUiAddress } from "../ui/address.ts";
@@ -120,13 +120,3 @@ open to others, not yours), or no token file within --wait,
     );
 }
 
-/** --wait: plain seconds (as it always took), or a duration with units like the other duration flags. */
-function waitSeconds(value: string): number {
-  const text = value.trim();
-  if (/^\d+(?:\.\d+)?$/.test(text)) return Number(text);
-  try {
-    return parseDuration(text);
-  } catch {
-    throw new UsageError(`--wait wants seconds or a duration such as 15s, 2m or 1h (got '${value}')`);
-  }
-}

@@ -10,14 +10,13 @@ import { performance } from "node:perf_hooks";
 import { availableParallelism, hostname as osHostname } from "node:os";
 import { resolve } from "node:path";
 import { Command, Option } from "commander";
-import { parseDuration } from "../config/duration.ts";
 import { campaignPaths, type GlobalOptions } from "../config/paths.ts";
 import { RuntimeFailure, UsageError } from "../errors.ts";
 import { EXIT } from "../exit-codes.ts";
 import { LAUNCHERS, launchPlace, roleOf, type LaunchPlace, type LaunchRole } from "../launch/launcher.ts";
 import { awaitPublished, closeJobDir, jobDir, openJobDir, publish, staleJobDirs, type PublishedT } from "../launch/rendezvous.ts";
 import { clientToken, serverToken, tokenPath } from "../net/token.ts";
-import { action, actionExitCode, intAtLeast, portNumber } from "./action.ts";
+import { action, actionExitCode, intAtLeast, portNumber, waitSeconds } from "./action.ts";
 import { withSignalStop } from "./stop-signals.ts";
 
 interface LaunchFlags extends GlobalOptions {
@@ -298,12 +297,3 @@ function freePort(bind: string): Promise<number> {
   });
 }
 
-function waitSeconds(value: string): number {
-  const text = value.trim();
-  if (/^\d+(?:\.\d+)?$/.test(text)) return Number(text);
-  try {
-    return parseDuration(text);
-  } catch {
-    throw new UsageError(`--wait wants seconds or a duration such as 90s or 2m (got '${value}')`);
-  }
-}
