@@ -2,11 +2,12 @@
 // it afterwards (AFL++'s queue) never has its empty or half-written file admitted or run, while a
 // static directory of old seeds is admitted at first sight.
 import assert from "node:assert/strict";
-import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, it } from "node:test";
-import { SETTLE_MS } from "../../src/explore/master/admission.ts";
+import { DEFAULT_BUDGETS } from "../../src/explore/defaults.ts";
+import { InputAdmission, SETTLE_MS } from "../../src/explore/master/admission.ts";
 import type { ExploreMaster } from "../../src/explore/master/master.ts";
 import { ExploreDir, loneMaster } from "../helpers/explore.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
@@ -101,6 +102,60 @@ describe("input admission waits for files to settle", () => {
     assert.ok(master.external.has(sha256("fresh seed\n")));
     assert.ok(master.external.has(sha256("")));
     assert.equal(master.admitInputs(), 0);
+  });
+});
+
+describe("the settle rule on the scan's monotonic clock", () => {
+  function admission(inputDir: string, corpusDir: string, clock: { t: number }): { a: InputAdmission; admitted: string[] } {
+    const admitted: string[] = [];
+    const a = new InputAdmission({
+      inputDir,
+      corpusDir,
+      budgets: DEFAULT_BUDGETS,
+      everyoneOwns: true,
+      owns: () => true,
+      admit: (hash) => (admitted.push(hash), true),
+      counters: { refusedInputs: 0, lateInputs: 0, symlinkedInputs: 0 },
+      log: () => {},
+      problem: (m) => assert.fail(m),
+      integrity: (m) => assert.fail(m),
+      now: () => clock.t,
+    });
+    return { a, admitted };
+  }
+
+  it("a fresh file waits, counted as settling, until a look the settle time after the first finds it the same", () => {
+    const { inputDir, corpusDir } = setup();
+    const clock = { t: 1000 };
+    const { a, admitted } = admission(inputDir, corpusDir, clock);
+    writeFileSync(join(inputDir, "fresh"), "fresh\n");
+    assert.equal(a.scan(256), 0);
+    assert.equal(a.settlingCount, 1, "work in sight while it settles");
+    assert.equal(a.backlogCount, 0);
+    clock.t += SETTLE_MS - 1;
+    assert.equal(a.scan(256), 0, "not yet the settle time");
+    clock.t += 1;
+    assert.equal(a.scan(256), 1);
+    assert.equal(a.settlingCount, 0);
+    assert.deepEqual(admitted, [sha256("fresh\n")]);
+  });
+
+  it("a change restarts the wait, and a name removed while it settles is forgotten", () => {
+    const { inputDir, corpusDir } = setup();
+    const clock = { t: 0 };
+    const { a, admitted } = admission(inputDir, corpusDir, clock);
+    writeFileSync(join(inputDir, "a"), "");
+    writeFileSync(join(inputDir, "b"), "b");
+    assert.equal(a.scan(256), 0);
+    assert.equal(a.settlingCount, 2);
+    clock.t += SETTLE_MS;
+    writeFileSync(join(inputDir, "a"), "a, written");
+    rmSync(join(inputDir, "b"));
+    assert.equal(a.scan(256), 0, "a changed since the first look, b is gone");
+    assert.equal(a.settlingCount, 1);
+    clock.t += SETTLE_MS;
+    assert.equal(a.scan(256), 1);
+    assert.deepEqual(admitted, [sha256("a, written")]);
   });
 });
 
