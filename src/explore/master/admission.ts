@@ -103,7 +103,9 @@ export class InputAdmission {
   /**
    * New or changed regular files are published and, if owned, claimed; at most `limit` of them
    * per call, the rest wait in the backlog for the next calls. The directories are listed again
-   * once the backlog is empty, and always with no limit, which admits everything there is.
+   * once the backlog is empty, and always with no limit, which admits everything there is. Only
+   * files that stopped changing enter the backlog (the settle rule above); the others are looked
+   * at again by the next listing.
    */
   scan(limit: number): number {
     const pins = new Map<InputSource, PinnedDir>();
@@ -184,9 +186,9 @@ export class InputAdmission {
    */
   private waitOutSettling(pins: ReadonlyMap<InputSource, PinnedDir>): void {
     const start = this.now();
-    let wait = 0;
+    let wait = Number.NEGATIVE_INFINITY;
     for (const source of pins.keys()) for (const s of source.settling.values()) wait = Math.max(wait, s.since + this.settleMs - start);
-    if (wait <= 0 && this.settlingCount === 0) return;
+    if (wait === Number.NEGATIVE_INFINITY) return;
     sleepSync(Math.min(this.settleMs, Math.max(0, wait)));
     const now = this.now();
     for (const [source, dir] of pins) {
