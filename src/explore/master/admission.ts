@@ -9,9 +9,20 @@
 // a symlink since the listing is refused, never followed, and counted (symlinked inputs apart). With
 // several owners an input is hashed first and only its owner publishes it; the others only
 // remember they saw it.
+//
+// A file is admitted only once it stopped changing: a producer such as AFL++ creates a queue file
+// and writes it afterwards, and the empty or half-written file must not run as an input. A file
+// whose mtime is older than SETTLE_MS when it is listed is admitted at once (a static seed
+// directory); any other file, the empty one always, waits until two listings at least SETTLE_MS
+// apart (the monotonic clock) found the same size, mtime and inode. A scan with no limit (the
+// fresh rescan of the idle decision) waits out the remaining settle time once and looks again,
+// so it still admits everything that was merely fresh.
 import type { Budgets } from "../defaults.ts";
 import { PinnedDir, type DirIdentity, type EntryKind } from "../../files/pinned-dir.ts";
-import { FileProblem, hashFile, IntegrityError, listRegularFiles, publishFile, type FileIdentity } from "../state/corpus.ts";
+import { FileProblem, hashFile, identityOf, IntegrityError, listRegularFiles, publishFile, type FileIdentity } from "../state/corpus.ts";
+
+/** How long a file must stay the same (or be old already) before it is admitted. */
+export const SETTLE_MS = 500;
 
 export interface AdmissionOptions {
   /** One input directory, or several (each admitted, none dropped). */
@@ -31,6 +42,12 @@ export interface AdmissionOptions {
   log: (line: string) => void;
   problem: (message: string) => void;
   integrity: (message: string) => void;
+  /** The settle time (SETTLE_MS unless set). */
+  settleMs?: number;
+  /** The monotonic clock of the settle rule, in ms (performance.now unless set). */
+  now?: () => number;
+  /** The wall clock that file mtimes are compared with, in ms (Date.now unless set). */
+  wallNow?: () => number;
 }
 
 /** One input directory and what admission remembers of it. */
@@ -42,6 +59,8 @@ class InputSource {
   replaced = false;
   /** Names refused (symlinks, special files) and already reported. */
   readonly refusedNames = new Set<string>();
+  /** Name -> the identity a listing found and when (monotonic ms), for files still settling. */
+  readonly settling = new Map<string, { key: string; since: number }>();
 
   constructor(readonly path: string) {}
 }
@@ -66,10 +85,27 @@ export class InputAdmission {
     return this.backlog.length - this.backlogNext;
   }
 
+  /** Input files seen changing (or fresh, or empty) and not admitted until they stay the same. */
+  get settlingCount(): number {
+    let n = 0;
+    for (const source of this.sources) n += source.settling.size;
+    return n;
+  }
+
+  private get settleMs(): number {
+    return this.o.settleMs ?? SETTLE_MS;
+  }
+
+  private now(): number {
+    return (this.o.now ?? performance.now.bind(performance))();
+  }
+
   /**
    * New or changed regular files are published and, if owned, claimed; at most `limit` of them
    * per call, the rest wait in the backlog for the next calls. The directories are listed again
-   * once the backlog is empty, and always with no limit, which admits everything there is.
+   * once the backlog is empty, and always with no limit, which admits everything there is. Only
+   * files that stopped changing enter the backlog (the settle rule above); the others are looked
+   * at again by the next listing.
    */
   scan(limit: number): number {
     const pins = new Map<InputSource, PinnedDir>();
@@ -89,8 +125,9 @@ export class InputAdmission {
             this.o.problem(`cannot read the input directory ${source.path}: ${(err as Error).message}`);
             continue;
           }
-          for (const f of files) if (source.seen.get(f.name) !== identityKey(f.identity)) this.backlog.push({ source, ...f });
+          this.sift(source, files, this.now());
         }
+        if (limit === Number.POSITIVE_INFINITY) this.waitOutSettling(pins);
       }
       let added = 0;
       const stop = Math.min(this.backlog.length, this.backlogNext + limit);
@@ -110,7 +147,73 @@ export class InputAdmission {
     }
   }
 
-  /** Input files this master owns but never admitted (discovery was frozen): left for the next campaign. */
+  /**
+   * The listed files that are new or changed go to the backlog once settled; the others wait in
+   * `settling`. Names gone from the directory are forgotten there.
+   */
+  private sift(source: InputSource, files: ReturnType<typeof listRegularFiles>, now: number): void {
+    const listed = new Set<string>();
+    for (const f of files) {
+      listed.add(f.name);
+      const key = identityKey(f.identity);
+      if (source.seen.get(f.name) === key) source.settling.delete(f.name);
+      else if (this.settled(source, f.name, f.identity, key, now)) this.backlog.push({ source, ...f });
+    }
+    if (source.settling.size > 0) for (const name of source.settling.keys()) if (!listed.has(name)) source.settling.delete(name);
+  }
+
+  /**
+   * Whether a file found with this identity stopped changing: it is non-empty and its mtime is
+   * older than the settle time, or an earlier look found the very same identity at least the
+   * settle time ago. Otherwise the look is remembered (a changed identity starts anew).
+   */
+  private settled(source: InputSource, name: string, identity: FileIdentity, key: string, now: number): boolean {
+    const before = source.settling.get(name);
+    if (before?.key === key) {
+      if (now - before.since < this.settleMs) return false;
+    } else if (identity.size === 0 || (this.o.wallNow ?? Date.now)() - identity.mtimeMs < this.settleMs) {
+      source.settling.set(name, { key, since: now });
+      return false;
+    }
+    source.settling.delete(name);
+    return true;
+  }
+
+  /**
+   * The scan with no limit admits everything there is: files that were only fresh are waited for
+   * (the rest of their settle time, at most once) and looked at again, one lstat each. A file
+   * still changing then is left for a later scan.
+   */
+  private waitOutSettling(pins: ReadonlyMap<InputSource, PinnedDir>): void {
+    const start = this.now();
+    let wait = Number.NEGATIVE_INFINITY;
+    for (const source of pins.keys()) for (const s of source.settling.values()) wait = Math.max(wait, s.since + this.settleMs - start);
+    if (wait === Number.NEGATIVE_INFINITY) return;
+    sleepSync(Math.min(this.settleMs, Math.max(0, wait)));
+    const now = this.now();
+    for (const [source, dir] of pins) {
+      for (const name of [...source.settling.keys()]) {
+        let st: ReturnType<PinnedDir["lstat"]>;
+        try {
+          st = dir.lstat(name);
+        } catch {
+          st = null;
+        }
+        // Gone, or no longer a regular file: the next listing sees it for what it is.
+        if (st === null || !st.isFile()) {
+          source.settling.delete(name);
+          continue;
+        }
+        const identity = identityOf(st);
+        if (this.settled(source, name, identity, identityKey(identity), now)) this.backlog.push({ source, name, identity });
+      }
+    }
+  }
+
+  /**
+   * Input files this master owns but never admitted (discovery was frozen, or a file was still
+   * changing when the campaign ended): left for the next campaign.
+   */
   countLate(): number {
     let late = 0;
     for (const source of this.sources) {
@@ -231,6 +334,11 @@ export class InputAdmission {
 
 function refusedKind(kind: Exclude<EntryKind, "file" | "directory">): string {
   return kind === "symlink" ? "a symbolic link" : "not a regular file (a FIFO, socket or device)";
+}
+
+/** Blocks for `ms` milliseconds (the bounded settle wait of a scan with no limit). */
+function sleepSync(ms: number): void {
+  if (ms > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 function identityKey(i: FileIdentity): string {

@@ -1,0 +1,185 @@
+// Input admission waits until a file stopped changing: a producer that creates a file and writes
+// it afterwards (AFL++'s queue) never has its empty or half-written file admitted or run, while a
+// static directory of old seeds is admitted at first sight.
+import assert from "node:assert/strict";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { describe, it } from "node:test";
+import { DEFAULT_BUDGETS } from "../../src/explore/defaults.ts";
+import { InputAdmission, SETTLE_MS } from "../../src/explore/master/admission.ts";
+import type { ExploreMaster } from "../../src/explore/master/master.ts";
+import { ExploreDir, loneMaster } from "../helpers/explore.ts";
+import { scratchDirs, sha256 } from "../helpers/scratch.ts";
+
+const { freshDir } = scratchDirs("admission-settle");
+
+function setup(): { master: ExploreMaster; inputDir: string; corpusDir: string } {
+  const dir = freshDir();
+  const inputDir = join(dir, "in");
+  const corpusDir = join(dir, "corpus");
+  mkdirSync(inputDir);
+  mkdirSync(corpusDir);
+  return { master: loneMaster({ dir, corpusDir, inputDir }), inputDir, corpusDir };
+}
+
+function published(corpusDir: string): string[] {
+  return readdirSync(corpusDir).filter((n) => /^[0-9a-f]{64}$/.test(n)).sort();
+}
+
+/** An hour ago, as utimes takes it. */
+const OLD = new Date(Date.now() - 3600_000);
+
+describe("input admission waits for files to settle", () => {
+  it("a file created empty and filled 300 ms later is admitted once, with its final content", async () => {
+    const { master, inputDir, corpusDir } = setup();
+    const path = join(inputDir, "id:000001,src:000000,op:havoc");
+    writeFileSync(path, "");
+    const start = performance.now();
+    let filled = false;
+    let admitted = 0;
+    while (performance.now() - start < 300 + 3 * SETTLE_MS) {
+      if (!filled && performance.now() - start >= 300) {
+        writeFileSync(path, "final content\n");
+        filled = true;
+      }
+      admitted += master.admitInputs(256);
+      if (!filled) assert.equal(admitted, 0, "nothing is admitted while the file is empty");
+      await sleep(25);
+    }
+    assert.equal(admitted, 1);
+    assert.deepEqual([...master.external], [sha256("final content\n")]);
+    assert.deepEqual(published(corpusDir), [sha256("final content\n")]);
+    assert.ok(!existsSync(join(corpusDir, sha256(""))), "the empty content was never published");
+    assert.equal(master.pendingCount, 1);
+    assert.equal(master.admitInputs(), 0, "admitted once");
+  });
+
+  it("a static directory of old files is admitted at first sight, a batch at a time", () => {
+    const { master, inputDir } = setup();
+    for (let i = 0; i < 600; i++) {
+      const p = join(inputDir, `seed-${i}`);
+      writeFileSync(p, `seed ${i}\n`);
+      utimesSync(p, OLD, OLD);
+    }
+    assert.equal(master.admitInputs(256), 256, "the first scan admits a full batch, no settle wait");
+    assert.equal(master.inputBacklogCount, 600 - 256);
+    assert.equal(master.admitInputs(256), 256);
+    assert.equal(master.admitInputs(256), 600 - 512);
+    assert.equal(master.inputBacklogCount, 0);
+    assert.equal(master.external.size, 600);
+    assert.equal(master.pendingCount, 600);
+  });
+
+  it("a file that keeps growing is not admitted until it stops", async () => {
+    const { master, inputDir } = setup();
+    const path = join(inputDir, "growing");
+    writeFileSync(path, "x");
+    const start = performance.now();
+    while (performance.now() - start < 3 * SETTLE_MS) {
+      appendFileSync(path, "x");
+      assert.equal(master.admitInputs(256), 0, "not admitted while it grows");
+      await sleep(SETTLE_MS / 5);
+    }
+    assert.equal(master.external.size, 0);
+    const final = readFileSync(path, "utf8");
+    let admitted = 0;
+    const stopped = performance.now();
+    while (admitted === 0 && performance.now() - stopped < 10 * SETTLE_MS) {
+      admitted += master.admitInputs(256);
+      await sleep(SETTLE_MS / 5);
+    }
+    assert.equal(admitted, 1, "admitted once it stopped growing");
+    assert.deepEqual([...master.external], [sha256(final)]);
+  });
+
+  it("a scan with no limit waits out a fresh file's settle time and admits it; an empty file too once it stayed empty", () => {
+    const { master, inputDir } = setup();
+    writeFileSync(join(inputDir, "fresh"), "fresh seed\n");
+    writeFileSync(join(inputDir, "empty"), "");
+    assert.equal(master.admitInputs(256), 0, "a limited scan does not wait");
+    assert.equal(master.admitInputs(), 2);
+    assert.ok(master.external.has(sha256("fresh seed\n")));
+    assert.ok(master.external.has(sha256("")));
+    assert.equal(master.admitInputs(), 0);
+  });
+});
+
+describe("the settle rule on the scan's monotonic clock", () => {
+  function admission(inputDir: string, corpusDir: string, clock: { t: number }): { a: InputAdmission; admitted: string[] } {
+    const admitted: string[] = [];
+    const a = new InputAdmission({
+      inputDir,
+      corpusDir,
+      budgets: DEFAULT_BUDGETS,
+      everyoneOwns: true,
+      owns: () => true,
+      admit: (hash) => (admitted.push(hash), true),
+      counters: { refusedInputs: 0, lateInputs: 0, symlinkedInputs: 0 },
+      log: () => {},
+      problem: (m) => assert.fail(m),
+      integrity: (m) => assert.fail(m),
+      now: () => clock.t,
+    });
+    return { a, admitted };
+  }
+
+  it("a fresh file waits, counted as settling, until a look the settle time after the first finds it the same", () => {
+    const { inputDir, corpusDir } = setup();
+    const clock = { t: 1000 };
+    const { a, admitted } = admission(inputDir, corpusDir, clock);
+    writeFileSync(join(inputDir, "fresh"), "fresh\n");
+    assert.equal(a.scan(256), 0);
+    assert.equal(a.settlingCount, 1, "work in sight while it settles");
+    assert.equal(a.backlogCount, 0);
+    clock.t += SETTLE_MS - 1;
+    assert.equal(a.scan(256), 0, "not yet the settle time");
+    clock.t += 1;
+    assert.equal(a.scan(256), 1);
+    assert.equal(a.settlingCount, 0);
+    assert.deepEqual(admitted, [sha256("fresh\n")]);
+  });
+
+  it("a change restarts the wait, and a name removed while it settles is forgotten", () => {
+    const { inputDir, corpusDir } = setup();
+    const clock = { t: 0 };
+    const { a, admitted } = admission(inputDir, corpusDir, clock);
+    writeFileSync(join(inputDir, "a"), "");
+    writeFileSync(join(inputDir, "b"), "b");
+    assert.equal(a.scan(256), 0);
+    assert.equal(a.settlingCount, 2);
+    clock.t += SETTLE_MS;
+    writeFileSync(join(inputDir, "a"), "a, written");
+    rmSync(join(inputDir, "b"));
+    assert.equal(a.scan(256), 0, "a changed since the first look, b is gone");
+    assert.equal(a.settlingCount, 1);
+    clock.t += SETTLE_MS;
+    assert.equal(a.scan(256), 1);
+    assert.deepEqual(admitted, [sha256("a, written")]);
+  });
+});
+
+describe("explore --follow on a producer's queue", () => {
+  it("a queue file created empty and written later runs once, with its content, never empty", async () => {
+    const d = new ExploreDir();
+    try {
+      d.seed("seed", "old seed\n");
+      utimesSync(join(d.seeds, "seed"), OLD, OLD);
+      const ran = join(d.dir, "ran.log");
+      // Each run appends the length of its input and the input itself.
+      const target = d.script("target.sh", `input=$(cat "$1"); printf '%s:%s\\n' "\${#input}" "$input" >> '${ran}'`);
+      const explore = d.start(["--follow", "-j", "1", "-t", "1", "--wall-timeout", "4"], [target, "@@"]);
+      await sleep(1000);
+      const queued = join(d.seeds, "id:000001");
+      writeFileSync(queued, "");
+      await sleep(300);
+      writeFileSync(queued, "queued\n");
+      const { code } = await explore.done;
+      assert.equal(code, 5, "followed until the wall budget\n" + explore.output());
+      const lines = readFileSync(ran, "utf8").trim().split("\n").sort();
+      assert.deepEqual(lines, ["6:queued", "8:old seed"], "the empty file never ran\n" + explore.output());
+    } finally {
+      d.cleanup();
+    }
+  });
+});
