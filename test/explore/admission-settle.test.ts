@@ -93,14 +93,17 @@ describe("input admission waits for files to settle", () => {
     assert.deepEqual([...master.external], [sha256(final)]);
   });
 
-  it("a scan with no limit waits out a fresh file's settle time and admits it; an empty file too once it stayed empty", () => {
+  it("a fresh file, and an empty one, keep the master from being idle until they settle; then both are admitted", async () => {
     const { master, inputDir } = setup();
     writeFileSync(join(inputDir, "fresh"), "fresh seed\n");
     writeFileSync(join(inputDir, "empty"), "");
-    assert.equal(master.admitInputs(256), 0, "a limited scan does not wait");
+    assert.equal(master.admitInputs(), 0, "no scan waits: the files are still settling");
+    assert.equal(master.pendingCount, 0);
+    assert.equal(master.idle, false, "a file still settling is work in sight");
+    await sleep(SETTLE_MS + 50);
     assert.equal(master.admitInputs(), 2);
     assert.ok(master.external.has(sha256("fresh seed\n")));
-    assert.ok(master.external.has(sha256("")));
+    assert.ok(master.external.has(sha256("")), "an empty file that stayed empty is an input");
     assert.equal(master.admitInputs(), 0);
   });
 });
@@ -159,7 +162,34 @@ describe("the settle rule on the scan's monotonic clock", () => {
   });
 });
 
-describe("explore --follow on a producer's queue", () => {
+describe("explore on a producer's queue", () => {
+  it("a campaign does not end while an input file still grows: it waits, then runs the file once, complete", async () => {
+    const d = new ExploreDir();
+    try {
+      d.seed("seed", "old seed\n");
+      utimesSync(join(d.seeds, "seed"), OLD, OLD);
+      const ran = join(d.dir, "ran.log");
+      const target = d.script("target.sh", `input=$(cat "$1"); printf '%s\\n' "\${#input}" >> '${ran}'`);
+      const growing = join(d.seeds, "growing");
+      writeFileSync(growing, "x");
+      const explore = d.start(["-j", "1", "-t", "1", "--max-idle", "0.3"], [target, "@@"]);
+      const start = performance.now();
+      while (performance.now() - start < 2000) {
+        appendFileSync(growing, "x");
+        await sleep(100);
+      }
+      const size = readFileSync(growing).length;
+      const { code } = await explore.done;
+      assert.equal(code, 0, explore.output());
+      assert.ok(performance.now() - start >= 2000, "the campaign outlived the growing file");
+      assert.doesNotMatch(explore.output(), /arrived after the frontier was declared exhausted/);
+      assert.deepEqual(readFileSync(ran, "utf8").trim().split("\n").map(Number).sort((a, b) => a - b), [8, size].sort((a, b) => a - b), "the seed and the whole file, once each");
+    } finally {
+      d.cleanup();
+    }
+  });
+
+
   it("a queue file created empty and written later runs once, with its content, never empty", async () => {
     const d = new ExploreDir();
     try {

@@ -2,7 +2,7 @@
 // campaign exactly --max-idle later on the clock it is given, and closes again when work appears.
 // A real master over real directories; the clock is the test's.
 import assert from "node:assert/strict";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { IdleWindow } from "../../src/explore/fleet/endings.ts";
@@ -48,6 +48,7 @@ describe("IdleWindow", () => {
   it("an input that appears before the window opens is admitted by the rescan, and the master is not idle", () => {
     const { master, inputDir, window } = setup();
     writeFileSync(join(inputDir, "late"), "late\n");
+    utimesSync(join(inputDir, "late"), new Date(Date.now() - 3600_000), new Date(Date.now() - 3600_000));
     assert.equal(window.step(0, 0), null);
     assert.equal(master.pendingCount, 1, "the rescan admitted it");
     assert.equal(window.untilEnd(0), Infinity, "no window while there is work");
@@ -55,5 +56,15 @@ describe("IdleWindow", () => {
     assert.ok(master.nextTask("local-0"));
     assert.equal(master.idle, false, "a running task is not idle either");
     assert.equal(window.step(20_000, 0), null);
+  });
+
+  it("an input still being written holds the window shut until it settles and is admitted", () => {
+    const { master, inputDir, window } = setup();
+    writeFileSync(join(inputDir, "fresh"), "fresh\n");
+    assert.equal(window.step(0, 0), null);
+    assert.equal(master.pendingCount, 0, "not admitted yet: it may still change");
+    assert.equal(master.idle, false, "a file settling is work in sight");
+    assert.equal(window.untilEnd(0), Infinity, "no window while it settles");
+    assert.equal(window.step(10_000, 0), null);
   });
 });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import type { ExploreMaster } from "../../src/explore/master/master.ts";
@@ -14,7 +14,12 @@ function setup(inputs: number): { master: ExploreMaster; inputDir: string; corpu
   const corpusDir = join(dir, "corpus");
   mkdirSync(inputDir);
   mkdirSync(corpusDir);
-  for (let i = 0; i < inputs; i++) writeFileSync(join(inputDir, `seed-${i}`), `seed ${i}\n`);
+  // Old seeds, as a seed directory is: admitted at first sight (a fresh file waits to settle).
+  const old = new Date(Date.now() - 3600_000);
+  for (let i = 0; i < inputs; i++) {
+    writeFileSync(join(inputDir, `seed-${i}`), `seed ${i}\n`);
+    utimesSync(join(inputDir, `seed-${i}`), old, old);
+  }
   const master = loneMaster({ dir, corpusDir: corpusDir, inputDir });
   return { master, inputDir, corpusDir };
 }
@@ -46,6 +51,7 @@ describe("ExploreMaster input admission", () => {
     const { master, inputDir } = setup(5);
     assert.equal(master.admitInputs(2), 2);
     writeFileSync(join(inputDir, "late"), "late seed\n");
+    utimesSync(join(inputDir, "late"), new Date(Date.now() - 3600_000), new Date(Date.now() - 3600_000));
     assert.equal(master.admitInputs(), 4, "the 3 left from the first listing and the new file");
     assert.equal(master.inputBacklogCount, 0);
     assert.ok(master.external.has(sha256("late seed\n")));

@@ -14,12 +14,12 @@
 // and writes it afterwards, and the empty or half-written file must not run as an input. A file
 // whose mtime is older than SETTLE_MS when it is listed is admitted at once (a static seed
 // directory); any other file, the empty one always, waits until two listings at least SETTLE_MS
-// apart (the monotonic clock) found the same size, mtime and inode. A scan with no limit (the
-// fresh rescan of the idle decision) waits out the remaining settle time once and looks again,
-// so it still admits everything that was merely fresh.
+// apart (the monotonic clock) found the same size, mtime and inode. A file still settling is work
+// in sight: the master is not idle while one waits (ExploreMaster.idle), so no campaign ends and
+// no quiescence vote passes before it is admitted, and no scan ever blocks the loop to wait.
 import type { Budgets } from "../defaults.ts";
 import { PinnedDir, type DirIdentity, type EntryKind } from "../../files/pinned-dir.ts";
-import { FileProblem, hashFile, identityOf, IntegrityError, listRegularFiles, publishFile, type FileIdentity } from "../state/corpus.ts";
+import { FileProblem, hashFile, IntegrityError, listRegularFiles, publishFile, type FileIdentity } from "../state/corpus.ts";
 
 /** How long a file must stay the same (or be old already) before it is admitted. */
 export const SETTLE_MS = 500;
@@ -127,7 +127,6 @@ export class InputAdmission {
           }
           this.sift(source, files, this.now());
         }
-        if (limit === Number.POSITIVE_INFINITY) this.waitOutSettling(pins);
       }
       let added = 0;
       const stop = Math.min(this.backlog.length, this.backlogNext + limit);
@@ -177,37 +176,6 @@ export class InputAdmission {
     }
     source.settling.delete(name);
     return true;
-  }
-
-  /**
-   * The scan with no limit admits everything there is: files that were only fresh are waited for
-   * (the rest of their settle time, at most once) and looked at again, one lstat each. A file
-   * still changing then is left for a later scan.
-   */
-  private waitOutSettling(pins: ReadonlyMap<InputSource, PinnedDir>): void {
-    const start = this.now();
-    let wait = Number.NEGATIVE_INFINITY;
-    for (const source of pins.keys()) for (const s of source.settling.values()) wait = Math.max(wait, s.since + this.settleMs - start);
-    if (wait === Number.NEGATIVE_INFINITY) return;
-    sleepSync(Math.min(this.settleMs, Math.max(0, wait)));
-    const now = this.now();
-    for (const [source, dir] of pins) {
-      for (const name of [...source.settling.keys()]) {
-        let st: ReturnType<PinnedDir["lstat"]>;
-        try {
-          st = dir.lstat(name);
-        } catch {
-          st = null;
-        }
-        // Gone, or no longer a regular file: the next listing sees it for what it is.
-        if (st === null || !st.isFile()) {
-          source.settling.delete(name);
-          continue;
-        }
-        const identity = identityOf(st);
-        if (this.settled(source, name, identity, identityKey(identity), now)) this.backlog.push({ source, name, identity });
-      }
-    }
   }
 
   /**
@@ -334,11 +302,6 @@ export class InputAdmission {
 
 function refusedKind(kind: Exclude<EntryKind, "file" | "directory">): string {
   return kind === "symlink" ? "a symbolic link" : "not a regular file (a FIFO, socket or device)";
-}
-
-/** Blocks for `ms` milliseconds (the bounded settle wait of a scan with no limit). */
-function sleepSync(ms: number): void {
-  if (ms > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 function identityKey(i: FileIdentity): string {

@@ -148,7 +148,7 @@ export class ExploreMaster {
   }
 
   get idle(): boolean {
-    return this.tasks.pendingCount === 0 && this.tasks.activeCount === 0 && this.admission.backlogCount === 0 && (this.batches?.size ?? 0) === 0;
+    return this.tasks.pendingCount === 0 && this.tasks.activeCount === 0 && this.admission.backlogCount === 0 && this.admission.settlingCount === 0 && (this.batches?.size ?? 0) === 0;
   }
 
   get pendingCount(): number {
@@ -233,7 +233,8 @@ export class ExploreMaster {
     this.admitInputs();
     if (!this.frozen) this.discovery.scan(true);
     this.recoverExpired();
-    return this.tasks.pendingCount > before;
+    // A file still settling is work in sight too: it is admitted once it stopped changing.
+    return this.tasks.pendingCount > before || this.admission.settlingCount > 0;
   }
 
   /** Input files this master owns but never admitted (discovery was frozen): left for the next campaign. */
