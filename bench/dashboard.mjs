@@ -12,6 +12,10 @@
 // with --explore-child), without and with its dashboard served, watched and scraped alike.
 // Result: committed executions per second of the master's loop, and the ratio B / A.
 //
+// With --kind coordinate the same A/B for a distributed sweep: `fuzzfleet coordinate --for S` and
+// two `fuzzfleet worker -j 1` on 127.0.0.1, without and with the coordinator's dashboard served,
+// watched and scraped alike. Result: seeds/s of complete chunks over the session, and B / A.
+//
 // Runs against the compiled CLI: `npm run build && node bench/dashboard.mjs [--help]`.
 import { spawn } from "node:child_process";
 import { cpSync, mkdirSync, writeFileSync } from "node:fs";
@@ -29,7 +33,8 @@ if (process.argv[2] === "--explore-child") {
 
 const HELP = `usage: node bench/dashboard.mjs [options]
 
-  --kind K            sweep (fuzzfleet run) or explore (a lone explore master) default sweep
+  --kind K            sweep (fuzzfleet run), coordinate (a coordinator and 2
+                      loopback workers) or explore (a lone explore master)   default sweep
   --jobs J            explore: local slots                                   default 2
   --seconds S         each session's --for budget                            default 30
   --chunk-seconds C   target chunk length                                    default 5
@@ -46,7 +51,7 @@ const o = parseOptions(
     clients: { default: "5", number: { min: 0, integer: true } },
     "cost-ms": { default: "2", number: { min: 0.01 } },
     rounds: { default: "2", number: { min: 1, integer: true } },
-    kind: { default: "sweep", choices: ["sweep", "explore"] },
+    kind: { default: "sweep", choices: ["sweep", "coordinate", "explore"] },
     jobs: { default: "2", number: { min: 1, integer: true } },
   },
   HELP,
@@ -151,22 +156,39 @@ async function exploreSession(dir, withUi) {
 /** One session in a fresh campaign; with `clients` > 0 the dashboard is served and watched. */
 async function session(dir, withUi) {
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, "fuzzfleet.toml"), campaignToml({ title: "dashboard", jobs: 1, chunkSeconds: o.chunkSeconds, bootstrapSeeds: 100 }));
-  const args = [CLI, "--config", join(dir, "fuzzfleet.toml"), "run", "--for", `${o.seconds}s`, ...(withUi ? ["--ui", "127.0.0.1:0"] : [])];
-  const child = spawn(process.execPath, args, { cwd: dir, env: { ...process.env, PLANTED_COST_MS: String(o.costMs) }, stdio: ["ignore", "pipe", "inherit"] });
+  const distributed = o.kind === "coordinate" ? "\n[distributed]\nport = 0\nbind = \"127.0.0.1\"\nlease_seconds = 120\ndrain_grace_minutes = 2\nstop_grace_seconds = 20\n" : "";
+  writeFileSync(join(dir, "fuzzfleet.toml"), campaignToml({ title: "dashboard", jobs: 1, chunkSeconds: o.chunkSeconds, bootstrapSeeds: 100, tail: distributed }));
+  const env = { ...process.env, PLANTED_COST_MS: String(o.costMs), FUZZFLEET_TOKEN: "dashboard-bench-token-0123456789" };
+  const command = o.kind === "coordinate" ? ["coordinate", "--yes"] : ["run"];
+  const args = [CLI, "--config", join(dir, "fuzzfleet.toml"), ...command, "--for", `${o.seconds}s`, ...(withUi ? ["--ui", "127.0.0.1:0"] : [])];
+  const child = spawn(process.execPath, args, { cwd: dir, env, stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
   child.stdout.setEncoding("utf8").on("data", (d) => (out += d));
   const exited = new Promise((resolve) => child.on("close", resolve));
+  const workers = [];
+  if (o.kind === "coordinate") {
+    while (!/listening on 127\.0\.0\.1:(\d+)/.test(out)) {
+      if (child.exitCode !== null) throw new Error(`coordinate ended before listening:\n${out}`);
+      await sleep(20);
+    }
+    const port = /listening on 127\.0\.0\.1:(\d+)/.exec(out)[1];
+    for (let i = 0; i < 2; i++) {
+      const wk = spawn(process.execPath, [CLI, "worker", "--master", `127.0.0.1:${port}`, "-j", "1"], { cwd: dir, env, stdio: "ignore" });
+      workers.push(new Promise((resolve) => wk.on("close", resolve)));
+    }
+  }
   let w = { events: 0, scrapes: 0 };
   if (withUi) {
     while (!/dashboard: (http:\S+)/.test(out)) {
-      if (child.exitCode !== null) throw new Error(`run ended before its dashboard banner:\n${out}`);
+      if (child.exitCode !== null) throw new Error(`${command[0]} ended before its dashboard banner:\n${out}`);
       await sleep(20);
     }
     w = watch(/dashboard: (http:\S+)/.exec(out)[1], exited);
   }
   const code = await exited;
-  if (code !== 0 && code !== 1) throw new Error(`run exited ${code}:\n${out}`);
+  const workerCodes = await Promise.all(workers);
+  if (code !== 0 && code !== 1) throw new Error(`${command[0]} exited ${code}:\n${out}`);
+  if (workerCodes.some((c) => c !== 0)) throw new Error(`a worker exited ${workerCodes.join(", ")}`);
   const db = new Database(join(dir, "fuzzfleet.db"), { readonly: true });
   try {
     const s = db.prepare("SELECT started_at, ended_at FROM session").get();

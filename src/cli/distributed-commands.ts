@@ -25,6 +25,7 @@ export function registerDistributedCommands(program: Command): void {
     .option("-y, --yes", "answer yes to prompts (new generation, lane restart)")
     .option("--allow-stale-app", "serve even if [app] sources are newer than the app")
     .option("--force-unlock", "take over the campaign lock (only when you know its holder is dead)")
+    .option("--status-every <duration>", "without a terminal: one status line this often (e.g. 30s, 5m; 0 = none); the workers and chunks in flight every five minutes", "60s")
     .addHelpText(
       "after",
       `
@@ -40,7 +41,7 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
 70 lifecycle incomplete (a worker did not acknowledge the stop; named in the summary).`,
     )
     .action(
-      action<{ for: string; port?: number; bind?: string; token?: string; lane: string[]; yes?: boolean; allowStaleApp?: boolean; forceUnlock?: boolean; ui?: string }>(
+      action<{ for: string; port?: number; bind?: string; token?: string; lane: string[]; yes?: boolean; allowStaleApp?: boolean; forceUnlock?: boolean; ui?: string; statusEvery: string }>(
         async (o) => {
           // Loaded here: a worker never needs the store, the config loader or the engine.
           const { coordinate } = await import("../sweep/coordinate.ts");
@@ -61,6 +62,7 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
                 signal,
                 ui: o.ui === undefined ? null : parseUiAddress(o.ui),
                 live: process.stdout.isTTY === true && (process.stdout.columns ?? 0) > 0,
+                statusEverySeconds: /^\s*(0+|off)\s*$/i.test(o.statusEvery) ? 0 : parseDuration(o.statusEvery),
               }),
             { again },
           );

@@ -45,6 +45,8 @@ export interface ConsoleOptions {
    * flight (many at once), redrawn every second under the session line.
    */
   view?: () => string[];
+  /** What the status line says in place of the chunk in hand (a coordinator: its workers and chunks in flight). */
+  glance?: () => string;
 }
 
 /** The width of the live view's progress bar, in cells. */
@@ -158,7 +160,8 @@ export class SweepConsole implements EngineEvents {
   /** The concise line written every few seconds without a terminal. */
   statusLine(): string {
     const chunk = this.chunkProgress();
-    return `[${clock()}] status: ${chunk ? chunk.text : "between chunks"} | ${this.sessionText()}`;
+    const what = this.o.glance ? this.o.glance() : chunk ? chunk.text : "between chunks";
+    return `[${clock()}] status: ${what} | ${this.sessionText()}`;
   }
 
   private redraw(): void {

@@ -37,6 +37,8 @@ export interface CoordinateOptions {
   liveReportSeconds?: number;
   /** Redraw a live view of the workers and chunks in flight (stdout is a terminal). */
   live?: boolean;
+  /** Without a terminal: one status line this often (seconds); 0 or absent = none. */
+  statusEverySeconds?: number;
   /** Aborted by Ctrl-C or SIGTERM (cli/stop-signals.ts): the session drains, then stops its workers. */
   signal: AbortSignal;
   /** Serve the live dashboard here (`--ui`); null = no dashboard. */
@@ -79,12 +81,15 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
     const redraw = o.live ? (await import("log-update")).default : null;
     // The view reads the engine and the worker service, which exist only below.
     let view: () => string[] = () => [];
+    let glance = () => "";
     const out = new SweepConsole({
       live: redraw,
       write,
       remaining: () => (deadlineMs - performance.now()) / 1000,
       showWorker: true,
       view: redraw ? () => view() : undefined,
+      glance: () => glance(),
+      statusEverySeconds: redraw ? 0 : (o.statusEverySeconds ?? 0),
     });
     shown = out;
     const engine = new SweepEngine({
@@ -177,6 +182,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
       });
       for (const line of dashboard.banner) write(`         ${line}`);
     }
+    glance = () => `${remote.workers.size} worker(s), ${engine.inFlightChunks().length} chunk(s) in flight`;
     if (redraw) {
       view = () => liveViewLines(live(), Math.max(4, (process.stdout.rows || 24) - 6));
     } else {

@@ -10,7 +10,7 @@ import { DEFAULT_BUDGETS } from "../../src/explore/state/corpus.ts";
 import { classifyRun, FindingsStore, normaliseLine, signatureOf, type RunFinding } from "../../src/explore/state/findings.ts";
 import { LeaseTable } from "../../src/explore/state/lease-table.ts";
 import { ExploreMaster } from "../../src/explore/master/master.ts";
-import { ExploreDir } from "../helpers/explore.ts";
+import { ExploreDir, writeSeed } from "../helpers/explore.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
 import { campaignStateLeft } from "./leftovers.ts";
 
@@ -172,8 +172,8 @@ test("content in an earlier epoch's ledger is skipped and counted, unless the ma
   const corpusDir = join(dir, "corpus");
   mkdirSync(inputDir);
   mkdirSync(join(corpusDir, ".fuzzfleet", "explored"), { recursive: true });
-  writeFileSync(join(inputDir, "a"), "a\n");
-  writeFileSync(join(inputDir, "b"), "b\n");
+  writeSeed(join(inputDir, "a"), "a\n");
+  writeSeed(join(inputDir, "b"), "b\n");
   const ledger = (epoch: string) => join(corpusDir, ".fuzzfleet", "explored", `${epoch}-r0.log`);
   writeFileSync(ledger("0".repeat(64)), `${sha256("a\n")}\nnot-a-hash\n${sha256("b")}`);
   // The resumed epoch's own ledger lists b: its lease table, not the ledger, decides for it.

@@ -9,7 +9,7 @@ import { describe, it } from "node:test";
 import { canonicalManifest, LeaseTable } from "../../src/explore/state/lease-table.ts";
 import { CorruptJournalError, JOURNAL_FILE, parseJournal } from "../../src/explore/state/lease-journal.ts";
 import { ROOT } from "../helpers/campaign.ts";
-import { loneMaster } from "../helpers/explore.ts";
+import { loneMaster, writeSeed } from "../helpers/explore.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
 
 const { freshDir } = scratchDirs("lease-journal");
@@ -110,8 +110,8 @@ describe("group commit of a lone master", () => {
     const inputDir = join(dir, "in");
     mkdirSync(corpusDir);
     mkdirSync(inputDir);
-    writeFileSync(join(inputDir, "a"), "seed a\n");
-    writeFileSync(join(inputDir, "b"), "seed b\n");
+    writeSeed(join(inputDir, "a"), "seed a\n");
+    writeSeed(join(inputDir, "b"), "seed b\n");
     const master = loneMaster({ dir, corpusDir, inputDir });
     master.admitInputs();
     const child = Buffer.from("same child\n");

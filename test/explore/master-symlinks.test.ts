@@ -11,6 +11,7 @@ import { canonicalManifest, LeaseTable } from "../../src/explore/state/lease-tab
 import { ExploreMaster } from "../../src/explore/master/master.ts";
 import type { ResultFrame, TaskItemT } from "../../src/net/messages.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
+import { writeSeed } from "../helpers/explore.ts";
 
 /** The corpus directory's entries but the hidden state directory (the master keeps its ledger there). */
 const publicNames = (dir: string) => readdirSync(dir).filter((n) => n !== ".fuzzfleet");
@@ -37,7 +38,7 @@ function setup(seeds: Record<string, string> = { s: "seed\n" }): Setup {
   const stagingRoot = join(dir, "staging");
   mkdirSync(inputDir);
   mkdirSync(corpusDir);
-  for (const [name, content] of Object.entries(seeds)) writeFileSync(join(inputDir, name), content);
+  for (const [name, content] of Object.entries(seeds)) writeSeed(join(inputDir, name), content);
   const leases = new LeaseTable({ root: join(dir, "leases"), durability: "fence" });
   const log: string[] = [];
   const master = new ExploreMaster({
@@ -197,7 +198,7 @@ describe("ExploreMaster and symlinked inputs", () => {
     assert.deepEqual(publicNames(s.corpusDir), [sha256("first\n")]);
     rmSync(s.inputDir);
     renameSync(join(s.dir, "in-original"), s.inputDir);
-    writeFileSync(join(s.inputDir, "b"), "second\n");
+    writeSeed(join(s.inputDir, "b"), "second\n");
     assert.equal(s.master.admitInputs(), 1);
     assert.deepEqual(publicNames(s.corpusDir).sort(), [sha256("first\n"), sha256("second\n")].sort());
   });

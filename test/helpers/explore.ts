@@ -1,7 +1,7 @@
 // Explore-campaign scaffolding: a temp directory with seeds, the compiled CLI run as a real
 // process, and readers for the corpus and the statistics it leaves behind.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CLI, killProcessesMentioning, ROOT, waitFor } from "./campaign.ts";
@@ -102,6 +102,16 @@ export class ExploreDir {
  * timeout) over `corpusDir` and `inputDir`, its staging and lease records below `dir`; `over`
  * replaces any option.
  */
+/**
+ * Writes a seed as a seed directory holds it: an old file, which a master admits at first sight
+ * (a fresh one waits until it stopped changing: explore/master/admission.ts).
+ */
+export function writeSeed(path: string, content: string | Buffer): void {
+  writeFileSync(path, content);
+  const old = new Date(Date.now() - 3600_000);
+  utimesSync(path, old, old);
+}
+
 export function loneMaster(o: { dir: string; corpusDir: string; inputDir: string }, over: Partial<MasterOptions> = {}): ExploreMaster {
   return new ExploreMaster({
     corpusDir: o.corpusDir,

@@ -19,7 +19,7 @@ import { WorkerServer, type AttachedWorker, type WorkProtocol } from "../../src/
 import { READ as read, servedSweep } from "../engine/served-sweep.ts";
 import { scratchDirs } from "../helpers/scratch.ts";
 import { fakeWorker, frameBytes, rawExchange, send } from "../helpers/wire.ts";
-import { loneMaster } from "../helpers/explore.ts";
+import { loneMaster, writeSeed } from "../helpers/explore.ts";
 
 const TOKEN = "conformance-test-token-0123456789";
 /** A worker silent this long is dropped (the product's limit is a minute at least). */
@@ -127,7 +127,7 @@ const explore: Backend = {
     const [inputDir, corpusDir] = [join(dir, "in"), join(dir, "corpus")];
     mkdirSync(inputDir);
     mkdirSync(corpusDir);
-    for (let i = 0; i < 4; i++) writeFileSync(join(inputDir, `seed-${i}`), `seed ${i}\n`);
+    for (let i = 0; i < 4; i++) writeSeed(join(inputDir, `seed-${i}`), `seed ${i}\n`);
     const master = loneMaster({ dir, corpusDir: corpusDir, inputDir });
     master.admitInputs();
     const nonce = { path: join(dir, "nonce"), value: "explore-nonce" };

@@ -40,17 +40,18 @@ test("on a terminal the coordinator redraws its workers and chunks in flight in 
   }
 });
 
-test("without a terminal the coordinator draws no view: plain lines, no escape code", { timeout: 180_000 }, async () => {
+test("without a terminal the coordinator draws no view: plain lines, a status line every --status-every, no escape code", { timeout: 180_000 }, async () => {
   const c = new Campaign({ extra: distributedTable(), costMs: 2 });
   try {
     const port = await freePort();
     const worker = start(c, ["worker", "--master", `127.0.0.1:${port}`, "-j", "1", "--wait", "60"]);
-    const coord = start(c, ["coordinate", "--for", "4s", "--port", String(port), "--bind", "127.0.0.1", "--yes"]);
+    const coord = start(c, ["coordinate", "--for", "4s", "--port", String(port), "--bind", "127.0.0.1", "--yes", "--status-every", "1s"]);
     const r = await finished(coord, 90_000, "the coordinator");
     await finished(worker, 60_000, "the worker");
     assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
     assert.doesNotMatch(r.stdout, /\x1b/);
     assert.match(r.stdout, /chunk \d+ small [\d,]+\.\.[\d,]+: /);
+    assert.match(r.stdout, /^\[\d\d:\d\d:\d\d\] status: 1 worker\(s\), \d+ chunk\(s\) in flight \| [\d.]+ seeds\/s \| /m, "one status line a second names the workers and chunks in flight");
   } finally {
     c.cleanup();
   }
