@@ -9,7 +9,7 @@
 //   -> (--resume: redo commits, take over leases) -> first admission -> loop -> shutdown
 //   -> statistics: a submaster reports to the root; the root or a lone master prints them, and
 //      removes the hidden state after a clean end; the root then releases the submasters
-import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { formatDuration } from "../../config/duration.ts";
@@ -18,7 +18,6 @@ import { CampaignLock } from "../../lock/campaign-lock.ts";
 import { serverToken } from "../../net/token.ts";
 import { DEFAULT_STOP_GRACE_SECONDS, removeNonce, writeNonce, type Nonce } from "../../net/worker-service.ts";
 import { DEFAULT_BUDGETS, DEFAULT_FINALIZE_SECONDS, type Budgets } from "../defaults.ts";
-import { usesFileMode } from "../executor/execute.ts";
 import type { EndReason } from "../fleet/endings.ts";
 import type { CampaignSetup } from "../fleet/peers.ts";
 import { ExploreMaster, type Ownership } from "../master/master.ts";
@@ -32,10 +31,11 @@ import { ENDED, exhausted, exitCodeOf } from "./outcome.ts";
 import { JOIN_WAIT_SECONDS, joinRootEpoch, roleOf, rootToken, startEnding, type EndRounds, type Links, type Role, type StartedMaster } from "./roles.ts";
 import { computeStats, renderStats, type ExploreStats } from "./stats.ts";
 import { findStaleWork, staleWorkLines } from "../state/stale-work.ts";
+import { banner, report, type Place } from "./banner.ts";
 import type { UiAddress } from "../../ui/address.ts";
 import type { DashboardSnapshot } from "../../ui/source.ts";
 import { ExploreDashboardSource, serveExploreDashboard, type ExploreLive, type ServedExploreDashboard } from "./dashboard.ts";
-import { renderProblems, type Problem } from "../../core/problems.ts";
+import type { Problem } from "../../core/problems.ts";
 
 export interface ExploreOptions {
   /** One input directory, or several (`-i a -i b`): all admitted. */
@@ -87,12 +87,6 @@ export interface ExploreOptions {
   signal: AbortSignal;
 }
 
-/** Where this master stands in the campaign once its epoch is known. */
-interface Place {
-  epoch: string;
-  rank: number;
-  ranks: number[];
-}
 
 export async function explore(o: ExploreOptions): Promise<number> {
   const out = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
@@ -427,28 +421,6 @@ async function finalStatistics(e: Ended, links: Links): Promise<void> {
   }
   if (o.statsJson) writeStatsJson(o.statsJson, stats, { ended, role: links.hub ? "root" : "single", rank: 0, new_findings: e.newFindings, afl_exported: e.exported });
   if (stats.late_inputs > 0) write(`${stats.late_inputs} input file(s) arrived after the frontier was declared exhausted: left for the next campaign`);
-}
-
-function banner(write: (line: string) => void, o: ExploreOptions, b: { place: Place; role: Role; ownership: Ownership; corpusDir: string; inputDirs: string[] }): void {
-  const { epoch, rank, ranks } = b.place;
-  write(
-    `fuzzfleet explore: epoch ${epoch} (${o.resumeEpoch ? "resumed" : b.role.kind === "participant" ? "joined" : "new"})` +
-      `${ranks.length > 1 ? `, rank ${rank} of ${ranks.length} masters (${b.ownership} ownership)` : ""}`,
-  );
-  write(`  corpus   ${b.corpusDir}`);
-  for (const dir of b.inputDirs) write(`  inputs   ${dir}`);
-  write(`  target   ${o.target.join(" ")}  (${usesFileMode(o.target) ? "file mode: @@ is the input's path" : "stdin mode"})`);
-  write(
-    `  per-run timeout ${formatDuration(o.timeoutSeconds)}, idle window ${o.maxIdleSeconds}s` +
-      `${o.wallTimeoutSeconds > 0 ? `, wall budget ${formatDuration(o.wallTimeoutSeconds)}` : ""}${o.simulate ? ", --simulate" : ""}` +
-      `${o.follow ? ", --follow (an idle frontier does not end the campaign)" : ""}`,
-  );
-}
-
-/** The campaign ends incomplete (exit 70 unless a submaster's rendezvous timed out): its problems, and where its state was kept. */
-function report(write: (l: string) => void, problems: readonly Problem[], workDir: string, epoch: string): void {
-  for (const line of renderProblems(problems)) write(line);
-  if (existsSync(workDir)) write(`hidden state kept in ${workDir} for inspection; resume with --resume ${epoch}`);
 }
 
 export type { ExploreStats };

@@ -200,35 +200,49 @@ function entryProblem(v: unknown): string | null {
   return problem === null ? null : `record ${r.id}: ${problem}`;
 }
 
+/** The journal files in `root`, by generation then name; none when `root` is absent. */
+function journalsInOrder(root: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(root).filter((n) => JOURNAL_FILE.test(n));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw err;
+  }
+  const gen = (n: string) => Number(JOURNAL_FILE.exec(n)![1]);
+  return names.sort((a, b) => gen(a) - gen(b) || (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** A journal opened for reading, never through a symlink and only as a regular file; null when it is gone. */
+function openJournal(path: string): number | null {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw new RuntimeFailure(`cannot open the lease journal ${path}: ${(err as Error).message}; nothing is followed through a symlink`);
+  }
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw new RuntimeFailure(`lease journal ${path} is not a regular file; move it away once no fuzzfleet process uses this campaign`);
+  }
+  return fd;
+}
+
 /**
  * Every journal in `root` whose writer is gone: `absorb(state)` writes its states into the record
  * files (durably), then the journal is removed and `root` fsynced. Journals of live writers (their
  * flock is held) are left alone. Returns how many were absorbed.
  */
 export function absorbStaleJournals(root: string, absorb: (state: JournalState, path: string) => void): number {
-  let names: string[];
-  try {
-    names = readdirSync(root).filter((n) => JOURNAL_FILE.test(n));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return 0;
-    throw err;
-  }
   let n = 0;
   // One session's generations in order (only one session's journals are ever left behind: each
   // absorbs them before it writes its own).
-  const gen = (n: string) => Number(JOURNAL_FILE.exec(n)![1]);
-  for (const name of names.sort((a, b) => gen(a) - gen(b) || (a < b ? -1 : a > b ? 1 : 0))) {
+  for (const name of journalsInOrder(root)) {
     const path = join(root, name);
-    let fd: number;
+    const fd = openJournal(path);
+    if (fd === null) continue; // absorbed meanwhile by another process
     try {
-      fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-    } catch (err) {
-      // Absorbed meanwhile by another process, or not a regular file (a symlink is never followed).
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") continue;
-      throw new RuntimeFailure(`cannot open the lease journal ${path}: ${(err as Error).message}; nothing is followed through a symlink`);
-    }
-    try {
-      if (!fstatSync(fd).isFile()) throw new RuntimeFailure(`lease journal ${path} is not a regular file; move it away once no fuzzfleet process uses this campaign`);
       try {
         flockSync(fd, "exnb");
       } catch (err) {
@@ -256,19 +270,11 @@ export function absorbStaleJournals(root: string, absorb: (state: JournalState, 
 export function readLeaseRecordsNoWrite(root: string, shardCount = SHARD_COUNT): LeaseRecord[] {
   const shardOf = (id: string) => shardName(Number.parseInt(id.slice(0, 8), 16) % shardCount);
   const byId = new Map(readRecordFiles(root, shardOf).map((r) => [r.id, r]));
-  const gen = (n: string) => Number(JOURNAL_FILE.exec(n)![1]);
-  const names = readdirSync(root).filter((n) => JOURNAL_FILE.test(n));
-  for (const name of names.sort((a, b) => gen(a) - gen(b) || (a < b ? -1 : a > b ? 1 : 0))) {
+  for (const name of journalsInOrder(root)) {
     const path = join(root, name);
-    let fd: number;
+    const fd = openJournal(path);
+    if (fd === null) continue; // absorbed meanwhile
     try {
-      fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") continue; // absorbed meanwhile
-      throw new RuntimeFailure(`cannot open the lease journal ${path}: ${(err as Error).message}; nothing is followed through a symlink`);
-    }
-    try {
-      if (!fstatSync(fd).isFile()) throw new RuntimeFailure(`lease journal ${path} is not a regular file`);
       for (const [id, rec] of parseJournal(path, readFileSync(fd, "utf8"))) {
         if (rec === null) byId.delete(id);
         else byId.set(id, rec);

@@ -1,0 +1,38 @@
+// What an explore master says at the start of a campaign (the banner: epoch, rank, corpus, inputs,
+// target, budgets) and when it ends incomplete (its problems and where its state was kept).
+import { existsSync } from "node:fs";
+import { formatDuration } from "../../config/duration.ts";
+import { renderProblems, type Problem } from "../../core/problems.ts";
+import { usesFileMode } from "../executor/execute.ts";
+import type { Ownership } from "../master/master.ts";
+import type { ExploreOptions } from "./run.ts";
+import type { Role } from "./roles.ts";
+
+/** Where this master stands in the campaign once its epoch is known. */
+export interface Place {
+  epoch: string;
+  rank: number;
+  ranks: number[];
+}
+
+export function banner(write: (line: string) => void, o: ExploreOptions, b: { place: Place; role: Role; ownership: Ownership; corpusDir: string; inputDirs: string[] }): void {
+  const { epoch, rank, ranks } = b.place;
+  write(
+    `fuzzfleet explore: epoch ${epoch} (${o.resumeEpoch ? "resumed" : b.role.kind === "participant" ? "joined" : "new"})` +
+      `${ranks.length > 1 ? `, rank ${rank} of ${ranks.length} masters (${b.ownership} ownership)` : ""}`,
+  );
+  write(`  corpus   ${b.corpusDir}`);
+  for (const dir of b.inputDirs) write(`  inputs   ${dir}`);
+  write(`  target   ${o.target.join(" ")}  (${usesFileMode(o.target) ? "file mode: @@ is the input's path" : "stdin mode"})`);
+  write(
+    `  per-run timeout ${formatDuration(o.timeoutSeconds)}, idle window ${o.maxIdleSeconds}s` +
+      `${o.wallTimeoutSeconds > 0 ? `, wall budget ${formatDuration(o.wallTimeoutSeconds)}` : ""}${o.simulate ? ", --simulate" : ""}` +
+      `${o.follow ? ", --follow (an idle frontier does not end the campaign)" : ""}`,
+  );
+}
+
+/** The campaign ends incomplete (exit 70 unless a submaster's rendezvous timed out): its problems, and where its state was kept. */
+export function report(write: (l: string) => void, problems: readonly Problem[], workDir: string, epoch: string): void {
+  for (const line of renderProblems(problems)) write(line);
+  if (existsSync(workDir)) write(`hidden state kept in ${workDir} for inspection; resume with --resume ${epoch}`);
+}
