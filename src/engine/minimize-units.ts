@@ -104,7 +104,9 @@ export class MinimizeUnits {
     const scratchDir = join(tmp, `minimize-${unitId}`);
     const logPath = join(tmp, `minimize-${unitId}.log`);
     const now = this.o.now();
-    this.inFlight.set(unitId, { unitId, lane: lane.config.name, laneId: lane.laneId, seeds, worker, scratchDir, logPath, startedMs: now, lastBeatMs: now });
+    const hardTimeoutSeconds = Math.max(1, Math.min(m.timeoutSeconds, Math.floor(remainingSeconds)));
+    const cutBySessionEnd = hardTimeoutSeconds < m.timeoutSeconds;
+    this.inFlight.set(unitId, { unitId, lane: lane.config.name, laneId: lane.laneId, seeds, worker, scratchDir, logPath, startedMs: now, cutBySessionEnd, lastBeatMs: now });
     return {
       unitId,
       lane: lane.config.name,
@@ -114,7 +116,7 @@ export class MinimizeUnits {
       cwd: this.o.config.dir,
       scratchDir,
       logPath,
-      hardTimeoutSeconds: Math.max(1, Math.min(m.timeoutSeconds, Math.floor(remainingSeconds))),
+      hardTimeoutSeconds,
       nice: this.o.config.defaults.nice,
       idleIo: this.o.config.defaults.idleIo,
     };
@@ -137,6 +139,7 @@ export class MinimizeUnits {
       scratchDir: join(tmp, `minimize-${unitId}`),
       logPath: join(tmp, `minimize-${unitId}.log`),
       startedMs: this.o.now(),
+      cutBySessionEnd: false,
       lastBeatMs: this.o.now(),
     };
     const db = this.o.db;
@@ -180,11 +183,13 @@ export class MinimizeUnits {
         counts.newDistinct += r.newFailures;
         counts.reopened += r.reopened;
       }
-    } else if (report.outcome === "interrupted") {
-      // The sweep ended (or Ctrl-C): nothing was decided about these finds; a later unit takes them.
-      markUnitEnded(db, unitId, "aborted:interrupted", report.seconds, { merged: 0, newFailures: 0, failed: 0 });
+    } else if (report.outcome === "interrupted" || (report.outcome === "timeout" && u.cutBySessionEnd)) {
+      // The sweep ended (or Ctrl-C), or the unit was killed at the session's end, before its own
+      // timeout: nothing was decided about these finds; a later unit takes them.
+      const why = report.outcome === "interrupted" ? "interrupted" : "session ended";
+      markUnitEnded(db, unitId, `aborted:${why}`, report.seconds, { merged: 0, newFailures: 0, failed: 0 });
       releaseUnitFinds(db, unitId);
-      outcome.aborted = "interrupted";
+      outcome.aborted = why;
       note = "aborted";
     } else {
       // The minimizer itself failed on them: final, so a minimizer that always fails cannot loop.

@@ -73,6 +73,8 @@ export interface MinimizeInFlight {
   readonly scratchDir: string;
   readonly logPath: string;
   readonly startedMs: number;
+  /** Its kill time was cut short to the session's end: a timeout then says nothing of the minimizer. */
+  readonly cutBySessionEnd: boolean;
   lastBeatMs: number;
 }
 

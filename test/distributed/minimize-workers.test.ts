@@ -67,7 +67,7 @@ test("two workers, one SIGKILLed while it holds a minimize unit: the unit is tak
     // The share holds: never more units out than one slot of the two.
     assert.ok(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM minimize_unit WHERE status = 'leased'").n <= 1, "at most floor(0.5 x 2 slots) units at once");
     slow.child.kill("SIGKILL");
-    await waitFor("the killed worker's minimizer to die", () => (processesMentioning(`minimize-${held.id}`).length === 0 ? true : undefined), 15_000);
+    await waitFor("the killed worker's minimizer to die", () => (processesMentioning(join(c.outDir, "tmp", `minimize-${held.id}`)).length === 0 ? true : undefined), 15_000);
     await waitFor("the unit to be taken back", () => (c.one<UnitRow>("SELECT status FROM minimize_unit WHERE id = ?", held.id).status === "reissued" ? true : undefined), 15_000);
     await waitFor(
       "the other worker to minimize the finds the killed one held",
@@ -134,7 +134,7 @@ test("a coordinator SIGKILLed while a worker holds a minimize unit: the next coo
     coord.child.kill("SIGKILL");
     const lost = await finished(slow, 30_000, "the worker");
     assert.equal(lost.code, 4, "a worker that loses its coordinator exits 4");
-    await waitFor("the worker's minimizer to die", () => (processesMentioning(`minimize-${held.id}`).length === 0 ? true : undefined), 15_000);
+    await waitFor("the worker's minimizer to die", () => (processesMentioning(join(c.outDir, "tmp", `minimize-${held.id}`)).length === 0 ? true : undefined), 15_000);
 
     const next = await startCoordinator(c, ["--for", "15s"], { PLANTED_FIX: "crash,wrong-result,hang-detected" });
     const worker = start(c, ["worker", "--master", `127.0.0.1:${next.port}`, "-j", "1"], { PLANTED_FIX: "crash,wrong-result,hang-detected" });

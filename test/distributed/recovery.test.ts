@@ -1,6 +1,7 @@
 // The low-water mark with a slow and a fast worker, and recovery after SIGKILL of a worker or
 // of the coordinator itself.
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { test } from "node:test";
 import { loadConfig } from "../../src/config/load.ts";
 import { laneIdentity } from "../../src/config/schema.ts";
@@ -40,7 +41,7 @@ test("the cursor never passes a chunk still held by a slow worker; SIGKILLing it
 
     slow.child.kill("SIGKILL");
     // The worker's generator dies with it (fuzzfleet's child watchdog), within seconds.
-    await waitFor("the killed worker's generator to die", () => (processesMentioning(`chunk-${held.id}`).length === 0 ? true : undefined), 10_000);
+    await waitFor("the killed worker's generator to die", () => (processesMentioning(join(c.outDir, "tmp", `chunk-${held.id}`)).length === 0 ? true : undefined), 10_000);
     await waitFor("the held chunk to be reissued", () =>
       c.one<ChunkRow>("SELECT * FROM chunk WHERE id = ?", held.id).status === "reissued" ? true : undefined,
     );
@@ -77,7 +78,7 @@ test("after SIGKILL of the coordinator, a new one reclaims the lock and re-sweep
     const rw = await worker.result;
     assert.equal(rw.code, 4, "a worker that loses its coordinator exits 4 (runtime error)");
     assert.match(rw.stdout, /lost the coordinator/);
-    await waitFor("the worker's generator to be gone", () => (processesMentioning(`chunk-${held.id}`).length === 0 ? true : undefined), 30_000);
+    await waitFor("the worker's generator to be gone", () => (processesMentioning(join(c.outDir, "tmp", `chunk-${held.id}`)).length === 0 ? true : undefined), 30_000);
     assert.equal(c.one<{ cursor: number }>("SELECT cursor FROM lane").cursor, cursor);
 
     // 11 s: chunks are handed out for 8 s, before the deadline floor (3 s, the chunk length).

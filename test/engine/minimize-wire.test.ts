@@ -27,7 +27,7 @@ minimize = ["node", ${gen}, "--minimize", "--seeds", "{seeds}", "--out", "{out}"
 `;
 
 /** A coordinator whose store holds three finds pending minimization, each under its own signature. */
-async function coordinator(o: { leaseSeconds?: number } = {}) {
+async function coordinator(o: { leaseSeconds?: number; budgetSeconds?: number } = {}) {
   const lines: string[] = [];
   const s = await servedSweep({ token: TOKEN, log: (l) => lines.push(l), campaign: { generator: GENERATOR, extra: "[minimize]\nshare = 1\nbatch = 8\n" }, ...o });
   opened.push(s);
@@ -117,6 +117,31 @@ test("a unit whose holder stops heartbeating is taken back when its lease expire
   w.conn.destroy();
   stop.abort();
   await running;
+});
+
+test("a unit killed at its own timeout fails its finds for good; one killed early by the session's end gives them back", TEST, async () => {
+  const failedFinds = (s: ServedSweep) =>
+    (s.session.db.prepare("SELECT COUNT(*) AS n FROM failure WHERE minimize_state = 'failed'").get() as { n: number }).n;
+  const timedOut = (unit: AssignedMinimize) =>
+    ({ type: "done", chunk_id: minimizeWireId(unit.unit_id), elapsed: unit.hard_timeout, rc: null, outcome: "timeout", error: null }) as const;
+
+  // A session with an hour left: the unit gets the whole [minimize] timeout (10 minutes).
+  const long = await coordinator();
+  const a = await unitFor(long.port);
+  assert.equal(a.unit.hard_timeout, 600);
+  assert.equal(((await request(a.w, timedOut(a.unit))) as Extract<CoordinatorReplyT, { type: "ack" }>).note, "aborted");
+  assert.equal(unitStatus(long, a.unit.unit_id), "aborted:timeout");
+  assert.deepEqual([pending(long), failedFinds(long)], [0, 3], "the minimizer ran out of its own time: final");
+  a.w.conn.destroy();
+
+  // A session with 30 s left: the unit is cut to them, and its timeout decides nothing.
+  const short = await coordinator({ budgetSeconds: 30 });
+  const b = await unitFor(short.port);
+  assert.ok(b.unit.hard_timeout <= 30, `cut to the session's end: ${b.unit.hard_timeout}`);
+  assert.equal(((await request(b.w, timedOut(b.unit))) as Extract<CoordinatorReplyT, { type: "ack" }>).note, "aborted");
+  assert.equal(unitStatus(short, b.unit.unit_id), "aborted:session ended");
+  assert.deepEqual([pending(short), failedFinds(short)], [3, 0], "its finds wait for the next session");
+  b.w.conn.destroy();
 });
 
 test("an assign carries 1 to 64 units, chunks and minimize units together, and no stray field", () => {

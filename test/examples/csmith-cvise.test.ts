@@ -70,7 +70,8 @@ test("a Csmith sweep against a broken compiler converges, after C-Vise, to the w
     assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
 
     const end = JSON.parse(c.cli(["failures", "--json"]).stdout) as FailuresJson;
-    assert.equal(end.totals.pending_finds, 0, JSON.stringify(end.pending));
+    const notes = c.query<{ id: number; minimize_note: string }>("SELECT id, minimize_note FROM failure WHERE minimize_state = 'failed'");
+    assert.equal(end.totals.pending_finds, 0, `${JSON.stringify(end.pending)}\nwhy: ${JSON.stringify(notes)}`);
     assert.deepEqual(end.failures.map((f) => f.bucket).sort(), ["compiler-error", "wrong-code"], JSON.stringify(end.failures));
     const wrong = end.failures.find((f) => f.bucket === "wrong-code")!;
     assert.equal(wrong.hits, wrongFinds, "every wrong-code seed reduced to one distinct failure");

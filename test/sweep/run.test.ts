@@ -103,7 +103,7 @@ describe("interruptions", () => {
       const chunk = await waitFor("a running chunk", () =>
         c.query<ChunkRow>("SELECT * FROM chunk WHERE status = 'running'")[0],
       );
-      await waitFor("the generator to start", () => (processesMentioning(`chunk-${chunk.id}`).length > 0 ? true : undefined));
+      await waitFor("the generator to start", () => (processesMentioning(join(c.outDir, "tmp", `chunk-${chunk.id}`)).length > 0 ? true : undefined));
       run.kill("SIGINT");
       const r = await done;
       assert.equal(r.code, 0, r.stderr);
@@ -129,7 +129,7 @@ describe("interruptions", () => {
       await done;
       // The generator runs in its own process group and outlives a SIGKILLed runner; stop it so
       // the test measures fuzzfleet, not the orphan.
-      for (const pid of processesMentioning(`chunk-${chunk.id}`)) process.kill(pid, "SIGKILL");
+      for (const pid of processesMentioning(join(c.outDir, "tmp", `chunk-${chunk.id}`))) process.kill(pid, "SIGKILL");
       assert.ok(existsSync(join(c.outDir, "fuzzfleet.lock")), "the dead run left its lock");
       c.writeConfig({ costMs: 0 });
       const r = c.cli(["run", "--for", "5s", "--yes"]);
