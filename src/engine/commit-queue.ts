@@ -32,8 +32,17 @@ import { setBusyTimeout, sqliteCode, type Db } from "../store/db.ts";
 export interface Books<Mark> {
   checkpoint(): Mark;
   rollback(mark: Mark): void;
-  /** The attempt committed: run what had to wait for it (file removals, console lines). */
-  committed(): void;
+  /**
+   * The attempt committed: returns what has to wait until it is durable (file removals, console
+   * lines); the queue runs it then.
+   */
+  committed(): () => void;
+}
+
+/** Makes commits durable off the event loop (a WAL fsync on the thread pool), for a store whose commits do not sync themselves. */
+export interface Durability {
+  /** Resolves once every commit made before the call is on disk. */
+  sync(): Promise<void>;
 }
 
 /** Rejection of a "drop" handler while the store refuses writes: nothing happened, ask again later. */
@@ -60,6 +69,12 @@ export interface CommitQueueOptions {
   busyMs?: number;
   /** Called once when the queue fails (the store refused writes for giveUpMs, or is corrupt). */
   onFail?: (error: StoreError) => void;
+  /**
+   * Absent: a COMMIT is durable when it returns (synchronous = FULL). Present: handlers settle
+   * only after a `sync()` that started after their commit resolved; commits made while one runs
+   * share the next.
+   */
+  durability?: Durability;
 }
 
 interface Pending {
@@ -85,8 +100,11 @@ export class CommitQueue<Mark> {
   private readonly settledWaiters: (() => void)[] = [];
   private readonly retryFirstMs: number;
   private readonly retryMaxMs: number;
-  /** Transactions committed, handlers run and attempts refused, for the benchmarks and the summary. */
-  readonly stats = { commits: 0, handlers: 0, refused: 0 };
+  /** Committed batches waiting for the next sync. */
+  private notDurable: { settle: () => void; batch: Pending[] }[] = [];
+  private syncing = false;
+  /** Transactions committed, handlers run, attempts refused and syncs made, for the benchmarks and the summary. */
+  readonly stats = { commits: 0, handlers: 0, refused: 0, syncs: 0 };
 
   constructor(
     private readonly db: Db,
@@ -106,6 +124,11 @@ export class CommitQueue<Mark> {
   /** Handlers waiting for a transaction (none while one runs: flushing is synchronous). */
   get pending(): number {
     return this.queue.length;
+  }
+
+  /** Nothing queued, and every commit durable and settled. */
+  private get quiet(): boolean {
+    return this.queue.length === 0 && this.notDurable.length === 0 && !this.syncing;
   }
 
   /** The error that ended the queue, once it failed. */
@@ -138,14 +161,14 @@ export class CommitQueue<Mark> {
     return new Promise((resolve) => this.blockedWaiters.push(resolve));
   }
 
-  /** Resolves when nothing is queued any more (committed, or rejected because the queue failed). */
+  /** Resolves when nothing is queued any more (committed and durable, or rejected because the queue failed). */
   settled(): Promise<void> {
-    if (this.queue.length === 0 || this.failure) return Promise.resolve();
+    if (this.quiet || this.failure) return Promise.resolve();
     return new Promise((resolve) => {
       this.settledWaiters.push(resolve);
       // A backstop beside the wake-ups: a missed one must never leave a session waiting for good.
       const check = setInterval(() => {
-        if (this.queue.length > 0 && !this.failure) return;
+        if (!this.quiet && !this.failure) return;
         clearInterval(check);
         resolve();
       }, 250);
@@ -164,6 +187,7 @@ export class CommitQueue<Mark> {
     if (this.blockedState?.timer) clearTimeout(this.blockedState.timer);
     this.failure = new StoreError("the session's store is closed");
     for (const item of this.queue.splice(0)) item.reject(this.failure);
+    for (const g of this.notDurable.splice(0)) for (const item of g.batch) item.reject(this.failure);
     for (const wake of this.blockedWaiters.splice(0)) wake();
     this.wakeSettled();
   }
@@ -204,13 +228,46 @@ export class CommitQueue<Mark> {
     this.stats.commits++;
     this.stats.handlers += batch.length;
     if (this.blockedState) this.unblocked(batch.length);
-    this.books.committed();
-    batch.forEach((item, i) => item.resolve(values[i]));
+    const afterDurable = this.books.committed();
+    const settle = () => {
+      afterDurable();
+      batch.forEach((item, i) => item.resolve(values[i]));
+    };
+    if (this.o.durability) {
+      this.notDurable.push({ settle, batch });
+      this.syncNext();
+    } else settle();
     if (this.queue.length > 0) this.schedule();
     else this.wakeSettled();
   }
 
+  /** Starts an fsync for the batches committed so far unless one runs; the batches of the next wait for it. */
+  private syncNext(): void {
+    if (this.syncing || this.notDurable.length === 0 || this.failure) return;
+    this.syncing = true;
+    const group = this.notDurable;
+    this.notDurable = [];
+    this.o.durability!.sync().then(
+      () => {
+        this.syncing = false;
+        this.stats.syncs++;
+        for (const g of group) g.settle();
+        this.syncNext();
+        this.wakeSettled();
+      },
+      (err: unknown) => {
+        // Committed but not known to be on disk: nothing that depends on it may happen. The
+        // store is consistent; a later session finds what reached the disk.
+        this.syncing = false;
+        const error = err instanceof StoreError ? err : new StoreError(`cannot make the store ${this.o.path} durable: ${(err as Error).message}`, { cause: err });
+        for (const g of [...group, ...this.notDurable.splice(0)]) for (const item of g.batch) item.reject(error);
+        this.fail(error);
+      },
+    );
+  }
+
   private wakeSettled(): void {
+    if (!this.quiet && !this.failure) return;
     for (const wake of this.settledWaiters.splice(0)) wake();
   }
 

@@ -143,11 +143,13 @@ export class SweepEngine implements Books<EngineMark> {
     this.mark = null;
   }
 
-  committed(): void {
+  committed(): () => void {
     this.mark = null;
     const actions = this.afterCommit;
     this.afterCommit = [];
-    for (const action of actions) action();
+    return () => {
+      for (const action of actions) action();
+    };
   }
 
   /** Runs `action` once the open transaction committed (at once outside one). */

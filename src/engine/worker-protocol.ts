@@ -35,7 +35,7 @@ import type { Config } from "../config/schema.ts";
 import type { Db } from "../store/db.ts";
 import type { Assignment, MinimizeAssignment, SweepEngine, WorkerView } from "./sweep-engine.ts";
 import { removeSessionScratch, wireChunk, wireUnit } from "./chunk-files.ts";
-import { CommitQueue, StoreBlocked } from "./commit-queue.ts";
+import { CommitQueue, StoreBlocked, type Durability } from "./commit-queue.ts";
 import type { EngineMark } from "./sweep-engine.ts";
 import { WakeablePause } from "../util/pause.ts";
 
@@ -63,6 +63,8 @@ export interface ServedSession {
   generationId: number;
   genHash: string;
   appBuild: string | null;
+  /** Commits made durable off the event loop (a store in WAL mode), or null: durable at COMMIT. */
+  walSync?: Durability | null;
 }
 
 export interface SweepWorkerProtocolOptions {
@@ -106,6 +108,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
       log: o.log,
       path: o.storePath,
       onFail: () => this.sleeper.wake(),
+      durability: o.session.walSync ?? undefined,
     });
     this.server = new WorkerServer<SweepWorker>({
       token: o.token,

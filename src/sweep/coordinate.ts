@@ -227,7 +227,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
     closeRemote?.();
     if (liveTimer) clearInterval(liveTimer);
     removeNonce(nonce);
-    closeSweepSession(s, status);
+    await closeSweepSession(s, status);
   }
 }
 

@@ -101,6 +101,7 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
       now: () => performance.now(),
       log: (line) => out.line(`fuzzfleet: ${line}`),
       path: o.paths.dbPath,
+      durability: s.walSync ?? undefined,
     });
     for (const line of [...sessionHeadLines(s, "run", ` on ${hostname()}`), ...sessionBudgetLines(s, o.seconds)]) write(line);
     if (o.ui) {
@@ -149,6 +150,6 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
     await dashboard?.server.close();
     books?.close();
     out.close();
-    closeSweepSession(s, status);
+    await closeSweepSession(s, status);
   }
 }

@@ -17,6 +17,7 @@ import { OPEN_BUSY_MS, openStore, setBusyTimeout, type Db } from "../store/db.ts
 import { abortLostChunks } from "../store/chunks.ts";
 import { releaseLostUnits } from "../store/minimize.ts";
 import { endSession, insertSession, markCrashedSessions, type SessionEnd } from "../store/sessions.ts";
+import { WalSync } from "../store/wal-sync.ts";
 import type { EngineLane } from "../engine/sweep-engine.ts";
 import { clock } from "../report/sweep-console.ts";
 import { ensureGeneration, recoverLanes, selectLanes, syncLanes, type Confirm } from "./campaign.ts";
@@ -48,6 +49,8 @@ export interface SweepSession {
   lanes: EngineLane[];
   lastCounts: Map<string, number | null>;
   uncovered: Map<string, number>;
+  /** In WAL mode: the commits' durability, made off the event loop (the session's CommitQueue waits for it). */
+  walSync: WalSync | null;
   log: (line: string) => void;
 }
 
@@ -103,6 +106,7 @@ export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSess
       lanes: recovered.lanes,
       lastCounts: recovered.lastCounts,
       uncovered: recovered.uncovered,
+      walSync: chooseJournalMode(db) === "wal" ? new WalSync(db, o.paths.dbPath, { log: o.log }) : null,
       log: o.log,
     };
   } catch (err) {
@@ -110,6 +114,10 @@ export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSess
     lock.release();
     throw err;
   }
+}
+
+function chooseJournalMode(db: Db): string {
+  return String(db.pragma("journal_mode", { simple: true })).toLowerCase();
 }
 
 /** No chunk starts once less than the deadline floor remains, so a budget within it would run nothing. */
@@ -174,8 +182,12 @@ function removeLeftovers(outDir: string, log: (line: string) => void): void {
  * write costs nothing but the end time: the row stays 'running' and the next start marks it
  * crashed.
  */
-export function closeSweepSession(s: SweepSession, status: SessionEnd): void {
+export async function closeSweepSession(s: SweepSession, status: SessionEnd): Promise<void> {
   try {
+    // The checkpointer ends first, so that this connection closes last and removes the WAL; the
+    // session's last write is durable when it returns.
+    await s.walSync?.close();
+    s.db.pragma("synchronous = FULL");
     setBusyTimeout(s.db, OPEN_BUSY_MS);
     endSession(s.db, s.sessionId, status);
   } catch (err) {

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { CommitQueue, StoreBlocked, type Books } from "../../src/engine/commit-queue.ts";
+import { CommitQueue, StoreBlocked, type Books, type Durability } from "../../src/engine/commit-queue.ts";
 import { StoreError } from "../../src/errors.ts";
 import { openStore, type Db } from "../../src/store/db.ts";
 
@@ -27,13 +27,15 @@ class Counter implements Books<number> {
     this.calls.push("rollback");
     this.value = mark;
   }
-  committed(): void {
+  committed(): () => void {
     this.calls.push("committed");
-    this.committedActions++;
+    return () => {
+      this.committedActions++;
+    };
   }
 }
 
-function setup(o: { giveUpMs?: number; journal?: "wal" | "truncate" } = {}) {
+function setup(o: { giveUpMs?: number; journal?: "wal" | "truncate"; durability?: Durability } = {}) {
   const path = join(root, `q${n++}.db`);
   const db: Db = openStore(path, { journal: o.journal ?? "truncate" });
   db.exec("CREATE TABLE counter (v INTEGER)");
@@ -51,6 +53,7 @@ function setup(o: { giveUpMs?: number; journal?: "wal" | "truncate" } = {}) {
     retryMaxMs: 20,
     busyMs: 0,
     onFail: (e) => failures.push(e),
+    durability: o.durability,
   });
   const bump = () => {
     books.value++;
@@ -73,7 +76,7 @@ test("handlers queued in one turn share one transaction and settle only after it
     const results = await Promise.all([s.queue.run(s.bump, "hold"), s.queue.run(s.bump, "drop"), s.queue.run(s.bump, "hold")]);
     assert.deepEqual(results, [1, 2, 3]);
     assert.equal(s.stored(), 3);
-    assert.deepEqual(s.queue.stats, { commits: 1, handlers: 3, refused: 0 });
+    assert.deepEqual(s.queue.stats, { commits: 1, handlers: 3, refused: 0, syncs: 0 });
     assert.deepEqual(s.books.calls, ["checkpoint", "committed"]);
   } finally {
     s.close();
@@ -231,6 +234,75 @@ test("settled() resolves once nothing is queued: at once when idle, after the co
     await settled;
     await assert.rejects(held, StoreError);
     reader.release();
+  } finally {
+    s.close();
+  }
+});
+
+/** A durability whose syncs the test ends by hand, one at a time. */
+function handSync() {
+  const waiting: { resolve: () => void; reject: (e: Error) => void }[] = [];
+  return {
+    waiting,
+    sync: () => new Promise<void>((resolve, reject) => waiting.push({ resolve, reject })),
+    async end(ok = true) {
+      const w = waiting.shift();
+      assert.ok(w, "a sync is running");
+      if (ok) w.resolve();
+      else w.reject(new StoreError("fsync failed: EIO"));
+      await new Promise((r) => setImmediate(r));
+    },
+  };
+}
+
+test("with deferred durability a handler settles only after a sync that started after its commit; commits during a sync share the next", async () => {
+  const d = handSync();
+  const s = setup({ journal: "wal", durability: d });
+  try {
+    const settled: number[] = [];
+    const first = [s.queue.run(s.bump, "hold"), s.queue.run(s.bump, "hold")].map((p) => p.then((v) => settled.push(v)));
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(s.stored(), 2, "committed");
+    assert.deepEqual(settled, [], "but nobody is told before it is durable");
+    assert.equal(s.books.committedActions, 0, "and nothing that waits for the commit ran");
+    assert.equal(d.waiting.length, 1);
+    // Two more commits while the first sync runs: they wait for a second one, started after it.
+    void s.queue.run(s.bump, "hold").then((v) => settled.push(v));
+    await new Promise((r) => setImmediate(r));
+    void s.queue.run(s.bump, "drop").then((v) => settled.push(v));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(s.stored(), 4);
+    assert.equal(d.waiting.length, 1, "one sync at a time");
+    let quiet = false;
+    const whenSettled = s.queue.settled().then(() => (quiet = true));
+    await d.end();
+    await Promise.all(first);
+    assert.deepEqual(settled, [1, 2]);
+    assert.equal(s.books.committedActions, 1);
+    assert.equal(d.waiting.length, 1, "the next sync started for the commits that came during the first");
+    assert.equal(quiet, false, "settled() waits for durability too");
+    await d.end();
+    await whenSettled;
+    assert.deepEqual(settled, [1, 2, 3, 4]);
+    assert.equal(s.books.committedActions, 3);
+    assert.deepEqual(s.queue.stats, { commits: 3, handlers: 4, refused: 0, syncs: 2 });
+  } finally {
+    s.close();
+  }
+});
+
+test("a sync that fails ends the queue: the handlers it held are rejected, nothing waiting for it runs", async () => {
+  const d = handSync();
+  const s = setup({ journal: "wal", durability: d });
+  try {
+    const held = assert.rejects(s.queue.run(s.bump, "hold"), /fsync failed: EIO/);
+    await new Promise((r) => setImmediate(r));
+    await d.end(false);
+    await held;
+    assert.equal(s.books.committedActions, 0);
+    assert.equal(s.failures.length, 1);
+    await assert.rejects(s.queue.run(s.bump, "hold"), /fsync failed/);
   } finally {
     s.close();
   }

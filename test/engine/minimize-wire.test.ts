@@ -14,8 +14,8 @@ import { servedSweep, type ServedSweep } from "./served-sweep.ts";
 const TOKEN = "minimize-wire-token-0123456789";
 const TEST = { timeout: 60_000 };
 const opened: ServedSweep[] = [];
-after(() => {
-  for (const s of opened) s.close();
+after(async () => {
+  for (const s of opened) await s.close();
 });
 
 const gen = JSON.stringify(PLANTED);

@@ -17,7 +17,7 @@ export interface ServedSweep {
   engine: SweepEngine;
   protocol: SweepWorkerProtocol;
   nonce: { path: string; value: string };
-  close(): void;
+  close(): Promise<void>;
 }
 
 export const READ: ReadService = { status: () => ({ type: "text", text: "status\n" }), failures: () => ({ type: "text", text: "failures\n" }) };
@@ -78,9 +78,9 @@ export async function servedSweep(o: {
     engine,
     protocol,
     nonce,
-    close() {
+    async close() {
       protocol.close();
-      closeSweepSession(session, "interrupted");
+      await closeSweepSession(session, "interrupted");
       campaign.cleanup();
     },
   };

@@ -13,8 +13,8 @@ import { servedSweep, type ServedSweep } from "./served-sweep.ts";
 const TOKEN = "run-test-token-0123456789";
 const TEST = { timeout: 60_000 };
 const opened: ServedSweep[] = [];
-after(() => {
-  for (const s of opened) s.close();
+after(async () => {
+  for (const s of opened) await s.close();
 });
 
 async function coordinator(o: { drainGraceSeconds?: number; budgetSeconds?: number } = {}) {

@@ -113,7 +113,7 @@ const sweep: Backend = {
       beginEnding: () => engine.drain("interrupted"),
       async close() {
         server.close();
-        close();
+        await close();
       },
     };
   },
