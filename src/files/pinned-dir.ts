@@ -25,6 +25,9 @@ const VIA_PROC = (() => {
   }
 })();
 
+/** Whether a descriptor's /proc path resolves names inside the very directory it opened (Linux with /proc). */
+export const PINS_VIA_PROC = VIA_PROC;
+
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 // O_NONBLOCK keeps a FIFO from blocking the open; fstat then refuses it.
 const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | (constants.O_NONBLOCK ?? 0);
