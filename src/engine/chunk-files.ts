@@ -1,10 +1,9 @@
 // Where a chunk runs on the shared file system (<out>/tmp/chunk-N and its log), the removal of a
 // unit's files once it is booked (never following a symlink below <out>), and the units as the
 // wire carries them to a worker (net/messages.ts: assign's chunks and minimize units).
-import { constants, readdirSync } from "node:fs";
-import { open, rmdir, unlink, type FileHandle } from "node:fs/promises";
-import { basename, dirname, join, relative } from "node:path";
-import { PINS_VIA_PROC, removeBelow } from "../files/pinned-dir.ts";
+import { readdirSync } from "node:fs";
+import { basename, join, relative } from "node:path";
+import { removeBelow, removeEntriesInPool } from "../files/pinned-dir.ts";
 import type { AssignedChunk, AssignedMinimize } from "../net/messages.ts";
 import { sessionChunkIds } from "../store/chunks.ts";
 import type { Db } from "../store/db.ts";
@@ -19,51 +18,25 @@ export function chunkPaths(outDir: string, chunkId: number): { scratchDir: strin
 
 /**
  * Removes a finished chunk's scratch directory (and its log unless `keepLog`) in libuv's pool, so
- * the event loop that books it never waits on the file system. Nothing below <out> is followed
- * through a symlink: `tmp/` is opened with O_NOFOLLOW and the names are removed inside that very
- * directory (through its descriptor's /proc path), with rmdir(2) and unlink(2), which never follow
- * their last component. The common case, an empty scratch directory, ends there; anything else
- * (a directory with files left in it, a name swapped for a link, no /proc) goes to the walk of
- * removeBelow: a worker or generator that swapped `tmp/` or the chunk's directory for a link
- * loses the link, never what it points to.
+ * the event loop that books it never waits on the file system (removeEntriesInPool: the common
+ * case, an empty directory). What that leaves (files in it, a name swapped for a link, no /proc)
+ * goes to the walk of removeBelow. Nothing below <out> is followed through a symlink: a worker or
+ * generator that swapped `tmp/` or the chunk's directory for a link loses the link, never what it
+ * points to.
  */
 export function discardChunkFiles(outDir: string, f: { scratchDir: string; logPath: string }, keepLog: boolean): void {
-  const paths = keepLog ? [f.scratchDir] : [f.scratchDir, f.logPath];
-  void removeInPool(outDir, paths).then((left) => {
-    for (const path of left) {
+  const tmp = join(outDir, "tmp");
+  const entries: { name: string; kind: "directory" | "file" }[] = [{ name: basename(f.scratchDir), kind: "directory" }];
+  if (!keepLog) entries.push({ name: basename(f.logPath), kind: "file" });
+  void removeEntriesInPool(tmp, entries).then((left) => {
+    for (const name of left) {
       try {
-        removeBelow(outDir, relative(outDir, path));
+        removeBelow(outDir, relative(outDir, join(tmp, name)));
       } catch {
         // Whatever is left is removed with the session's leftovers at the next start.
       }
     }
   });
-}
-
-/** Removes the empty directory or the file at each path (all directly in <out>/tmp/); returns the paths it could not. */
-async function removeInPool(outDir: string, paths: readonly string[]): Promise<string[]> {
-  const tmp = join(outDir, "tmp");
-  if (!PINS_VIA_PROC || paths.some((p) => dirname(p) !== tmp)) return [...paths];
-  let dir: FileHandle;
-  try {
-    dir = await open(tmp, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-  } catch {
-    return [...paths];
-  }
-  const left: string[] = [];
-  try {
-    for (const path of paths) {
-      const inside = `/proc/self/fd/${dir.fd}/${basename(path)}`;
-      try {
-        await (path.endsWith(".log") ? unlink(inside) : rmdir(inside));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "ENOENT") left.push(path);
-      }
-    }
-  } finally {
-    await dir.close();
-  }
-  return left;
 }
 
 /** Removes a session's leftover chunk and minimize scratch directories (a crashed or killed worker's). Returns how many. */

@@ -74,7 +74,7 @@ export interface CommitQueueOptions {
    * only after a `sync()` that started after their commit resolved; commits made while one runs
    * share the next.
    */
-  durability?: Durability;
+  durability?: Durability | null;
 }
 
 interface Pending {

@@ -108,7 +108,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
       log: o.log,
       path: o.storePath,
       onFail: () => this.sleeper.wake(),
-      durability: o.session.walSync ?? undefined,
+      durability: o.session.walSync,
     });
     this.server = new WorkerServer<SweepWorker>({
       token: o.token,

@@ -220,6 +220,11 @@ export function openStore(path: string, options: OpenOptions = {}): Db {
   }
 }
 
+/** The journal mode the connection `db` has the store in ("wal", "truncate", ...). */
+export function journalModeOf(db: Db): string {
+  return String(db.pragma("journal_mode", { simple: true })).toLowerCase();
+}
+
 /** The journal mode a writer keeps the store in, and why (for the docs and the tests). */
 export function chooseJournal(path: string, choice: JournalChoice): { mode: "wal" | "truncate"; why: string } {
   if (choice !== "auto") return { mode: choice, why: `[store] journal = "${choice}"` };

@@ -21,7 +21,7 @@ import { closeSync, constants, fsync, openSync } from "node:fs";
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import { StoreError } from "../errors.ts";
-import type { Db } from "./db.ts";
+import { journalModeOf, type Db } from "./db.ts";
 
 /** How often the checkpointer copies the WAL into the database file. */
 export const CHECKPOINT_EVERY_MS = 500;
@@ -69,7 +69,7 @@ export class WalSync {
    * StoreError when the store is not in WAL mode or its WAL cannot be opened.
    */
   constructor(db: Db, private readonly path: string, o: WalSyncOptions) {
-    const mode = String(db.pragma("journal_mode", { simple: true })).toLowerCase();
+    const mode = journalModeOf(db);
     if (mode !== "wal") throw new StoreError(`the store ${path} is in ${mode} mode; deferred durability needs WAL`);
     // The WAL exists once a connection has read the store in WAL mode (the migration did).
     try {

@@ -101,7 +101,7 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
       now: () => performance.now(),
       log: (line) => out.line(`fuzzfleet: ${line}`),
       path: o.paths.dbPath,
-      durability: s.walSync ?? undefined,
+      durability: s.walSync,
     });
     for (const line of [...sessionHeadLines(s, "run", ` on ${hostname()}`), ...sessionBudgetLines(s, o.seconds)]) write(line);
     if (o.ui) {

@@ -13,7 +13,7 @@ import { loadConfig, type Config } from "../config/load.ts";
 import { deadlineFloor } from "../core/schedule.ts";
 import { RefusedError, UsageError } from "../errors.ts";
 import { CampaignLock, type LockCommand } from "../lock/campaign-lock.ts";
-import { OPEN_BUSY_MS, openStore, setBusyTimeout, type Db } from "../store/db.ts";
+import { journalModeOf, OPEN_BUSY_MS, openStore, setBusyTimeout, type Db } from "../store/db.ts";
 import { abortLostChunks } from "../store/chunks.ts";
 import { releaseLostUnits } from "../store/minimize.ts";
 import { endSession, insertSession, markCrashedSessions, type SessionEnd } from "../store/sessions.ts";
@@ -106,7 +106,7 @@ export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSess
       lanes: recovered.lanes,
       lastCounts: recovered.lastCounts,
       uncovered: recovered.uncovered,
-      walSync: chooseJournalMode(db) === "wal" ? new WalSync(db, o.paths.dbPath, { log: o.log }) : null,
+      walSync: journalModeOf(db) === "wal" ? new WalSync(db, o.paths.dbPath, { log: o.log }) : null,
       log: o.log,
     };
   } catch (err) {
@@ -114,10 +114,6 @@ export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSess
     lock.release();
     throw err;
   }
-}
-
-function chooseJournalMode(db: Db): string {
-  return String(db.pragma("journal_mode", { simple: true })).toLowerCase();
 }
 
 /** No chunk starts once less than the deadline floor remains, so a budget within it would run nothing. */
