@@ -34,6 +34,12 @@ function seeded(): ExploreDir {
   return e;
 }
 
+/** What to print when a count differs: every scalar figure of the campaign and how it ended. */
+function context(s: ExploreStats, stdout: string): string {
+  const scalars = Object.fromEntries(Object.entries(s).filter(([, v]) => typeof v !== "object" || v === null));
+  return `${JSON.stringify(scalars)}\nfindings: ${JSON.stringify(s.findings.groups)}\n${stdout.slice(-4000)}`;
+}
+
 /** The planted bugs: one SIGABRT, one SIGSEGV, one hang, each its own signature. */
 function checkFindings(s: ExploreStats): void {
   const f = s.findings;
@@ -55,8 +61,8 @@ test("tlv-symcc explored to exhaustion: the reference counts, two crashes and a 
     const r = e.run(["-j", "2", ...RUN_ARGS], [TARGET, "@@"], {}, LIMIT_MS);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     const s = e.stats();
-    assert.equal(s.observations, RUNS);
-    assert.equal(s.generated, GENERATED);
+    assert.equal(s.observations, RUNS, context(s, r.stdout));
+    assert.equal(s.generated, GENERATED, context(s, r.stdout));
     assert.equal(s.external_inputs, 2);
     assert.equal(s.interesting, RUNS - 2);
     assert.equal(s.redundant, GENERATED - (RUNS - 2));
@@ -88,8 +94,8 @@ test("tlv-symcc with two masters: the same counts, split between them, and the s
     assert.equal(a.code, 0, root.output());
     assert.equal(b.code, 0, sub.output());
     const s = e.stats();
-    assert.equal(s.observations, RUNS);
-    assert.equal(s.generated, GENERATED);
+    assert.equal(s.observations, RUNS, context(s, root.output()));
+    assert.equal(s.generated, GENERATED, context(s, root.output()));
     assert.equal(s.masters, 2);
     assert.ok((s.by_master["0"] ?? 0) > 0 && (s.by_master["1"] ?? 0) > 0, `both masters committed: ${JSON.stringify(s.by_master)}`);
     checkFindings(s);
