@@ -14,19 +14,31 @@ const TRUNCATE = '[store]\njournal = "truncate"\n';
 const BOUND_MS = 150_000;
 
 
-/** Holds a read transaction on the store for `ms`, as `sqlite3 -readonly` with BEGIN; SELECT … would. */
-async function holdReader(c: Campaign, ms: number, during?: () => Promise<unknown>): Promise<void> {
+/**
+ * Holds a read transaction on the store, as `sqlite3 -readonly` with BEGIN; SELECT … would, for
+ * `ms` — or, with `untilDuring`, only until `during` has settled.
+ */
+async function holdReader(c: Campaign, ms: number, during?: () => Promise<unknown>, untilDuring = false): Promise<void> {
   const reader = new Database(c.dbPath, { readonly: true, fileMustExist: true });
   try {
     reader.exec("BEGIN");
     reader.prepare("SELECT COUNT(*) FROM chunk").get();
     const until = Date.now() + ms;
     await during?.();
-    await new Promise((r) => setTimeout(r, Math.max(0, until - Date.now())));
+    if (!untilDuring) await new Promise((r) => setTimeout(r, Math.max(0, until - Date.now())));
     reader.exec("COMMIT");
   } finally {
     reader.close();
   }
+}
+
+/**
+ * Once the store took writes again and a chunk completed after the reader let go, the sweep has
+ * shown what these tests ask of it: Ctrl-C ends it (a long budget would only add seconds).
+ */
+async function interruptAfterNextChunk(session: Running, c: Campaign, released: number): Promise<void> {
+  await waitFor("a chunk completed after the reader let go", () => (completeChunks(c) > released ? true : undefined), 60_000);
+  session.child.kill("SIGINT");
 }
 
 function count(text: string, re: RegExp): number {
@@ -44,8 +56,10 @@ async function sweepWithWorkers(c: Campaign, seconds: number): Promise<{ coord: 
 test("coordinate (TRUNCATE): a reader holding a transaction through many commit attempts costs time, not books; workers stay", async () => {
   const c = new Campaign({ extra: distributedTable() + TRUNCATE });
   try {
-    const { coord, workers } = await sweepWithWorkers(c, 26);
+    const { coord, workers } = await sweepWithWorkers(c, 120);
     await holdReader(c, 6_000, () => waitFor("the coordinator to say the store is locked", () => (/is locked by another process/.test(coord.output()) ? true : undefined), 10_000));
+    await waitFor("the coordinator to say the store takes writes again", () => (/takes writes again/.test(coord.output()) ? true : undefined), 30_000);
+    await interruptAfterNextChunk(coord, c, completeChunks(c));
     const rc = await finished(coord, BOUND_MS, "the coordinator");
     const out = rc.stdout + rc.stderr;
     assert.equal(rc.code, firstSessionExit(c), out);
@@ -68,9 +82,11 @@ test("coordinate (TRUNCATE): a reader holding a transaction through many commit 
 test("run (TRUNCATE): a reader holding a transaction costs time, not books, and no stack trace", async () => {
   const c = new Campaign({ extra: TRUNCATE });
   try {
-    const run = start(c, ["run", "--for", "15s", "--yes"]);
+    const run = start(c, ["run", "--for", "2m", "--yes"]);
     await waitFor("a complete chunk", () => (completeChunks(c) >= 1 ? true : undefined), 60_000);
     await holdReader(c, 6_000, () => waitFor("run to say the store is locked", () => (/is locked by another process/.test(run.output()) ? true : undefined), 10_000));
+    await waitFor("run to say the store takes writes again", () => (/takes writes again/.test(run.output()) ? true : undefined), 30_000);
+    await interruptAfterNextChunk(run, c, completeChunks(c));
     const rc = await finished(run, BOUND_MS, "run");
     const out = rc.stdout + rc.stderr;
     assert.equal(rc.code, firstSessionExit(c), out);
@@ -86,7 +102,7 @@ test("run (TRUNCATE): a reader holding a transaction costs time, not books, and 
 test("coordinate (WAL, the default here): the same reader blocks nothing — chunks complete while it holds its transaction", async () => {
   const c = new Campaign({ extra: distributedTable() });
   try {
-    const { coord, workers } = await sweepWithWorkers(c, 24);
+    const { coord, workers } = await sweepWithWorkers(c, 120);
     let before = 0;
     let during = 0;
     await holdReader(c, 6_000, async () => {
@@ -95,6 +111,7 @@ test("coordinate (WAL, the default here): the same reader blocks nothing — chu
       during = completeChunks(c);
     });
     assert.ok(during > before, `chunks completed while the reader held its transaction (${before} -> ${during})`);
+    coord.child.kill("SIGINT");
     const rc = await finished(coord, BOUND_MS, "the coordinator");
     const out = rc.stdout + rc.stderr;
     assert.doesNotMatch(out, /is locked by another process/);
@@ -117,9 +134,10 @@ for (const command of ["coordinate", "run"] as const) {
       }
       const startedAt = Date.now();
       let rc!: Awaited<Running["result"]>;
-      await holdReader(c, 15_000, async () => {
+      // Held until the session has given up (it must, within the bound asserted below).
+      await holdReader(c, 0, async () => {
         rc = await finished(session, BOUND_MS, command);
-      });
+      }, true);
       const waited = (Date.now() - startedAt) / 1000;
       const out = rc.stdout + rc.stderr;
       assert.equal(rc.code, 4, out);
