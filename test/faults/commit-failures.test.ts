@@ -8,7 +8,7 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { assertBooksTrue, completeChunks, firstSessionExit } from "../helpers/books.ts";
+import { assertBooksTrue, completeChunks, firstSessionExit, interruptWhenWritesResume } from "../helpers/books.ts";
 import { Campaign, distributedTable, finished, start, startCoordinator, waitFor, type Running } from "../helpers/campaign.ts";
 
 const PRELOAD = fileURLToPath(new URL("../fixtures/faults/store-faults.mjs", import.meta.url));
@@ -34,10 +34,11 @@ test("coordinate: a full disk at commit (SQLITE_FULL) is retried without losing 
   const c = new Campaign({ extra: distributedTable() });
   const trigger = join(c.dir, "fault");
   try {
-    const coord = await startCoordinator(c, ["--for", "17s"], faultEnv(trigger));
+    const coord = await startCoordinator(c, ["--for", "2m"], faultEnv(trigger));
     const workers = [1, 2].map(() => start(c, ["worker", "--master", `127.0.0.1:${coord.port}`, "-j", "1"]));
     await waitFor("two complete chunks", () => (completeChunks(c) >= 2 ? true : undefined), 60_000);
     await injectUntilSeen(trigger, "full", coord, /the disk holding the store .* is full \(SQLITE_FULL\)/);
+    await interruptWhenWritesResume(c, coord);
     const rc = await finished(coord, BOUND_MS, "the coordinator");
     const out = rc.stdout + rc.stderr;
     assert.equal(rc.code, firstSessionExit(c), out);
@@ -55,9 +56,10 @@ test("run: an fsync that fails at commit (SQLITE_IOERR_FSYNC) after the chunk's 
   const c = new Campaign();
   const trigger = join(c.dir, "fault");
   try {
-    const run = start(c, ["run", "--for", "15s", "--yes"], faultEnv(trigger));
+    const run = start(c, ["run", "--for", "2m", "--yes"], faultEnv(trigger));
     await waitFor("a complete chunk", () => (completeChunks(c) >= 1 ? true : undefined), 60_000);
     await injectUntilSeen(trigger, "ioerr", run, /the store .* cannot be written \(SQLITE_IOERR_FSYNC\)/);
+    await interruptWhenWritesResume(c, run);
     const rc = await finished(run, BOUND_MS, "run");
     const out = rc.stdout + rc.stderr;
     assert.equal(rc.code, firstSessionExit(c), out);

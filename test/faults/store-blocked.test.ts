@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import Database from "better-sqlite3";
 import { test } from "node:test";
-import { assertBooksTrue, completeChunks, firstSessionExit } from "../helpers/books.ts";
+import { assertBooksTrue, completeChunks, firstSessionExit, interruptWhenWritesResume } from "../helpers/books.ts";
 import { Campaign, distributedTable, finished, start, startCoordinator, waitFor, type Running } from "../helpers/campaign.ts";
 
 const TRUNCATE = '[store]\njournal = "truncate"\n';
@@ -32,15 +32,6 @@ async function holdReader(c: Campaign, ms: number, during?: () => Promise<unknow
   }
 }
 
-/**
- * Once the store took writes again and a chunk completed after the reader let go, the sweep has
- * shown what these tests ask of it: Ctrl-C ends it (a long budget would only add seconds).
- */
-async function interruptAfterNextChunk(session: Running, c: Campaign, released: number): Promise<void> {
-  await waitFor("a chunk completed after the reader let go", () => (completeChunks(c) > released ? true : undefined), 60_000);
-  session.child.kill("SIGINT");
-}
-
 function count(text: string, re: RegExp): number {
   return text.match(new RegExp(re.source, "g"))?.length ?? 0;
 }
@@ -58,8 +49,7 @@ test("coordinate (TRUNCATE): a reader holding a transaction through many commit 
   try {
     const { coord, workers } = await sweepWithWorkers(c, 120);
     await holdReader(c, 6_000, () => waitFor("the coordinator to say the store is locked", () => (/is locked by another process/.test(coord.output()) ? true : undefined), 10_000));
-    await waitFor("the coordinator to say the store takes writes again", () => (/takes writes again/.test(coord.output()) ? true : undefined), 30_000);
-    await interruptAfterNextChunk(coord, c, completeChunks(c));
+    await interruptWhenWritesResume(c, coord);
     const rc = await finished(coord, BOUND_MS, "the coordinator");
     const out = rc.stdout + rc.stderr;
     assert.equal(rc.code, firstSessionExit(c), out);
@@ -85,8 +75,7 @@ test("run (TRUNCATE): a reader holding a transaction costs time, not books, and 
     const run = start(c, ["run", "--for", "2m", "--yes"]);
     await waitFor("a complete chunk", () => (completeChunks(c) >= 1 ? true : undefined), 60_000);
     await holdReader(c, 6_000, () => waitFor("run to say the store is locked", () => (/is locked by another process/.test(run.output()) ? true : undefined), 10_000));
-    await waitFor("run to say the store takes writes again", () => (/takes writes again/.test(run.output()) ? true : undefined), 30_000);
-    await interruptAfterNextChunk(run, c, completeChunks(c));
+    await interruptWhenWritesResume(c, run);
     const rc = await finished(run, BOUND_MS, "run");
     const out = rc.stdout + rc.stderr;
     assert.equal(rc.code, firstSessionExit(c), out);

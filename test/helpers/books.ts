@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import Database from "better-sqlite3";
 import { mergeRanges, type Range } from "../../src/core/ranges.ts";
-import { coverageViolations, PLANTED, type Campaign } from "./campaign.ts";
+import { coverageViolations, PLANTED, waitFor, type Campaign, type Running } from "./campaign.ts";
 import { pathToFileURL } from "node:url";
 
 interface PlantedSeeds {
@@ -94,6 +94,18 @@ export function assertBooksTrue(c: Campaign, context = ""): BooksAudit {
 
 export function completeChunks(c: Campaign): number {
   return c.one<{ n: number }>("SELECT COUNT(*) AS n FROM chunk WHERE status = 'complete'").n;
+}
+
+/**
+ * For a test of a store that refused writes for a while: once the session says the store takes
+ * writes again and a chunk completed after that, it has shown what such a test asks of it, and
+ * Ctrl-C ends it (interrupted sessions owe the same exit code; a long budget would only add seconds).
+ */
+export async function interruptWhenWritesResume(c: Campaign, session: Running): Promise<void> {
+  await waitFor("the session to say the store takes writes again", () => (/takes writes again/.test(session.output()) ? true : undefined), 30_000);
+  const landed = completeChunks(c);
+  await waitFor("a chunk completed after the store took writes again", () => (completeChunks(c) > landed ? true : undefined), 60_000);
+  session.child.kill("SIGINT");
 }
 
 /** The exit code a session's first run must give: 1 when it recorded a distinct failure (pending finds are not), else 0. */
