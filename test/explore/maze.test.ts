@@ -10,7 +10,8 @@ import { pathToFileURL } from "node:url";
 import { processesMentioning, waitFor } from "../helpers/campaign.ts";
 import { ExploreDir, MAZE, MAZE_SEEDS } from "../helpers/explore.ts";
 
-const DEPTH = "6";
+// 95 unique inputs and 1,314 children: enough for two slots to race, each run a Node start.
+const DEPTH = "5";
 
 interface MazeCore {
   closure(seeds: Uint8Array[], options?: { depth?: number }): Map<string, { children: number } | null>;
