@@ -81,13 +81,15 @@ test("after SIGKILL of the coordinator, a new one reclaims the lock and re-sweep
     await waitFor("the worker's generator to be gone", () => (processesMentioning(join(c.outDir, "tmp", `chunk-${held.id}`)).length === 0 ? true : undefined), 30_000);
     assert.equal(c.one<{ cursor: number }>("SELECT cursor FROM lane").cursor, cursor);
 
-    // 11 s: chunks are handed out for 8 s, before the deadline floor (3 s, the chunk length).
-    const again = await startCoordinator(c, ["--for", "11s"]);
+    // Stopped with Ctrl-C once the cursor passed the range that was in flight.
+    const again = await startCoordinator(c, ["--for", "2m"]);
     assert.match(again.output(), /small: [\d,]+ seed\(s\) left uncovered by an earlier session — re-sweeping them first/);
     assert.match(again.output(), /session\(s\) #1 ended without closing \(the process died\): marked crashed/);
     assert.deepEqual(c.one("SELECT status, ended_at FROM session WHERE id = 1"), { status: "crashed", ended_at: null });
     assert.equal(c.one<ChunkRow>("SELECT * FROM chunk WHERE id = ?", held.id).status, "aborted:lost");
     const w2 = start(c, ["worker", "--master", `127.0.0.1:${again.port}`, "-j", "1"], { PLANTED_COST_MS: "1" });
+    await waitFor("the cursor to pass the range that was in flight", () => (c.one<{ cursor: number }>("SELECT cursor FROM lane").cursor > held.seed_to ? true : undefined), 60_000);
+    again.child.kill("SIGINT");
     const [rc, r2] = await Promise.all([again.result, w2.result]);
     assert.equal(rc.code, exitOwed(c, rc.stdout), rc.stdout + rc.stderr);
     assert.equal(r2.code, 0);
