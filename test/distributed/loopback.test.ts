@@ -10,7 +10,7 @@ const c = new Campaign({ extra: distributedTable(), costMs: 1, defaults: { chunk
 after(() => c.cleanup());
 
 test("a coordinator and two workers (-j 2 and -j 1) finish a campaign with exact stop ACKs and a true-prefix cursor", async () => {
-  const coord = await startCoordinator(c, ["--for", "17s"]);
+  const coord = await startCoordinator(c, ["--for", "10s"]);
   const master = `127.0.0.1:${coord.port}`;
   assert.match(coord.output(), /!! that is a LOOPBACK address/);
   assert.match(coord.output(), new RegExp(`start workers:  fuzzfleet worker --master ${master}`));

@@ -113,7 +113,7 @@ test("coordinate (WAL, the default here): the same reader blocks nothing — chu
 
 for (const command of ["coordinate", "run"] as const) {
   test(`${command} (TRUNCATE): a store blocked past give_up_minutes ends the session with one line, exit 4 and true books`, async () => {
-    const c = new Campaign({ extra: (command === "coordinate" ? distributedTable() : "") + TRUNCATE + "give_up_minutes = 0.1\n" });
+    const c = new Campaign({ extra: (command === "coordinate" ? distributedTable() : "") + TRUNCATE + "give_up_minutes = 0.05\n" });
     try {
       let session: Running;
       if (command === "coordinate") session = (await sweepWithWorkers(c, 60)).coord;
