@@ -157,7 +157,7 @@ test("a submaster that never hears the root's final release exits 71 after --fin
   const e = new ExploreDir();
   try {
     e.seed("a", "hello\n");
-    const f = await fleet(e, 2, ["-j", "1", "--max-idle", "1", "-t", "5", "--finalize-timeout", "1"], ["/bin/true"], {}, holding("RELEASE", 8000));
+    const f = await fleet(e, 2, ["-j", "1", "--max-idle", "1", "-t", "5", "--finalize-timeout", "1"], ["/bin/true"], {}, holding("RELEASE", 6000));
     const sub = f.subs[0]!;
     const s = await sub.done;
     const subEndedAt = Date.now();
