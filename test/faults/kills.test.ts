@@ -122,7 +122,8 @@ test("run, SIGKILLed at random moments and restarted: true books, no orphaned ge
 
 test("coordinate and workers, SIGKILLed at random moments and restarted: true books and no orphaned generator", { timeout: 300_000 }, async () => {
   const random = moments(SEED + 1);
-  const c = new Campaign({ defaults: { chunk_minutes: 0.25, bootstrap_seeds: 40 }, extra: distributedTable({ lease: 6, drainGraceMinutes: 0.05 }), costMs: 20 });
+  // 6 s chunks: a kill still lands mid-chunk most of the time, and the last session books one soon.
+  const c = new Campaign({ defaults: { chunk_minutes: 0.1, bootstrap_seeds: 40 }, extra: distributedTable({ lease: 6, drainGraceMinutes: 0.05 }), costMs: 20 });
   const port = await freePort();
   // A coordinator that is killed lives until then; the last one is stopped with Ctrl-C once a chunk landed in its session
   // (a chunk still running 3 s later, the drain grace, is not counted and left for the next session).
