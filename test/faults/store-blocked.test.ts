@@ -16,16 +16,16 @@ const BOUND_MS = 150_000;
 
 /**
  * Holds a read transaction on the store, as `sqlite3 -readonly` with BEGIN; SELECT … would, for
- * `ms` — or, with `untilDuring`, only until `during` has settled.
+ * `ms` and at least until `during` has settled.
  */
-async function holdReader(c: Campaign, ms: number, during?: () => Promise<unknown>, untilDuring = false): Promise<void> {
+async function holdReader(c: Campaign, ms: number, during?: () => Promise<unknown>): Promise<void> {
   const reader = new Database(c.dbPath, { readonly: true, fileMustExist: true });
   try {
     reader.exec("BEGIN");
     reader.prepare("SELECT COUNT(*) FROM chunk").get();
     const until = Date.now() + ms;
     await during?.();
-    if (!untilDuring) await new Promise((r) => setTimeout(r, Math.max(0, until - Date.now())));
+    await new Promise((r) => setTimeout(r, Math.max(0, until - Date.now())));
     reader.exec("COMMIT");
   } finally {
     reader.close();
@@ -126,7 +126,7 @@ for (const command of ["coordinate", "run"] as const) {
       // Held until the session has given up (it must, within the bound asserted below).
       await holdReader(c, 0, async () => {
         rc = await finished(session, BOUND_MS, command);
-      }, true);
+      });
       const waited = (Date.now() - startedAt) / 1000;
       const out = rc.stdout + rc.stderr;
       assert.equal(rc.code, 4, out);

@@ -8,7 +8,8 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { chooseJournal, networkFileSystem, openStore, SCHEMA_VERSION } from "../../src/store/db.ts";
+import { chooseJournal, networkFileSystem, openStore } from "../../src/store/db.ts";
+import { SCHEMA_VERSION } from "../../src/store/migrations.ts";
 import { StoreError } from "../../src/errors.ts";
 
 const require = createRequire(import.meta.url);

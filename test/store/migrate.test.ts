@@ -8,7 +8,8 @@ import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { openStore, SCHEMA_VERSION } from "../../src/store/db.ts";
+import { openStore } from "../../src/store/db.ts";
+import { SCHEMA_VERSION } from "../../src/store/migrations.ts";
 import { failuresData } from "../../src/report/failures.ts";
 import { statusData } from "../../src/report/status.ts";
 
