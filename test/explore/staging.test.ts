@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { appendFileSync, mkdirSync, readFileSync, readdirSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { DEFAULT_BUDGETS, FileProblem, IntegrityError, STAGE_ID_RE, type Budgets } from "../../src/explore/state/corpus.ts";
 import { BudgetError, collectOutputs, promoteChildren, StagingArea, stageOutputs, verifyStage } from "../../src/explore/state/staging.ts";
 import { PinnedDir } from "../../src/files/pinned-dir.ts";
@@ -391,4 +393,39 @@ describe("pinned outputs and stages", () => {
     assert.deepEqual(snapshot(victim), { [sha256("mine")]: "644 mine" }, "the look-alike behind the link was left alone");
     assert.equal(readFileSync(join(corpus, sha256("mine")), "utf8"), "mine");
   });
+});
+
+describe("promoteChildren by two masters at once", () => {
+  // Children of different parents may share content, so two masters promote the same child at the
+  // same moment. A rename over the other's object made the other's read of it fail ("replaced while
+  // it was being read") or, when it hit the identity check, removed a good object from the corpus.
+  const racer = fileURLToPath(new URL("../fixtures/explore/promote-racer.ts", import.meta.url));
+  for (const moved of [false, true]) {
+    it(`neither fails and the object stays public (${moved ? "group commit" : "one commit"})`, async () => {
+      const corpus = freshDir();
+      const rounds = 80;
+      const contents = Array.from({ length: rounds }, (_, i) => `shared child ${i} ${"x".repeat(512 * 1024)}`);
+      const hashes = contents.map((c) => sha256(c));
+      // Both start a second from now, so that both processes are loaded by then.
+      const startAt = Date.now() + 1_500;
+      const contender = (skewUs: number) => {
+        const stages = contents.map((c, i) => {
+          const dir = freshDir();
+          writeFileSync(join(dir, hashes[i]!), c);
+          return dir;
+        });
+        const spec = join(freshDir(), "spec.json");
+        writeFileSync(spec, JSON.stringify({ corpus, stages, hashes, startAt, stepMs: 25, skewUs, moved }));
+        const child = spawn(process.execPath, ["--import", "tsx", racer, spec], { stdio: ["ignore", "pipe", "inherit"] });
+        return new Promise<string[]>((resolve, reject) => {
+          let out = "";
+          child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+          child.once("exit", (code) => (code === 0 ? resolve(JSON.parse(out) as string[]) : reject(new Error(`racer exited ${code}: ${out}`))));
+        });
+      };
+      const [a, b] = await Promise.all([contender(0), contender(150)]);
+      assert.deepEqual([...a, ...b], [], "no promotion failed");
+      for (const [i, h] of hashes.entries()) assert.equal(readFileSync(join(corpus, h), "utf8"), contents[i], `child ${i} is public`);
+    });
+  }
 });

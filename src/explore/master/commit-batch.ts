@@ -6,7 +6,7 @@
 //   pass the fences    beginCommit of every result: journal lines, then ONE fdatasync
 //   sync the children  every staged child of the batch fsynced at once in libuv's pool (async:
 //                      the loop goes on reading frames meanwhile)
-//   promote            renames into the corpus, ONE directory fsync, then each moved child re-hashed
+//   promote            moves into the corpus (never over a name), ONE directory fsync, then each moved child re-hashed
 //   complete           done records (journal lines), children claimed, stages removed
 //
 // A fence is durable before any child of the batch becomes public; a child's name is durable
@@ -147,17 +147,18 @@ export class CommitBatches {
     flight.done = true;
     const { ctx } = this.o;
     const moved: string[] = [];
+    let existing = 0;
     let promoted: QueuedCommit[] = [];
     for (const [i, c] of flight.passed.entries()) {
       try {
-        promoteChildren(c.stage.dir, ctx.corpusDir, c.manifest.hashes, { maxBytes: ctx.maxInputBytes, trusted: this.o.isVerified, synced: synced[i], moved });
+        existing += promoteChildren(c.stage.dir, ctx.corpusDir, c.manifest.hashes, { maxBytes: ctx.maxInputBytes, trusted: this.o.isVerified, synced: synced[i], moved });
         promoted.push(c);
       } catch (err) {
         this.end(c, { kind: "deferred", error: err as Error }, false);
       }
     }
     try {
-      if (moved.length > 0) fsyncDir(ctx.corpusDir);
+      if (moved.length > 0 || existing > 0) fsyncDir(ctx.corpusDir);
       for (const hash of moved) verifyPublic(ctx.corpusDir, hash, ctx.maxInputBytes);
     } catch (err) {
       // Which child failed does not matter: every record stays `committing` and is replayed.

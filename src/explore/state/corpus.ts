@@ -3,7 +3,8 @@
 // 1 MiB chunks and compares the file's identity (dev, ino, size, mtime, ctime) before and after the
 // read, both through the open descriptor and through the path, so a file that was modified or
 // replaced while it was read is reported as "changed" instead of yielding a digest of mixed bytes.
-// Publication is temp file + fsync + rename + directory fsync, then the destination is re-hashed;
+// Publication is temp file + fsync + link under the hash name (never replacing one another master
+// published meanwhile) + directory fsync, then the destination is re-hashed;
 // the temp file lives in the hidden state directory beside the corpus (same file system), never in
 // the corpus directory itself, which other tools (AFL++'s -F) read. Corpus files get the corpus
 // file mode (0600 unless `explore --corpus-mode` says otherwise), set exactly, whatever the umask.
@@ -23,7 +24,6 @@ import {
   openSync,
   readSync,
   readdirSync,
-  renameSync,
   unlinkSync,
   type Stats,
 } from "node:fs";
@@ -31,7 +31,7 @@ import { join } from "node:path";
 import { RuntimeFailure } from "../../errors.ts";
 import { FileProblem } from "../../files/file-problem.ts";
 import { displayPath, type EntryKind, PinnedDir } from "../../files/pinned-dir.ts";
-import { fsyncDir, lstatOrNull, writeFully } from "./durable.ts";
+import { fsyncDir, lstatOrNull, moveNoReplace, writeFully } from "./durable.ts";
 import { HEX64 } from "../../core/message-checks.ts";
 import { DEFAULT_CORPUS_MODE, octalMode, parseCorpusMode } from "../corpus-mode.ts";
 
@@ -302,10 +302,11 @@ export function publishFile(corpusDir: string, src: string, c: Omit<CopyOptions,
       verifyPublic(corpusDir, hash, maxBytes);
       return { hash, size, created: false };
     }
-    renameSync(temp, dest);
+    // Another master may publish the same content between the check above and here: its file stays.
+    const created = moveNoReplace(temp, dest);
     if (durable) fsyncDir(corpusDir);
     verifyPublic(corpusDir, hash, maxBytes);
-    return { hash, size, created: true };
+    return { hash, size, created };
   } finally {
     try {
       unlinkQuietly(temp);
@@ -352,6 +353,23 @@ export function verifyPublic(corpusDir: string, hash: string, maxBytes: number):
     throw new RuntimeFailure(`'${hash}' is not a corpus object name (64 lowercase hex digits)`);
   }
   const path = join(corpusDir, hash);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      verifyOnce(path, hash, maxBytes);
+      return;
+    } catch (err) {
+      // Another master publishing or verifying the same object changes its inode's ctime (the
+      // link count when it moves the object in, the mode when it conforms it): read it again.
+      // A file that keeps changing is still refused.
+      if (!(err instanceof FileProblem && err.problem === "changed") || attempt === VERIFY_ATTEMPTS) throw err;
+    }
+  }
+}
+
+/** How often verifyPublic reads an object that changed while it was read before it gives up. */
+const VERIFY_ATTEMPTS = 3;
+
+function verifyOnce(path: string, hash: string, maxBytes: number): void {
   const opened = openRegular(path, maxBytes);
   try {
     const actual = streamOpened(path, opened, ignore);

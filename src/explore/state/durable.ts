@@ -2,7 +2,7 @@
 // directory holding the new name has been fsynced, so callers that batch several renames into
 // one directory use replaceFileSynced per file and fsyncDir once at the end.
 import { randomHex } from "../../util/random-hex.ts";
-import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, type Stats } from "node:fs";
+import { closeSync, constants, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, type Stats } from "node:fs";
 import { writeFully } from "../../files/write.ts";
 import { basename, dirname, join } from "node:path";
 
@@ -62,6 +62,31 @@ function replaceFileWith(path: string, data: string | Uint8Array, mode: number, 
       }
     }
   }
+}
+
+/** Errors of link(2) that mean the file system has no hard links (FAT, some FUSE and network mounts). */
+const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"]);
+
+/**
+ * Moves the file `from` to the new name `to` unless `to` exists: link(2) then unlink of `from`, so
+ * a name that appeared meanwhile (another master publishing the same content) is never replaced
+ * and never read half-swapped. Returns false, leaving `from` in place, when `to` exists. The new
+ * name is durable only after fsyncDir of its directory. On a file system without hard links it
+ * falls back to a check and a rename, which a racing writer of the same name can still overtake.
+ */
+export function moveNoReplace(from: string, to: string): boolean {
+  try {
+    linkSync(from, to);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? "";
+    if (code === "EEXIST") return false;
+    if (!NO_HARD_LINKS.has(code)) throw err;
+    if (lstatOrNull(to) !== null) return false;
+    renameSync(from, to);
+    return true;
+  }
+  unlinkSync(from);
+  return true;
 }
 
 /** replaceFileSynced, then fsync of the directory: the new content survives a crash. */

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { RuntimeFailure } from "../../errors.ts";
 import { PinnedDir, type DirIdentity } from "../../files/pinned-dir.ts";
 import { FileProblem, STAGE_ID_RE, copyHashing, hashFile, verifyPublic, type Budgets } from "./corpus.ts";
-import { fsyncDir, lstatOrNull } from "./durable.ts";
+import { fsyncDir, lstatOrNull, moveNoReplace } from "./durable.ts";
 import type { FileIdentity } from "./child-sync.ts";
 import { HEX64 } from "../../core/message-checks.ts";
 
@@ -222,9 +222,13 @@ function verifyPinned(stage: PinnedDir, declared: readonly string[], stagedBytes
  * Moves verified children into the public corpus; call only after the parent passed its commit
  * fence. For each unique hash in sorted order: an existing public object must re-hash to its name
  * (IntegrityError otherwise, the object is left as it is); else the staged file is fsynced and
- * renamed into the corpus, and what arrived must be the very file that was fsynced (a file the
- * worker swapped in meanwhile is removed from the corpus again and refused). One directory fsync
- * covers the renames, then every moved object is re-hashed in place. Re-running after a partial
+ * moved into the corpus without replacing a name (moveNoReplace: another master promoting the
+ * same child first wins, and its object is verified instead), and what arrived must be the very
+ * file that was fsynced (a file the worker swapped in meanwhile is removed from the corpus again
+ * and refused). One directory fsync covers the new names and those of objects found public but not
+ * yet trusted (another master's may not be durable yet), then every moved object is re-hashed in
+ * place. Returns how many such public objects it verified; with `moved`, the caller's directory
+ * fsync must cover them too. Re-running after a partial
  * promotion is harmless; a child found neither in the stage nor in the corpus is an error. A
  * stage of null is one that is gone (or was refused): only public children can complete it.
  */
@@ -245,7 +249,7 @@ export function promoteChildren(
      */
     moved?: string[];
   },
-): void {
+): number {
   const { maxBytes, trusted = () => false } = c;
   for (const hash of hashes) {
     if (!HEX64.test(hash)) throw new RuntimeFailure(`cannot promote '${hash}': not a 64-hex SHA-256`);
@@ -261,7 +265,7 @@ export function promoteChildren(
     pin = stage;
   }
   try {
-    promotePinned(pin, corpusDir, [...new Set(hashes)].sort(), { maxBytes, trusted, synced: c.synced, moved: c.moved });
+    return promotePinned(pin, corpusDir, [...new Set(hashes)].sort(), { maxBytes, trusted, synced: c.synced, moved: c.moved });
   } finally {
     if (pin !== null && pin !== stage) pin.close();
   }
@@ -273,14 +277,16 @@ function promotePinned(
   corpusDir: string,
   unique: readonly string[],
   c: { maxBytes: number; trusted: (hash: string) => boolean; synced?: ReadonlyMap<string, FileIdentity>; moved?: string[] },
-): void {
+): number {
   const { maxBytes, trusted } = c;
   const moved: string[] = [];
+  let existing = 0;
   for (const hash of unique) {
     const dest = join(corpusDir, hash);
     if (trusted(hash)) continue;
     if (lstatOrNull(dest) !== null) {
       verifyPublic(corpusDir, hash, maxBytes);
+      existing++;
       continue;
     }
     const st = stage?.lstat(hash) ?? null;
@@ -292,7 +298,13 @@ function promotePinned(
       throw new FileProblem(st.isSymbolicLink() ? "symlink" : "not-regular", shown, `staged child ${shown} is not a regular file; it cannot be promoted`);
     }
     const synced = c.synced?.get(hash) ?? fsyncRegular(stage, hash);
-    renameSync(stage.entry(hash), dest);
+    if (!moveNoReplace(stage.entry(hash), dest)) {
+      // Another master published the same child since the check above: its object is verified
+      // instead, and its name is made durable with this promotion's directory fsync.
+      verifyPublic(corpusDir, hash, maxBytes);
+      existing++;
+      continue;
+    }
     const arrived = lstatOrNull(dest);
     if (!arrived?.isFile() || arrived.dev !== synced.dev || arrived.ino !== synced.ino) {
       unlinkSync(dest);
@@ -302,10 +314,11 @@ function promotePinned(
   }
   if (c.moved) {
     c.moved.push(...moved);
-    return;
+    return existing;
   }
-  if (moved.length > 0) fsyncDir(corpusDir);
+  if (moved.length > 0 || existing > 0) fsyncDir(corpusDir);
   for (const hash of moved) verifyPublic(corpusDir, hash, maxBytes);
+  return existing;
 }
 
 /** fsyncs the regular file `name` of `dir` (never through a symlink) and returns its identity. */
