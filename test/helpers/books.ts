@@ -102,9 +102,13 @@ export function completeChunks(c: Campaign): number {
  * Ctrl-C ends it (interrupted sessions owe the same exit code; a long budget would only add seconds).
  */
 export async function interruptWhenWritesResume(c: Campaign, session: Running): Promise<void> {
-  await waitFor("the session to say the store takes writes again", () => (/takes writes again/.test(session.output()) ? true : undefined), 30_000);
-  const landed = completeChunks(c);
-  await waitFor("a chunk completed after the store took writes again", () => (completeChunks(c) > landed ? true : undefined), 60_000);
+  try {
+    await waitFor("the session to say the store takes writes again", () => (/takes writes again/.test(session.output()) ? true : undefined), 30_000);
+    const landed = completeChunks(c);
+    await waitFor("a chunk completed after the store took writes again", () => (completeChunks(c) > landed ? true : undefined), 60_000);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; the session's output:\n${session.output()}`);
+  }
   session.child.kill("SIGINT");
 }
 
