@@ -6,6 +6,7 @@
 // exactly as a user runs it.
 //   npm test                 every test file
 //   npm test -- lock store   only files whose path contains "lock" or "store"
+//   TEST_CONCURRENCY=N       test files run at once (default 3)
 //   TEST_BOUND_MINUTES=N     stop (and fail) a run that takes longer than N minutes (default 45)
 import { execFileSync, spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
@@ -22,7 +23,7 @@ function findTests(dir) {
 }
 
 // The longest files start first: the runner starts files in the order given, and a file of one or
-// two minutes started last would keep one runner busy while the other idles. These are the
+// two minutes started last would keep one runner busy while the others idle. These are the
 // longest in CI (1–2.5 minutes each; their tests run one after another inside the file).
 const LONGEST = [
   "test/launch/mpirun.test.ts",
@@ -45,7 +46,10 @@ if (files.length === 0) {
   process.exit(1);
 }
 execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" });
-const concurrency = process.env.TEST_CONCURRENCY ?? "2";
+// Three files at once on a 2-core machine: about a third of a file's time is spent waiting (for a
+// budget, an idle window, a process to die, a reader to let go), so two runners leave the CPUs idle
+// that long; a third fills it.
+const concurrency = process.env.TEST_CONCURRENCY ?? "3";
 // A test file whose process never exits (a promise nobody settles, a handle left open) would hold
 // the run forever; past this bound the run is killed and fails, saying so.
 const boundMinutes = Number(process.env.TEST_BOUND_MINUTES ?? 45);

@@ -120,8 +120,12 @@ async function releasedIsSpared(starter: string, env?: NodeJS.ProcessEnv): Promi
   process.kill(-released, "SIGKILL");
 }
 
+// The tests of a block run side by side: each has its own holder, groups and directory, and most
+// of their time is spent waiting for processes to die.
+const SIDE_BY_SIDE = { concurrency: true };
+
 for (const starter of ["native", "node"] as const) {
-  describe(`child watchdog, starter: ${starter}`, () => {
+  describe(`child watchdog, starter: ${starter}`, SIDE_BY_SIDE, () => {
     test("SIGKILL of the process that ran the child takes the child's whole group down, and the watchdog exits", OPTIONS, async () => {
       const { holder, pgid, members, watchdog } = await holding(starter);
       holder.child.kill("SIGKILL");
@@ -193,7 +197,7 @@ for (const starter of ["native", "node"] as const) {
   });
 }
 
-describe("child watchdog of the Node starter on a system without awk", () => {
+describe("child watchdog of the Node starter on a system without awk", SIDE_BY_SIDE, () => {
   // PATH holds sh and sleep only, so the watchdog reads its pipe with the shell's own loop.
   const env = (): NodeJS.ProcessEnv => {
     const bin = join(freshDir(), "bin");
