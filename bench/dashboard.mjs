@@ -90,7 +90,7 @@ async function exploreChild(dir, withUi, jobs) {
     dist("explore/fleet/endings.js"),
     dist("explore/state/lease-table.js"),
     dist("explore/defaults.js"),
-    dist("explore/command/dashboard.js"),
+    dist("explore/command/serve-dashboard.js"),
   ]);
   const inputDir = join(dir, "seeds");
   const corpusDir = join(dir, "corpus");

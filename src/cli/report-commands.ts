@@ -19,7 +19,9 @@ import { parseHostPort } from "../net/address.ts";
 import { remoteRead } from "../net/read-client.ts";
 import { clientToken } from "../net/token.ts";
 import { EXIT } from "../exit-codes.ts";
-import { exploreFindingsData, exportExploreFindings, renderExploreFindings } from "../report/findings-explore.ts";
+
+/** An explore corpus's findings (and the explore state modules they read) load only for --corpus. */
+const loadExploreFindings = () => import("../report/findings-explore.ts");
 
 /** The config when it loads; reports still work from the store alone when it does not. */
 function optionalConfig(paths: CampaignPaths): Config | null {
@@ -141,6 +143,7 @@ export function registerReportCommands(program: Command): void {
         async (o) => {
           if (o.corpus !== undefined) {
             refuseSweepFilters(o, ["master", "bucket", "allGenerations"]);
+            const { exploreFindingsData, renderExploreFindings } = await loadExploreFindings();
             const data = exploreFindingsData(o.corpus);
             process.stdout.write(o.json ? JSON.stringify(data, null, 2) + "\n" : renderExploreFindings(data, { verbose: o.verbose ?? false, lines: o.lines }));
             return EXIT.ok;
@@ -200,9 +203,10 @@ export function registerReportCommands(program: Command): void {
         lines: number;
         output?: string;
         corpus?: string;
-      }>((o) => {
+      }>(async (o) => {
         if (o.corpus !== undefined) {
           refuseSweepFilters(o, ["id", "bucket", "allGenerations", "full"]);
+          const { exploreFindingsData, exportExploreFindings } = await loadExploreFindings();
           const bundle = exportExploreFindings(exploreFindingsData(o.corpus), { lines: o.lines });
           if (bundle.findings === 0) {
             process.stderr.write(`no findings recorded on ${o.corpus}\n`);

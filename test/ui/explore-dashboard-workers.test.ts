@@ -8,7 +8,7 @@ import { chmodSync, cpSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { test } from "node:test";
-import { serveExploreDashboard } from "../../src/explore/command/dashboard.ts";
+import { serveExploreDashboard } from "../../src/explore/command/serve-dashboard.ts";
 import { MasterLoop } from "../../src/explore/command/master-loop.ts";
 import { DEFAULT_BUDGETS } from "../../src/explore/defaults.ts";
 import { IdleWindow } from "../../src/explore/fleet/endings.ts";

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
-import { serveExploreDashboard, type ServedExploreDashboard } from "../../src/explore/command/dashboard.ts";
+import { serveExploreDashboard, type ServedExploreDashboard } from "../../src/explore/command/serve-dashboard.ts";
 import { MasterLoop } from "../../src/explore/command/master-loop.ts";
 import { DEFAULT_BUDGETS } from "../../src/explore/defaults.ts";
 import { IdleWindow, type EndReason } from "../../src/explore/fleet/endings.ts";

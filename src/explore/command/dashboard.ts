@@ -14,13 +14,9 @@ import { hostname } from "node:os";
 import { performance } from "node:perf_hooks";
 import { join } from "node:path";
 import { printable } from "../../core/log-lines.ts";
-import { UsageError } from "../../errors.ts";
-import { serverToken, type FoundToken } from "../../net/token.ts";
-import type { UiAddress } from "../../ui/address.ts";
 import { findingsView, groupFindings, reproLine } from "../../ui/explore-findings.ts";
 import { exploreMetrics } from "../../ui/explore-metrics.ts";
 import type { MetricFamily } from "../../ui/metrics.ts";
-import { isLoopbackHost, startDashboard, type Dashboard } from "../../ui/server.ts";
 import type { DashboardSnapshot, DashboardSource, ExploreFrontier, ExploreSeries, ExploreView, FailureDetail, MasterView, WorkerRow } from "../../ui/source.ts";
 import type { Ending } from "../fleet/endings.ts";
 import type { ExploreMaster } from "../master/master.ts";
@@ -373,54 +369,4 @@ export class ExploreDashboardSource implements DashboardSource {
 
 function round1(x: number): number {
   return Math.round(x * 10) / 10;
-}
-
-export interface ExploreDashboardOptions {
-  address: UiAddress;
-  live: ExploreLive;
-  /** The campaign token if the master has one (with --port, --masters, --join); off loopback one is made if not. */
-  found: FoundToken | null;
-  /** <corpus>/.fuzzfleet: where a token made for the dashboard is kept. */
-  stateDir: string;
-  log: (line: string) => void;
-}
-
-export interface ServedExploreDashboard {
-  server: Dashboard;
-  banner: string[];
-  /** A token file this call created (off loopback, no token yet): the command removes it after a clean end like its own. */
-  tokenFile: string | null;
-  close(): Promise<void>;
-}
-
-/** Serves a running master's dashboard where --ui says; the banner lines name it. */
-export async function serveExploreDashboard(o: ExploreDashboardOptions): Promise<ServedExploreDashboard> {
-  const loopback = isLoopbackHost(o.address.host);
-  let token: string | null = null;
-  let tokenFile: string | null = null;
-  if (!loopback) {
-    if (o.found) token = o.found.token;
-    else {
-      const made = serverToken({ env: process.env, outDir: o.stateDir });
-      token = made.token;
-      tokenFile = made.file;
-    }
-    if (!token) throw new UsageError(`--ui ${o.address.host}:${o.address.port} is off loopback and needs the campaign token; pass --token or FUZZFLEET_TOKEN`);
-  }
-  const source = new ExploreDashboardSource({ title: `fuzzfleet explore — ${o.live.corpusDir}`, live: o.live, files: null });
-  source.sample();
-  const timer = setInterval(() => source.sample(), 1000);
-  timer.unref();
-  const server = await startDashboard({ host: o.address.host, port: o.address.port, source, token, log: o.log });
-  const banner = [`dashboard: ${server.url}  (metrics: ${server.url}metrics)`];
-  if (server.loginUrl) banner.push(`  off loopback: open ${server.loginUrl} once to log this browser in (scrapers send Authorization: Bearer <campaign token>)`);
-  return {
-    server,
-    banner,
-    tokenFile,
-    close: async () => {
-      clearInterval(timer);
-      await server.close();
-    },
-  };
 }

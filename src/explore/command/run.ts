@@ -34,7 +34,8 @@ import { findStaleWork, staleWorkLines } from "../state/stale-work.ts";
 import { banner, report, type Place } from "./banner.ts";
 import type { UiAddress } from "../../ui/address.ts";
 import type { DashboardSnapshot } from "../../ui/source.ts";
-import { ExploreDashboardSource, serveExploreDashboard, type ExploreLive, type ServedExploreDashboard } from "./dashboard.ts";
+import type { ExploreLive } from "./dashboard.ts";
+import type { ServedExploreDashboard } from "./serve-dashboard.ts";
 import type { Problem } from "../../core/problems.ts";
 
 export interface ExploreOptions {
@@ -220,12 +221,15 @@ export async function explore(o: ExploreOptions): Promise<number> {
       now,
       startMs,
     };
+    // The dashboard's modules load only for --ui or the live view, not for every campaign's start.
     if (o.ui) {
+      const { serveExploreDashboard } = await import("./serve-dashboard.ts");
       dashboard = await serveExploreDashboard({ address: o.ui, live, found, stateDir: state, log });
       tokenFile ??= dashboard.tokenFile;
       for (const line of dashboard.banner) write(`  ${line}`);
     }
     if (o.view) {
+      const { ExploreDashboardSource } = await import("./dashboard.ts");
       const source = new ExploreDashboardSource({ title: corpusDir, live, files: null });
       view = o.view(() => source.snapshot());
     }
