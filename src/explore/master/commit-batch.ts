@@ -6,7 +6,8 @@
 //   pass the fences    beginCommit of every result: journal lines, then ONE fdatasync
 //   sync the children  every staged child of the batch fsynced at once in libuv's pool (async:
 //                      the loop goes on reading frames meanwhile)
-//   promote            moves into the corpus (never over a name), ONE directory fsync, then each moved child re-hashed
+//   promote            moves into the corpus (never over a name), then ONE directory fsync in the
+//                      pool (the loop goes on reading frames), then each moved child re-hashed
 //   complete           done records (journal lines), children claimed, stages removed
 //
 // A fence is durable before any child of the batch becomes public; a child's name is durable
@@ -14,7 +15,7 @@
 // commit leaves: a `committing` record, replayed from its manifest (replayCommits), or a `leased`
 // one, executed again under a new fence. close() (drainSync) finishes everything synchronously.
 import type { CommitManifest } from "../state/lease-table.ts";
-import { fsyncDir } from "../state/durable.ts";
+import { fsyncDir, fsyncDirAsync } from "../state/durable.ts";
 import { verifyPublic } from "../state/corpus.ts";
 import type { ExecutedResult } from "../state/findings.ts";
 import { promoteChildren, type OpenStage } from "../state/staging.ts";
@@ -47,8 +48,21 @@ export interface QueuedCommit {
 
 interface Flight {
   passed: QueuedCommit[];
-  /** Published already (by drainSync while the children's fsyncs were still running). */
-  done: boolean;
+  /**
+   * syncing: the fences' and children's fsyncs run in the pool; promoted: the children are in the
+   * corpus and its directory's fsync runs in the pool; done: completed and settled (by run(), or
+   * by drainSync while one of those waits was still running).
+   */
+  phase: "syncing" | "promoted" | "done";
+  promotion: Promotion | null;
+}
+
+/** What promotion left for completion. */
+interface Promotion {
+  promoted: QueuedCommit[];
+  moved: string[];
+  /** A child entered the corpus, or one was there but not yet trusted: the directory needs its fsync. */
+  dirSync: boolean;
 }
 
 export interface CommitBatchOptions {
@@ -72,7 +86,7 @@ export class CommitBatches {
 
   /** Results queued or in flight: the master is not idle while there are any. */
   get size(): number {
-    return this.queue.length + (this.flight && !this.flight.done ? this.flight.passed.length : 0);
+    return this.queue.length + (this.flight && this.flight.phase !== "done" ? this.flight.passed.length : 0);
   }
 
   add(c: QueuedCommit): void {
@@ -83,8 +97,13 @@ export class CommitBatches {
 
   /** Commits everything queued or in flight, synchronously (close, back-pressure). */
   drainSync(): void {
-    if (this.flight && !this.flight.done) this.publish(this.flight, []);
-    while (this.queue.length > 0) this.publish({ passed: this.passFences(this.queue.splice(0)), done: false }, []);
+    const flight = this.flight;
+    if (flight?.phase === "syncing") this.complete(flight, this.promote(flight, []), false);
+    else if (flight?.phase === "promoted") this.complete(flight, flight.promotion!, false);
+    while (this.queue.length > 0) {
+      const next: Flight = { passed: this.passFences(this.queue.splice(0)), phase: "syncing", promotion: null };
+      this.complete(next, this.promote(next, []), false);
+    }
   }
 
   private schedule(): void {
@@ -98,7 +117,7 @@ export class CommitBatches {
 
   private async run(): Promise<void> {
     while (this.queue.length > 0 && this.flight === null) {
-      const flight: Flight = { passed: this.passFences(this.queue.splice(0)), done: false };
+      const flight: Flight = { passed: this.passFences(this.queue.splice(0)), phase: "syncing", promotion: null };
       this.flight = flight;
       let synced: Map<string, FileIdentity>[] = [];
       // The fences' fdatasync and the children's fsyncs run together, off the loop.
@@ -114,8 +133,14 @@ export class CommitBatches {
       }
       // A failed async sync is retried synchronously by the publication's barrier.
       await fences;
+      if (flight.phase === "syncing") {
+        const promotion = this.promote(flight, synced);
+        // A failed async fsync is done again on the loop by complete(), which reports its error.
+        const dirSynced = promotion.dirSync ? await fsyncDirAsync(this.o.ctx.corpusDir).then(() => true, () => false) : true;
+        // drainSync may have completed the flight meanwhile; complete() then does nothing.
+        this.complete(flight, promotion, dirSynced);
+      }
       this.flight = null;
-      if (!flight.done) this.publish(flight, synced);
     }
   }
 
@@ -142,13 +167,12 @@ export class CommitBatches {
     return passed;
   }
 
-  /** Promotes, completes and settles a flight; `synced[i]`: what syncStagedChildren synced of item i's stage. */
-  private publish(flight: Flight, synced: readonly ReadonlyMap<string, FileIdentity>[]): void {
-    flight.done = true;
+  /** Moves each passed result's children into the corpus; `synced[i]`: what syncStagedChildren synced of item i's stage. */
+  private promote(flight: Flight, synced: readonly ReadonlyMap<string, FileIdentity>[]): Promotion {
     const { ctx } = this.o;
     const moved: string[] = [];
     let existing = 0;
-    let promoted: QueuedCommit[] = [];
+    const promoted: QueuedCommit[] = [];
     for (const [i, c] of flight.passed.entries()) {
       try {
         existing += promoteChildren(c.stage.dir, ctx.corpusDir, c.manifest.hashes, { maxBytes: ctx.maxInputBytes, trusted: this.o.isVerified, synced: synced[i], moved });
@@ -157,9 +181,20 @@ export class CommitBatches {
         this.end(c, { kind: "deferred", error: err as Error }, false);
       }
     }
+    flight.phase = "promoted";
+    flight.promotion = { promoted, moved, dirSync: moved.length > 0 || existing > 0 };
+    return flight.promotion;
+  }
+
+  /** The corpus directory durable (`dirSynced`: already, in the pool), the moved children re-hashed, then the done records; settles the flight. */
+  private complete(flight: Flight, promotion: Promotion, dirSynced: boolean): void {
+    if (flight.phase === "done") return;
+    flight.phase = "done";
+    const { ctx } = this.o;
+    let { promoted } = promotion;
     try {
-      if (moved.length > 0 || existing > 0) fsyncDir(ctx.corpusDir);
-      for (const hash of moved) verifyPublic(ctx.corpusDir, hash, ctx.maxInputBytes);
+      if (promotion.dirSync && !dirSynced) fsyncDir(ctx.corpusDir);
+      for (const hash of promotion.moved) verifyPublic(ctx.corpusDir, hash, ctx.maxInputBytes);
     } catch (err) {
       // Which child failed does not matter: every record stays `committing` and is replayed.
       for (const c of promoted) this.end(c, { kind: "deferred", error: err as Error }, false);

@@ -3,6 +3,7 @@
 // one directory use replaceFileSynced per file and fsyncDir once at the end.
 import { randomHex } from "../../util/random-hex.ts";
 import { closeSync, constants, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, type Stats } from "node:fs";
+import { open } from "node:fs/promises";
 import { writeFully } from "../../files/write.ts";
 import { basename, dirname, join } from "node:path";
 
@@ -22,6 +23,16 @@ export function fsyncDir(dir: string): void {
     fsyncSync(fd);
   } finally {
     closeSync(fd);
+  }
+}
+
+/** fsyncDir in libuv's pool: the event loop goes on meanwhile. */
+export async function fsyncDirAsync(dir: string): Promise<void> {
+  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 
