@@ -45,7 +45,9 @@ test("without a terminal the coordinator draws no view: plain lines, a status li
   try {
     const port = await freePort();
     const worker = start(c, ["worker", "--master", `127.0.0.1:${port}`, "-j", "1", "--wait", "60"]);
-    const coord = start(c, ["coordinate", "--for", "4s", "--port", String(port), "--bind", "127.0.0.1", "--yes", "--status-every", "1s"]);
+    // 7 s: after the short first chunk, a ~3 s chunk still starts, so the session outlives several
+    // status intervals however soon the worker joins (with 4 s it could end after one second).
+    const coord = start(c, ["coordinate", "--for", "7s", "--port", String(port), "--bind", "127.0.0.1", "--yes", "--status-every", "1s"]);
     const r = await finished(coord, 90_000, "the coordinator");
     await finished(worker, 60_000, "the worker");
     assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
