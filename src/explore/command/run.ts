@@ -34,7 +34,7 @@ import { findStaleWork, staleWorkLines } from "../state/stale-work.ts";
 import { banner, report, type Place } from "./banner.ts";
 import type { UiAddress } from "../../ui/address.ts";
 import type { DashboardSnapshot } from "../../ui/source.ts";
-import type { ExploreLive } from "./dashboard.ts";
+import { ExploreDashboardSource, type ExploreLive } from "./dashboard.ts";
 import type { ServedExploreDashboard } from "./serve-dashboard.ts";
 import type { Problem } from "../../core/problems.ts";
 
@@ -221,7 +221,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
       now,
       startMs,
     };
-    // The dashboard's modules load only for --ui or the live view, not for every campaign's start.
+    // The HTTP server and the page load only for --ui, not for every campaign's start.
     if (o.ui) {
       const { serveExploreDashboard } = await import("./serve-dashboard.ts");
       dashboard = await serveExploreDashboard({ address: o.ui, live, found, stateDir: state, log });
@@ -229,7 +229,6 @@ export async function explore(o: ExploreOptions): Promise<number> {
       for (const line of dashboard.banner) write(`  ${line}`);
     }
     if (o.view) {
-      const { ExploreDashboardSource } = await import("./dashboard.ts");
       const source = new ExploreDashboardSource({ title: corpusDir, live, files: null });
       view = o.view(() => source.snapshot());
     }

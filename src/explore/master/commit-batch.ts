@@ -18,7 +18,8 @@ import type { CommitManifest } from "../state/lease-table.ts";
 import { fsyncDir, fsyncDirAsync } from "../state/durable.ts";
 import { verifyPublic } from "../state/corpus.ts";
 import type { ExecutedResult } from "../state/findings.ts";
-import { promoteChildren, type OpenStage } from "../state/staging.ts";
+import { promoteChildren } from "../state/promotion.ts";
+import type { OpenStage } from "../state/staging.ts";
 import { syncStagedChildren, type FileIdentity } from "../state/child-sync.ts";
 import type { CommitContext, CommitOutcome } from "./commits.ts";
 import type { ActiveTask } from "./dispatch.ts";
@@ -97,13 +98,14 @@ export class CommitBatches {
 
   /** Commits everything queued or in flight, synchronously (close, back-pressure). */
   drainSync(): void {
-    const flight = this.flight;
-    if (flight?.phase === "syncing") this.complete(flight, this.promote(flight, []), false);
-    else if (flight?.phase === "promoted") this.complete(flight, flight.promotion!, false);
-    while (this.queue.length > 0) {
-      const next: Flight = { passed: this.passFences(this.queue.splice(0)), phase: "syncing", promotion: null };
-      this.complete(next, this.promote(next, []), false);
-    }
+    if (this.flight) this.finishSync(this.flight);
+    while (this.queue.length > 0) this.finishSync({ passed: this.passFences(this.queue.splice(0)), phase: "syncing", promotion: null });
+  }
+
+  /** Whatever a flight still has to do, done now on the loop (complete() skips a finished one). */
+  private finishSync(flight: Flight): void {
+    if (flight.phase === "syncing") this.promote(flight, []);
+    this.complete(flight, false);
   }
 
   private schedule(): void {
@@ -134,11 +136,11 @@ export class CommitBatches {
       // A failed async sync is retried synchronously by the publication's barrier.
       await fences;
       if (flight.phase === "syncing") {
-        const promotion = this.promote(flight, synced);
+        const { dirSync } = this.promote(flight, synced);
         // A failed async fsync is done again on the loop by complete(), which reports its error.
-        const dirSynced = promotion.dirSync ? await fsyncDirAsync(this.o.ctx.corpusDir).then(() => true, () => false) : true;
+        const dirSynced = dirSync ? await fsyncDirAsync(this.o.ctx.corpusDir).then(() => true, () => false) : true;
         // drainSync may have completed the flight meanwhile; complete() then does nothing.
-        this.complete(flight, promotion, dirSynced);
+        this.complete(flight, dirSynced);
       }
       this.flight = null;
     }
@@ -187,10 +189,11 @@ export class CommitBatches {
   }
 
   /** The corpus directory durable (`dirSynced`: already, in the pool), the moved children re-hashed, then the done records; settles the flight. */
-  private complete(flight: Flight, promotion: Promotion, dirSynced: boolean): void {
-    if (flight.phase === "done") return;
+  private complete(flight: Flight, dirSynced: boolean): void {
+    if (flight.phase !== "promoted") return;
     flight.phase = "done";
     const { ctx } = this.o;
+    const promotion = flight.promotion!;
     let { promoted } = promotion;
     try {
       if (promotion.dirSync && !dirSynced) fsyncDir(ctx.corpusDir);

@@ -14,7 +14,8 @@ import type { ResultFrame } from "../../net/messages.ts";
 import type { PinnedDir } from "../../files/pinned-dir.ts";
 import { FileProblem } from "../state/corpus.ts";
 import { canonicalManifest, type LeaseTable } from "../state/lease-table.ts";
-import { type OpenStage, promoteChildren, type StagingArea } from "../state/staging.ts";
+import { promoteChildren } from "../state/promotion.ts";
+import type { OpenStage, StagingArea } from "../state/staging.ts";
 
 export interface CommitContext {
   leases: LeaseTable;

@@ -1,7 +1,7 @@
 // The fsync half of promoting a batch of staged children (commit-batch.ts): every child the batch
 // will move is opened without following a symlink and fsynced in libuv's pool, all at once, so
 // that the file system commits them together and the event loop goes on meanwhile. Promotion
-// (staging.ts) then renames each one and checks that what arrived is the very file synced.
+// (promotion.ts) then links each one in and checks that what arrived is the very file synced.
 import { closeSync, constants, fstatSync, fsync, openSync } from "node:fs";
 import { join } from "node:path";
 import type { PinnedDir } from "../../files/pinned-dir.ts";
