@@ -238,6 +238,16 @@ function tail(text, n = 40) {
 }
 
 /** CPU seconds (user + system) a live process used so far, from /proc; null once it is gone. */
+/** A live process's peak resident set so far (VmHWM), in MB, or null once it is gone. */
+export function peakRssMb(pid) {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
 export function processCpuSeconds(pid) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");

@@ -32,6 +32,7 @@ import {
   percentile,
   printCpuProfile,
   printTable,
+  peakRssMb,
   processCpuSeconds,
   ROOT,
   sleep,
@@ -43,6 +44,8 @@ import { budgetSeconds, calibrate, campaignToml, readChunks, runDirectScript } f
 
 const TARGET_EFFICIENCY = 0.97;
 const TARGET_COMPLETIONS = 2000;
+const TARGET_ACK_P99_MS = 20;
+const TARGET_RSS_MB = 100;
 const TOKEN = "distributed-bench-token-0123456789abcdef";
 /** Fake workers report each chunk as if it ran at this many seeds/s, so chunk sizes stay put. */
 const FAKE_SEEDS_PER_SEC = 1000;
@@ -583,6 +586,7 @@ async function capacityLevel(o, wire, dir, workers) {
   await sleep(o.window * 1000);
   const cpu1 = { coord: processCpuSeconds(coord.pid), bench: process.cpuUsage(), at: performance.now() };
   const windowEndEpoch = epochMs();
+  const coordinatorPeakRssMb = peakRssMb(coord.pid);
   const stopT0 = performance.now();
   coord.child.kill("SIGINT");
   const end = await coord.done;
@@ -609,6 +613,7 @@ async function capacityLevel(o, wire, dir, workers) {
     assignP99Ms: percentile(stats.assignMs, 99),
     coordinatorCpu: (cpu1.coord - cpu0.coord) / seconds,
     benchCpu: benchCpu / seconds,
+    coordinatorPeakRssMb,
     coordinatorEventLoop: inside?.eventLoop ?? null,
     commitsPerSec: inside?.transaction.perSec ?? null,
     handlersPerCommit: inside ? inside.handler.perSec / inside.transaction.perSec : null,
@@ -669,7 +674,7 @@ function reportCapacity(result) {
   const { levels } = result;
   console.log("\n(b) capacity: fake workers (want -> assign -> done at once) against a real coordinator");
   printTable([
-    ["workers", "pass", "window s", "completions", "per s", "ack p50 ms", "ack p99 ms", "assign p50 ms", "assign p99 ms", "coord CPU", "coord loop", "bench CPU", "commits/s", "handlers/commit", "commit ms", "stop s", "exit", "exact ACKs"],
+    ["workers", "pass", "window s", "completions", "per s", "ack p50 ms", "ack p99 ms", "assign p50 ms", "assign p99 ms", "coord CPU", "coord loop", "coord peak RSS MB", "bench CPU", "commits/s", "handlers/commit", "commit ms", "stop s", "exit", "exact ACKs"],
     ...levels.map((l) => [
       l.workers,
       l.pass,
@@ -682,6 +687,7 @@ function reportCapacity(result) {
       f2(l.assignP99Ms),
       `${Math.round(l.coordinatorCpu * 100)}%`,
       l.coordinatorEventLoop === null ? "?" : `${Math.round(l.coordinatorEventLoop * 100)}%`,
+      l.coordinatorPeakRssMb === null ? "?" : f0(l.coordinatorPeakRssMb),
       `${Math.round(l.benchCpu * 100)}%`,
       int(l.commitsPerSec),
       l.handlersPerCommit === null ? "?" : f1(l.handlersPerCommit),
@@ -714,9 +720,23 @@ function reportCapacity(result) {
   const verdict = {};
   for (const [n, ls] of byWorkers) {
     const rate = median(ls.map((l) => l.completionsPerSec));
+    const p99 = median(ls.map((l) => l.ackP99Ms));
+    const rss = Math.max(...ls.map((l) => l.coordinatorPeakRssMb ?? Infinity));
     const clean = ls.every((l) => !l.problem);
-    verdict[n] = { completionsPerSec: rate, verdict: rate >= TARGET_COMPLETIONS ? "PASS" : "MISS", shutdown: clean ? "clean" : "PROBLEM" };
-    console.log(`verdict at ${n} workers (target ${int(TARGET_COMPLETIONS)}/s): ${int(rate)} completions/s ${verdict[n].verdict}; drain + stop ${verdict[n].shutdown}`);
+    const pass = (ok) => (ok ? "PASS" : "MISS");
+    verdict[n] = {
+      completionsPerSec: rate,
+      verdict: pass(rate >= TARGET_COMPLETIONS),
+      ackP99Ms: p99,
+      ackVerdict: pass(p99 < TARGET_ACK_P99_MS),
+      peakRssMb: rss,
+      rssVerdict: pass(rss <= TARGET_RSS_MB),
+      shutdown: clean ? "clean" : "PROBLEM",
+    };
+    console.log(
+      `verdict at ${n} workers: ${int(rate)} completions/s ${verdict[n].verdict} (target ${int(TARGET_COMPLETIONS)}), ack p99 ${f2(p99)} ms ${verdict[n].ackVerdict} (< ${TARGET_ACK_P99_MS}), ` +
+        `coordinator peak RSS ${f0(rss)} MB ${verdict[n].rssVerdict} (<= ${TARGET_RSS_MB}); drain + stop ${verdict[n].shutdown}`,
+    );
   }
   return verdict;
 }

@@ -211,6 +211,15 @@ async function capacityLevel(o, build, dir, workers, masters, cpuProf = null) {
     },
   };
   const stats = { committed: 0, inWindow: 0, other: {} };
+  // The fake workers' own CPU over the window: they share the two cores with the master.
+  let benchCpu = null;
+  firstResult.then(async () => {
+    await sleep(Math.max(0, clock.from - (performance.timeOrigin + performance.now())));
+    const c0 = process.cpuUsage();
+    await sleep(o.window * 1000);
+    const c1 = process.cpuUsage(c0);
+    benchCpu = (c1.user + c1.system) / 1e6 / o.window;
+  });
   const running = [];
   for (let i = 0; i < workers; i++) running.push(fakeWorker(wire, procs[i % procs.length].port, i, o, clock, stats).catch((err) => ({ error: err })));
   await Promise.race([firstResult, sleep(60_000)]);
@@ -238,6 +247,7 @@ async function capacityLevel(o, build, dir, workers, masters, cpuProf = null) {
     loopBusy: windows.map((w) => w?.busy ?? null),
     cpuMsPerTask: stats.inWindow > 0 ? (cpu * 1000) / stats.inWindow : null,
     cpuShare: windows.map((w) => (w ? w.cpuSeconds / w.seconds : null)),
+    benchCpu,
     otherNotes: stats.other,
     exits: ends.map((e) => e.code ?? e.signal),
     errors: errors.slice(0, 3),
@@ -275,8 +285,8 @@ async function capacityPart(o, scratch) {
   }
   console.log("\n(a) capacity: fake workers (stage a real child, send a real result; no target) against real masters");
   printTable([
-    ["build", "masters", "workers", "round", "tasks/s", "loop busy", "master CPU", "CPU ms/task", "load before"],
-    ...runs.map((r) => [r.build, r.masters, r.workers, r.round, f1(r.tasksPerSec), r.loopBusy.map((b) => (b === null ? "?" : f2(b))).join("/"), r.cpuShare.map((c) => (c === null ? "?" : f2(c))).join("/"), r.cpuMsPerTask === null ? "?" : f2(r.cpuMsPerTask), f2(r.loadBefore)]),
+    ["build", "masters", "workers", "round", "tasks/s", "loop busy", "master CPU", "CPU ms/task", "fake workers' CPU", "load before"],
+    ...runs.map((r) => [r.build, r.masters, r.workers, r.round, f1(r.tasksPerSec), r.loopBusy.map((b) => (b === null ? "?" : f2(b))).join("/"), r.cpuShare.map((c) => (c === null ? "?" : f2(c))).join("/"), r.cpuMsPerTask === null ? "?" : f2(r.cpuMsPerTask), r.benchCpu === null ? "?" : f2(r.benchCpu), f2(r.loadBefore)]),
   ]);
   const verdict = {};
   for (const { m, w } of levels) {

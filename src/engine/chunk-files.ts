@@ -3,7 +3,8 @@
 // wire carries them to a worker (net/messages.ts: assign's chunks and minimize units).
 import { readdirSync } from "node:fs";
 import { basename, join, relative } from "node:path";
-import { removeBelow, removeEntriesInPool } from "../files/pinned-dir.ts";
+import { removeBelow } from "../files/pinned-dir.ts";
+import { removeEntriesOffLoop, type RemovalEntry } from "../files/removal-thread.ts";
 import type { AssignedChunk, AssignedMinimize } from "../net/messages.ts";
 import { sessionChunkIds } from "../store/chunks.ts";
 import type { Db } from "../store/db.ts";
@@ -17,18 +18,18 @@ export function chunkPaths(outDir: string, chunkId: number): { scratchDir: strin
 }
 
 /**
- * Removes a finished chunk's scratch directory (and its log unless `keepLog`) in libuv's pool, so
- * the event loop that books it never waits on the file system (removeEntriesInPool: the common
- * case, an empty directory). What that leaves (files in it, a name swapped for a link, no /proc)
+ * Removes a finished chunk's scratch directory (and its log unless `keepLog`) on the removal
+ * thread, so the event loop that books it never waits on the file system (removeEntriesOffLoop:
+ * the common case, an empty directory; the removals of one turn go to the thread at once). What that leaves (files in it, a name swapped for a link, no /proc)
  * goes to the walk of removeBelow. Nothing below <out> is followed through a symlink: a worker or
  * generator that swapped `tmp/` or the chunk's directory for a link loses the link, never what it
  * points to.
  */
 export function discardChunkFiles(outDir: string, f: { scratchDir: string; logPath: string }, keepLog: boolean): void {
   const tmp = join(outDir, "tmp");
-  const entries: { name: string; kind: "directory" | "file" }[] = [{ name: basename(f.scratchDir), kind: "directory" }];
+  const entries: RemovalEntry[] = [{ name: basename(f.scratchDir), kind: "directory" }];
   if (!keepLog) entries.push({ name: basename(f.logPath), kind: "file" });
-  void removeEntriesInPool(tmp, entries).then((left) => {
+  void removeEntriesOffLoop({ dir: tmp }, entries).then((left) => {
     for (const name of left) {
       try {
         removeBelow(outDir, relative(outDir, join(tmp, name)));

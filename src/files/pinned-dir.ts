@@ -14,7 +14,6 @@
 // handed one as a plain string.
 import assert from "node:assert/strict";
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, rmdirSync, statSync, unlinkSync, mkdirSync, type Stats } from "node:fs";
-import { open, rmdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { FileProblem } from "./file-problem.ts";
 
@@ -369,39 +368,6 @@ export class PinnedDir {
     shownByFd.delete(this.fd);
     closeSync(this.fd);
   }
-}
-
-/**
- * Removes entries directly in `dir` (its last component not followed) in libuv's pool: each
- * `directory` only when empty (rmdir(2)), each `file` by unlink(2), neither of which follows the
- * name itself; names are looked up inside the very directory opened, through its descriptor's
- * /proc path. Absent is fine. Returns the names it did not remove (a directory with entries left,
- * a name of another kind, an error, or no /proc, where nothing is tried): for removeBelow.
- */
-export async function removeEntriesInPool(dir: string, entries: readonly { name: string; kind: "directory" | "file" }[]): Promise<string[]> {
-  for (const e of entries) checkName(e.name);
-  const all = entries.map((e) => e.name);
-  if (!VIA_PROC) return all;
-  let handle;
-  try {
-    handle = await open(dir, DIR_FLAGS);
-  } catch {
-    return all;
-  }
-  const left: string[] = [];
-  try {
-    for (const e of entries) {
-      const inside = `${PROC_PREFIX}${handle.fd}/${e.name}`;
-      try {
-        await (e.kind === "directory" ? rmdir(inside) : unlink(inside));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "ENOENT") left.push(e.name);
-      }
-    }
-  } finally {
-    await handle.close();
-  }
-  return left;
 }
 
 /**

@@ -11,10 +11,10 @@
 // itself (StagingArea), every step opened without following a symlink.
 import { randomHex } from "../../util/random-hex.ts";
 import { mkdirSync, renameSync, unlinkSync } from "node:fs";
-import { readdir, rmdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { RuntimeFailure } from "../../errors.ts";
 import { PinnedDir, type DirIdentity } from "../../files/pinned-dir.ts";
+import { removeEntriesOffLoop } from "../../files/removal-thread.ts";
 import { FileProblem, STAGE_ID_RE, copyHashing, hashFile, type Budgets } from "./corpus.ts";
 import { HEX64 } from "../../core/message-checks.ts";
 
@@ -314,26 +314,21 @@ export class OpenStage {
   }
 
   /**
-   * remove() and close() with the file-system work in libuv's pool, off the event loop: freeing
-   * a directory's inode is what costs (rmdir of a pinned directory frees it at the last close).
-   * Entries are unlinked through the pin (a symlink is unlinked, never followed); the stage is
-   * then removed through its parent's pin. Anything unusual (a subdirectory a worker added) falls
-   * back to remove(). Never rejects.
+   * remove() and close() with the file-system work on the removal thread, off the event loop:
+   * freeing a directory's inode is what costs. The stage's own descriptor is closed first; the
+   * thread reaches the stage through its parent's pin, unlinks its entries (a symlink is
+   * unlinked, never followed) and removes it. Anything unusual (a subdirectory a worker added)
+   * falls back to remove(). Never rejects.
    */
   async removeAndClose(): Promise<void> {
+    this.dir.close();
     try {
-      const names = await readdir(this.dir.path);
-      await Promise.all(names.map((n) => unlink(this.dir.entry(n)).catch(() => undefined)));
-      this.dir.close();
-      await rmdir(this.parent.entry(this.stageId)).catch(() => this.remove());
+      const left = await removeEntriesOffLoop({ fd: this.parent.fd }, [{ name: this.stageId, kind: "files-dir" }]);
+      if (left.length > 0) this.remove();
     } catch {
-      try {
-        this.remove();
-      } catch {
-        // Left inside the staging root (removed with the campaign's state), never followed.
-      }
+      // Left inside the staging root (removed with the campaign's state), never followed.
     } finally {
-      this.close();
+      this.parent.close();
     }
   }
 }
