@@ -70,7 +70,8 @@ const HELP = `usage: node bench/distributed.mjs [options]
   --window S          measured seconds                                        default 20
   --capacity-rounds R passes over LIST, alternating ascending and descending  default 1
   --skip-scratch      fake workers create no scratch directory (the coordinator then ingests a missing one)
-  --cpu-prof DIR      profile the coordinator (node --cpu-prof) into DIR and print where its time went`;
+  --cpu-prof DIR      profile the coordinator (node --cpu-prof) into DIR and print where its time went
+  --node-flags FLAGS  node options for the coordinator only, e.g. "--max-semi-space-size=2"`;
 
 function options(argv) {
   return parseOptions(
@@ -90,6 +91,7 @@ function options(argv) {
       "capacity-rounds": { default: "1", number: { min: 1, integer: true } },
       "cpu-prof": { path: true },
       "skip-scratch": { type: "boolean", default: false },
+      "node-flags": { default: "" },
     },
     HELP,
   );
@@ -564,7 +566,7 @@ async function capacityLevel(o, wire, dir, workers) {
   // Console lines (two per chunk) go to a file the bench never reads back while measuring.
   const logPath = join(dir, "coordinator.log");
   const prof = o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", join(o.cpuProf, `coordinator-${workers}-workers`)] : [];
-  const coordArgv = [process.execPath, ...prof, "--require", `${probePath}.cjs`, CLI, "--config", c.config, "coordinate", "--for", "5m", "--yes", "--token", TOKEN];
+  const coordArgv = [process.execPath, ...o.nodeFlags.split(/\s+/).filter(Boolean), ...prof, "--require", `${probePath}.cjs`, CLI, "--config", c.config, "coordinate", "--for", "5m", "--yes", "--token", TOKEN];
   const coord = startProcess(["bash", "-c", `exec "$@" >${JSON.stringify(logPath)} 2>&1`, "coordinate", ...coordArgv], { cwd: c.campaign, env: process.env });
   const port = await waitForBanner(logPath, coord);
   const clock = { windowStart: Infinity, windowEnd: Infinity };

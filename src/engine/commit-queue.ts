@@ -96,7 +96,7 @@ export class CommitQueue<Mark> {
   private scheduled = false;
   private blockedState: Blocked | null = null;
   private failure: StoreError | null = null;
-  private readonly blockedWaiters: (() => void)[] = [];
+  private readonly blockedWaiters = new Set<() => void>();
   private readonly settledWaiters: (() => void)[] = [];
   private readonly retryFirstMs: number;
   private readonly retryMaxMs: number;
@@ -155,10 +155,34 @@ export class CommitQueue<Mark> {
     });
   }
 
+  /** Callers waiting for the store to refuse writes (onBlocked, whenBlocked). */
+  get waitsForBlock(): number {
+    return this.blockedWaiters.size;
+  }
+
   /** Resolves as soon as the store refuses writes (at once if it does now). */
   whenBlocked(): Promise<void> {
-    if (this.blockedState || this.failure) return Promise.resolve();
-    return new Promise((resolve) => this.blockedWaiters.push(resolve));
+    return new Promise((resolve) => this.onBlocked(resolve));
+  }
+
+  /**
+   * Calls `wake` once, as soon as the store refuses writes (on the next tick if it does now, or
+   * the queue failed). Returns the way to take it back: a caller that stops waiting (its change
+   * committed) must, or every such wait would stay held until the store next refuses a write.
+   */
+  onBlocked(wake: () => void): () => void {
+    if (this.blockedState || this.failure) {
+      queueMicrotask(wake);
+      return () => undefined;
+    }
+    this.blockedWaiters.add(wake);
+    return () => this.blockedWaiters.delete(wake);
+  }
+
+  private wakeBlocked(): void {
+    const waiters = [...this.blockedWaiters];
+    this.blockedWaiters.clear();
+    for (const wake of waiters) wake();
   }
 
   /** Resolves when nothing is queued any more (committed and durable, or rejected because the queue failed). */
@@ -188,7 +212,7 @@ export class CommitQueue<Mark> {
     this.failure = new StoreError("the session's store is closed");
     for (const item of this.queue.splice(0)) item.reject(this.failure);
     for (const g of this.notDurable.splice(0)) for (const item of g.batch) item.reject(this.failure);
-    for (const wake of this.blockedWaiters.splice(0)) wake();
+    this.wakeBlocked();
     this.wakeSettled();
   }
 
@@ -300,7 +324,7 @@ export class CommitQueue<Mark> {
     if (first) {
       this.blockedState = { sinceMs: this.o.now(), code, retryInMs: this.retryFirstMs, timer: null };
       this.o.log(`${describeRefusal(this.o.path, code)} — retrying; nothing is lost (giving up after ${formatMinutes(this.o.giveUpMs)})`);
-      for (const wake of this.blockedWaiters.splice(0)) wake();
+      this.wakeBlocked();
     } else {
       this.blockedState!.code = code;
       this.blockedState!.retryInMs = Math.min(this.blockedState!.retryInMs * 2, this.retryMaxMs);
@@ -347,7 +371,7 @@ export class CommitQueue<Mark> {
     if (this.blockedState?.timer) clearTimeout(this.blockedState.timer);
     this.failure = error;
     for (const item of this.queue.splice(0)) item.reject(error);
-    for (const wake of this.blockedWaiters.splice(0)) wake();
+    this.wakeBlocked();
     this.wakeSettled();
     this.o.onFail?.(error);
   }

@@ -236,12 +236,26 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
    * Queues `fn` to be booked; resolves with its value once committed, or with null as soon as the
    * store refuses writes (the change stays queued and is booked when the store takes writes again).
    */
-  private async book<T>(fn: () => T): Promise<{ value: T } | null> {
+  private book<T>(fn: () => T): Promise<{ value: T } | null> {
     const committed = this.books.run(fn, "hold").then((value) => ({ value }));
     // A chunk booked as finished or taken back can end a drain, also when booked late (a blocked
     // store); a failure of the whole queue is handled by run(), nobody else waits on this promise.
     committed.then(() => this.drainMayEnd(), () => undefined);
-    return Promise.race([committed, this.books.whenBlocked().then(() => null)]);
+    // Not a race with whenBlocked(): a wait left pending on the queue per booked change would
+    // hold memory for every change of the session while the store takes writes.
+    return new Promise((resolve, reject) => {
+      const stop = this.books.onBlocked(() => resolve(null));
+      committed.then(
+        (v) => {
+          stop();
+          resolve(v);
+        },
+        (err) => {
+          stop();
+          reject(err);
+        },
+      );
+    });
   }
 
   /** Stops listening, drops every connection, and refuses later store writes (the session is closing). */

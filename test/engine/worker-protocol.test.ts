@@ -112,3 +112,21 @@ test("a drain grace that runs out reissues what is still running, says so, and s
   assert.equal(c.engine.counts.chunks, 0);
   assert.ok(c.lines.includes("1 chunk(s) were still running when the drain grace expired — not counted; the next session re-sweeps them"));
 });
+
+test("booking holds nothing once booked: after 40 chunks assigned and done, no wait for a blocked store is left on the queue", TEST, async () => {
+  const c = await coordinator();
+  const w = await fakeWorker(c.port, TOKEN, "booker");
+  for (let i = 0; i < 40; i++) {
+    const reply = await request(w, { type: "want", slots: 1 });
+    assert.equal(reply.type, "assign", JSON.stringify(reply));
+    const chunk = (reply as Extract<CoordinatorReplyT, { type: "assign" }>).chunks[0]!;
+    mkdirSync(chunk.scratch_dir, { recursive: true });
+    const ack = await request(w, { type: "done", chunk_id: chunk.chunk_id, elapsed: 1, rc: 0, outcome: "complete", error: null });
+    assert.equal((ack as { note?: string }).note, "recorded");
+  }
+  assert.equal(c.engine.counts.chunks, 40);
+  // Each booking waits for its commit or for the store to refuse writes; a wait left behind per
+  // booking would hold memory for every chunk of a session (about 800 bytes each).
+  assert.equal(c.protocol.books.waitsForBlock, 0);
+  w.conn.destroy();
+});
