@@ -341,7 +341,9 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
         if (engine.draining) return { type: "drain", reason: engine.draining };
         const free = Math.min(f.slots, w.slots - engine.heldBy(w).length - engine.minimize.heldBy(w).length);
         if (free <= 0) return { type: "wait", seconds: IDLE_POLL_SECONDS };
-        if (this.books.blocked) return { type: "wait", seconds: this.books.blocked.retryInMs / 1000 };
+        // Asked of the store even while it refuses writes: refused at once while a retry is armed,
+        // tried otherwise. An idle fleet has nothing else queued, so this is how it finds out that
+        // the store takes writes again, or that it has refused them for give_up_minutes.
         let result;
         try {
           const fleetSlots = this.fleetSlots();

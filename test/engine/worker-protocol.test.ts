@@ -5,6 +5,7 @@
 // by hanging if an event does not wake run().
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
+import Database from "better-sqlite3";
 import { after, test } from "node:test";
 import type { CoordinatorReplyT, Frame } from "../../src/net/messages.ts";
 import { fakeWorker, send } from "../helpers/wire.ts";
@@ -128,5 +129,31 @@ test("booking holds nothing once booked: after 40 chunks assigned and done, no w
   // Each booking waits for its commit or for the store to refuse writes; a wait left behind per
   // booking would hold memory for every chunk of a session (about 800 bytes each).
   assert.equal(c.protocol.books.waitsForBlock, 0);
+  w.conn.destroy();
+});
+
+test("an idle fleet finds out that a blocked store takes writes again: a worker's 'want' tries it once no retry is armed", TEST, async () => {
+  const c = await coordinator();
+  const w = await fakeWorker(c.port, TOKEN, "idle");
+  // Another writer holds the store's write lock: the next change is refused, the queue is blocked.
+  const other = new Database(c.campaign.dbPath);
+  other.exec("BEGIN IMMEDIATE");
+  try {
+    assert.equal((await request(w, { type: "want", slots: 1 })).type, "wait");
+    assert.ok(c.protocol.books.blocked, "the store refused the assignment");
+    assert.ok(c.lines.some((l) => /is locked by another process/.test(l)), c.lines.join("\n"));
+  } finally {
+    other.exec("ROLLBACK");
+    other.close();
+  }
+  // Nothing is queued and no chunk is in flight: only the worker's own asking can find out.
+  let reply: CoordinatorReplyT = { type: "wait", seconds: 0 };
+  for (let i = 0; i < 100 && reply.type === "wait"; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    reply = await request(w, { type: "want", slots: 1 });
+  }
+  assert.equal(reply.type, "assign", `still ${JSON.stringify(reply)} 5 s after the store was free`);
+  assert.equal(c.protocol.books.blocked, null);
+  assert.ok(c.lines.some((l) => /takes writes again/.test(l)), c.lines.join("\n"));
   w.conn.destroy();
 });
