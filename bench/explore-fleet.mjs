@@ -49,8 +49,9 @@ const HELP = `usage: node bench/explore-fleet.mjs [options]
   --real-seeds N      seeds (the frontier is about 11 tasks per seed)         default 300
   --max-idle S        the master's idle window (taken out of elapsed)         default 1
 
-  --cpu-prof DIR      also profile the master of one extra 1-master run at the largest worker
-                      count (node --cpu-prof) into DIR, and print its top frames`;
+  --cpu-prof DIR      also profile the masters of one extra run at the largest worker count
+                      (node --cpu-prof) into DIR, and print the root's top frames
+  --prof-masters N    masters in that profiled run                            default 1`;
 
 function options(argv) {
   return parseOptions(
@@ -69,6 +70,7 @@ function options(argv) {
       "real-seeds": { default: "300", number: { min: 1, integer: true } },
       "max-idle": { default: "1", number: { min: 0 } },
       "cpu-prof": { path: true },
+      "prof-masters": { default: "1", number: { min: 1, max: 2, integer: true } },
     },
     HELP,
   );
@@ -182,7 +184,7 @@ async function startMasters(cli, dir, masters, common, target, env) {
   const procs = [{ proc: root, port }];
   if (masters > 1) {
     const args = ["explore", ...common, "--join", `127.0.0.1:${port}`, "--port", "0", "--bind", "127.0.0.1", "--token", TOKEN];
-    const sub = startProcess([process.execPath, cli, ...args, ...target], { cwd: dir, env: env.vars });
+    const sub = startProcess([process.execPath, ...(env.cpuProf ? [`--cpu-prof`, `--cpu-prof-dir=${join(env.cpuProf, "sub")}`] : []), cli, ...args, ...target], { cwd: dir, env: env.vars });
     const subPort = Number((await sub.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 60_000, "the submaster to listen"))[1]);
     procs.push({ proc: sub, port: subPort });
   }
@@ -280,8 +282,10 @@ async function capacityPart(o, scratch) {
   if (o.cpuProf) {
     const w = Math.max(...o.workers);
     mkdirSync(o.cpuProf, { recursive: true });
-    await capacityLevel(o, builds.at(-1), join(scratch, "cap-prof"), w, 1, o.cpuProf);
-    profile = printCpuProfile(o.cpuProf, `CPU profile of one master, ${w} fake workers`);
+    const m = o.profMasters;
+    const r = await capacityLevel(o, builds.at(-1), join(scratch, "cap-prof"), w, m, o.cpuProf);
+    console.log(`  profiled run: ${m} master(s), ${w} fake workers: ${f1(r.tasksPerSec)} tasks/s (slower than unprofiled)`);
+    profile = printCpuProfile(o.cpuProf, m === 1 ? `CPU profile of one master, ${w} fake workers` : `CPU profile of the root of ${m} masters, ${w} fake workers`);
   }
   console.log("\n(a) capacity: fake workers (stage a real child, send a real result; no target) against real masters");
   printTable([

@@ -1,6 +1,7 @@
 // The lease journal of a table one process owns alone, and the group commit of a lone master:
 // what a torn or corrupt journal means, who absorbs a journal and when, how many fdatasyncs a
-// batch costs, and a batch whose results stage the same content twice.
+// batch costs, and a batch whose results stage the same content twice, for a lone master and for
+// one that shares its table.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -8,6 +9,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { canonicalManifest, LeaseTable } from "../../src/explore/state/lease-table.ts";
 import { CorruptJournalError, JOURNAL_FILE, parseJournal } from "../../src/explore/state/lease-journal.ts";
+import { owner } from "../../src/core/rendezvous.ts";
 import { ROOT } from "../helpers/campaign.ts";
 import { loneMaster, writeSeed } from "../helpers/explore.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
@@ -103,40 +105,54 @@ describe("lease journal", () => {
   });
 });
 
-describe("group commit of a lone master", () => {
-  it("two results of one batch that staged the same content: both commit, the content is promoted once", async () => {
-    const dir = freshDir();
-    const corpusDir = join(dir, "corpus");
-    const inputDir = join(dir, "in");
-    mkdirSync(corpusDir);
-    mkdirSync(inputDir);
-    writeSeed(join(inputDir, "a"), "seed a\n");
-    writeSeed(join(inputDir, "b"), "seed b\n");
-    const master = loneMaster({ dir, corpusDir, inputDir });
-    master.admitInputs();
-    const child = Buffer.from("same child\n");
-    const notes = [];
-    for (const executor of ["w1", "w2"]) {
-      const t = master.nextTask(executor)!;
-      const stageId = sha256(executor).slice(0, 32);
-      const stage = join(master.stageRoot(executor), stageId);
-      mkdirSync(stage, { recursive: true });
-      writeFileSync(join(stage, sha256(child)), child);
-      const input = readFileSync(join(corpusDir, t.hash));
-      notes.push(
-        master.consumeResult(executor, {
-          type: "result", task_id: t.task_id, fence: t.fence, input_hash: sha256(input), new_hashes: [sha256(child)], num_generated: 1, staged_bytes: child.length,
-          staging_id: stageId, retcode: 0, elapsed: 0.01, protocol_error: "", budget: null, detail: null, finding: null,
-        }),
-      );
-    }
-    assert.deepEqual(notes, ["committed", "committed"]);
-    assert.equal(master.idle, false, "not idle while the batch is in flight");
-    await new Promise((r) => setTimeout(r, 200));
-    assert.deepEqual(master.problems, []);
-    assert.equal(master.counters.observations, 2);
-    assert.equal(readFileSync(join(corpusDir, sha256(child)), "utf8"), "same child\n");
-    assert.equal(master.pendingCount, 1, "the child is claimed once");
-    master.close();
+// A table the master shares with other masters (ranks 0 and 1) keeps its record files and
+// their locks, and its results are committed a batch at a time all the same.
+for (const ranks of [[0], [0, 1]]) {
+  describe(`group commit of ${ranks.length === 1 ? "a lone master" : "a master that shares its table"}`, () => {
+    it("two results of one batch that staged the same content: both commit, the content is promoted once", async () => {
+      const dir = freshDir();
+      const corpusDir = join(dir, "corpus");
+      const inputDir = join(dir, "in");
+      mkdirSync(corpusDir);
+      mkdirSync(inputDir);
+      // Contents rank 0 owns, so that it claims them (with two ranks, half of all contents).
+      const mine = (base: string) => {
+        for (let n = 0; ; n++) if (owner(sha256(`${base} ${n}\n`), ranks) === 0) return Buffer.from(`${base} ${n}\n`);
+      };
+      writeSeed(join(inputDir, "a"), mine("seed a").toString());
+      writeSeed(join(inputDir, "b"), mine("seed b").toString());
+      const leases = new LeaseTable({ root: join(dir, "leases"), durability: "fence" });
+      const master = loneMaster({ dir, corpusDir, inputDir }, { leases, ranks });
+      assert.equal(leases.exclusive, ranks.length === 1, "only a lone master owns its table");
+      master.admitInputs();
+      const child = mine("same child");
+      const notes = [];
+      const tasks = [];
+      for (const executor of ["w1", "w2"]) {
+        const t = master.nextTask(executor)!;
+        tasks.push(t);
+        const stageId = sha256(executor).slice(0, 32);
+        const stage = join(master.stageRoot(executor), stageId);
+        mkdirSync(stage, { recursive: true });
+        writeFileSync(join(stage, sha256(child)), child);
+        const input = readFileSync(join(corpusDir, t.hash));
+        notes.push(
+          master.consumeResult(executor, {
+            type: "result", task_id: t.task_id, fence: t.fence, input_hash: sha256(input), new_hashes: [sha256(child)], num_generated: 1, staged_bytes: child.length,
+            staging_id: stageId, retcode: 0, elapsed: 0.01, protocol_error: "", budget: null, detail: null, finding: null,
+          }),
+        );
+      }
+      assert.deepEqual(notes, ["committed", "committed"]);
+      assert.equal(master.idle, false, "not idle while the batch is in flight");
+      assert.deepEqual(tasks.map((t) => leases.record(t.hash)?.status), ["leased", "leased"], "queued for the batch, not committed one by one");
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(master.problems, []);
+      assert.deepEqual(tasks.map((t) => leases.record(t.hash)?.status), ["done", "done"]);
+      assert.equal(master.counters.observations, 2);
+      assert.equal(readFileSync(join(corpusDir, sha256(child)), "utf8"), child.toString());
+      assert.equal(master.pendingCount, 1, "the child is claimed once");
+      master.close();
+    });
   });
-});
+}

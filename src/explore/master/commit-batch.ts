@@ -1,19 +1,22 @@
-// Group commit of verified results, for a master whose lease table is its own (a journal,
-// state/lease-journal.ts). Results with children are queued as they are verified and committed a
-// batch at a time, on the next turn of the event loop, in the same order of steps as one commit
-// (commits.ts) but with the durable work shared:
+// Group commit of verified results. Results with children are queued as they are verified and
+// committed a batch at a time, on the next turn of the event loop, in the same order of steps as
+// one commit (commits.ts) but with the durable work shared:
 //
-//   pass the fences    beginCommit of every result: journal lines, then ONE fdatasync
+//   pass the fences    beginCommit of every result: for a table a master owns alone, journal
+//                      lines, then ONE fdatasync; for a table masters share, the record files,
+//                      each durable as it is written (lease-table.ts)
 //   sync the children  every staged child of the batch fsynced at once in libuv's pool (async:
 //                      the loop goes on reading frames meanwhile)
 //   promote            moves into the corpus (never over a name), then ONE directory fsync in the
 //                      pool (the loop goes on reading frames), then each moved child re-hashed
-//   complete           done records (journal lines), children claimed, stages removed
+//   complete           done records, children claimed, stages removed
 //
 // A fence is durable before any child of the batch becomes public; a child's name is durable
 // before its parent's `done` is written. What a crash interrupts is what an interrupted single
 // commit leaves: a `committing` record, replayed from its manifest (replayCommits), or a `leased`
-// one, executed again under a new fence. close() (drainSync) finishes everything synchronously.
+// one, executed again under a new fence. A fence passed in a batch can no longer be taken over, so
+// a batch of a shared table needs nothing more of the other masters. close() (drainSync) finishes
+// everything synchronously.
 import type { CommitManifest } from "../state/lease-table.ts";
 import { fsyncDir, fsyncDirAsync } from "../state/durable.ts";
 import { verifyPublic } from "../state/corpus.ts";

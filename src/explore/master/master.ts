@@ -76,7 +76,7 @@ export class ExploreMaster {
   private readonly staging: StagingArea;
   private readonly commits: CommitContext;
   /** Group commit, when the lease table is this master's alone (null: one commit per result). */
-  private readonly batches: CommitBatches | null;
+  private readonly batches: CommitBatches;
   private readonly discovery: CorpusDiscovery;
   private readonly ownerName: string;
   /** Broadcast ownership, or a single master: every hash is this master's, no owner hash needed. */
@@ -112,7 +112,7 @@ export class ExploreMaster {
     this.baseline = campaignBaseline(workDir(state, o.epoch), () => listCorpus(o.corpusDir));
     this.commits = { leases: o.leases, corpusDir: o.corpusDir, maxInputBytes: o.budgets.maxInputBytes, wallNow: o.wallNow };
     const settle = (c: QueuedCommit, outcome: CommitOutcome) => this.settle(c.task, c.result, outcome);
-    this.batches = o.leases.exclusive ? new CommitBatches({ ctx: this.commits, isVerified: (h) => this.verified.has(h), settle, problem: (m) => this.problem(m), settled: () => this.onCommitted?.() }) : null;
+    this.batches = new CommitBatches({ ctx: this.commits, isVerified: (h) => this.verified.has(h), settle, problem: (m) => this.problem(m), settled: () => this.onCommitted?.() });
     this.discovery = new CorpusDiscovery({
       corpusDir: o.corpusDir,
       hintDir: join(workDir(state, o.epoch), "discovered"),
@@ -148,7 +148,7 @@ export class ExploreMaster {
   }
 
   get idle(): boolean {
-    return this.tasks.pendingCount === 0 && this.tasks.activeCount === 0 && this.admission.backlogCount === 0 && this.admission.settlingCount === 0 && (this.batches?.size ?? 0) === 0;
+    return this.tasks.pendingCount === 0 && this.tasks.activeCount === 0 && this.admission.backlogCount === 0 && this.admission.settlingCount === 0 && this.batches.size === 0;
   }
 
   get pendingCount(): number {
@@ -255,7 +255,7 @@ export class ExploreMaster {
 
   /** Closes the explored ledger (its last lines are fsynced). */
   close(): void {
-    this.batches?.drainSync();
+    this.batches.drainSync();
     this.o.leases.sync();
     this.discovery.close();
     this.ledger.close();
@@ -359,7 +359,7 @@ export class ExploreMaster {
       if (stage) {
         const verdict = verifyStage(stage.dir, r.new_hashes, r.staged_bytes, this.o.budgets.maxInputBytes);
         if (!verdict.ok) return this.refuseResult(executor, task, `stage ${stageId}: ${verdict.reason}`, removeStage);
-        if (this.batches && r.new_hashes.length > 0 && batchable(executor, this.onCommitted !== null)) {
+        if (r.new_hashes.length > 0 && batchable(executor, this.onCommitted !== null)) {
           // Committed with the other results of this turn (commit-batch.ts), which now owns the stage.
           const manifest = canonicalManifest({ worker: executor, staging_id: r.staging_id, hashes: r.new_hashes, num_generated: r.num_generated });
           this.batches.add({ task, result: r, stage, manifest });
