@@ -1,10 +1,12 @@
 // The lease journal of a table one process owns alone, and the group commit of a lone master:
 // what a torn or corrupt journal means, who absorbs a journal and when, how many fdatasyncs a
-// batch costs, and a batch whose results stage the same content twice, for a lone master and for
-// one that shares its table.
+// batch costs, a batch whose results stage the same content twice (for a lone master and for one
+// that shares its table), and that no child is public before its fence is durable: at close, and
+// when the journal's fdatasync fails.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import fs, { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { syncBuiltinESMExports } from "node:module";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { canonicalManifest, LeaseTable } from "../../src/explore/state/lease-table.ts";
@@ -156,3 +158,88 @@ for (const ranks of [[0], [0, 1]]) {
     });
   });
 }
+
+describe("group commit when the journal cannot be made durable", () => {
+  it("an fdatasync that fails in the pool and again on the loop: no child of the batch becomes public; its record stays committing", async () => {
+    const dir = freshDir();
+    const corpusDir = join(dir, "corpus");
+    const inputDir = join(dir, "in");
+    mkdirSync(corpusDir);
+    mkdirSync(inputDir);
+    writeSeed(join(inputDir, "a"), "seed a\n");
+    const leases = new LeaseTable({ root: join(dir, "leases"), durability: "fence" });
+    const master = loneMaster({ dir, corpusDir, inputDir }, { leases });
+    master.admitInputs();
+    const child = Buffer.from("an unpublished child\n");
+    const t = master.nextTask("w1")!;
+    const stageId = "d".repeat(32);
+    const stage = join(master.stageRoot("w1"), stageId);
+    mkdirSync(stage, { recursive: true });
+    writeFileSync(join(stage, sha256(child)), child);
+    const eio = () => Object.assign(new Error("EIO: i/o error, fdatasync"), { code: "EIO", errno: -5 });
+    const { fdatasync, fdatasyncSync } = fs;
+    fs.fdatasync = ((_fd: number, cb: (err: Error | null) => void) => process.nextTick(cb, eio())) as typeof fs.fdatasync;
+    fs.fdatasyncSync = () => {
+      throw eio();
+    };
+    syncBuiltinESMExports();
+    try {
+      const note = master.consumeResult("w1", {
+        type: "result", task_id: t.task_id, fence: t.fence, input_hash: sha256(readFileSync(join(corpusDir, t.hash))), new_hashes: [sha256(child)], num_generated: 1,
+        staged_bytes: child.length, staging_id: stageId, retcode: 0, elapsed: 0.01, protocol_error: "", budget: null, detail: null, finding: null,
+      });
+      assert.equal(note, "committed", "queued for the batch");
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(existsSync(join(corpusDir, sha256(child))), false, "a child whose fence may not be on disk stays unpublished");
+      assert.equal(leases.record(t.hash)?.status, "committing", "replayed later from its manifest");
+    } finally {
+      Object.assign(fs, { fdatasync, fdatasyncSync });
+      syncBuiltinESMExports();
+    }
+  });
+});
+
+describe("group commit at close", () => {
+  it("a batch still queued when the master closes: its fence is fdatasynced before its child is linked into the corpus", () => {
+    const dir = freshDir();
+    const corpusDir = join(dir, "corpus");
+    const inputDir = join(dir, "in");
+    mkdirSync(corpusDir);
+    mkdirSync(inputDir);
+    writeSeed(join(inputDir, "a"), "seed a\n");
+    const master = loneMaster({ dir, corpusDir, inputDir });
+    master.admitInputs();
+    const child = Buffer.from("a child\n");
+    const t = master.nextTask("w1")!;
+    const stageId = "c".repeat(32);
+    const stage = join(master.stageRoot("w1"), stageId);
+    mkdirSync(stage, { recursive: true });
+    writeFileSync(join(stage, sha256(child)), child);
+    const note = master.consumeResult("w1", {
+      type: "result", task_id: t.task_id, fence: t.fence, input_hash: sha256(readFileSync(join(corpusDir, t.hash))), new_hashes: [sha256(child)], num_generated: 1,
+      staged_bytes: child.length, staging_id: stageId, retcode: 0, elapsed: 0.01, protocol_error: "", budget: null, detail: null, finding: null,
+    });
+    assert.equal(note, "committed", "queued for the batch");
+    // The order of the two system calls that matter, seen at the fs module (close() is synchronous).
+    const order: string[] = [];
+    const { fdatasyncSync, linkSync } = fs;
+    fs.fdatasyncSync = (fd) => {
+      order.push("fdatasync");
+      fdatasyncSync(fd);
+    };
+    fs.linkSync = (from, to) => {
+      if (String(to).startsWith(corpusDir)) order.push("link into the corpus");
+      linkSync(from, to);
+    };
+    syncBuiltinESMExports();
+    try {
+      master.close();
+    } finally {
+      Object.assign(fs, { fdatasyncSync, linkSync });
+      syncBuiltinESMExports();
+    }
+    assert.equal(readFileSync(join(corpusDir, sha256(child)), "utf8"), "a child\n");
+    assert.ok(order.includes("link into the corpus"), order.join(", "));
+    assert.equal(order[0], "fdatasync", `the fence first: ${order.join(", ")}`);
+  });
+});

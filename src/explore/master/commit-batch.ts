@@ -107,8 +107,26 @@ export class CommitBatches {
 
   /** Whatever a flight still has to do, done now on the loop (complete() skips a finished one). */
   private finishSync(flight: Flight): void {
-    if (flight.phase === "syncing") this.promote(flight, []);
+    // The fences first, as in run(): its syncAsync may not have started, or not returned.
+    if (flight.phase === "syncing" && this.fencesDurable(flight)) this.promote(flight, []);
     this.complete(flight, false);
+  }
+
+  /**
+   * Makes the journal durable on the loop (a no-op when it is); if it cannot be, no child of the
+   * flight may become public: every result of it is deferred (its record stays `committing`, to
+   * be replayed) and the flight is settled. Returns whether promotion may go on.
+   */
+  private fencesDurable(flight: Flight): boolean {
+    try {
+      this.o.ctx.leases.sync();
+      return true;
+    } catch (err) {
+      flight.phase = "done";
+      for (const c of flight.passed) this.end(c, { kind: "deferred", error: err as Error }, false);
+      this.o.settled();
+      return false;
+    }
   }
 
   private schedule(): void {
@@ -126,7 +144,7 @@ export class CommitBatches {
       this.flight = flight;
       let synced: Map<string, FileIdentity>[] = [];
       // The fences' fdatasync and the children's fsyncs run together, off the loop.
-      const fences = this.o.ctx.leases.syncAsync().catch(() => undefined);
+      const fences = this.o.ctx.leases.syncAsync().then(() => true, () => false);
       try {
         synced = await syncStagedChildren(
           flight.passed.map((c) => ({ stage: c.stage.dir, hashes: c.manifest.hashes })),
@@ -136,9 +154,9 @@ export class CommitBatches {
       } catch {
         // Promotion fsyncs each child itself then, and reports what fails.
       }
-      // A failed async sync is retried synchronously by the publication's barrier.
-      await fences;
-      if (flight.phase === "syncing") {
+      // A failed async sync is tried again on the loop before anything is published.
+      const fencesSynced = await fences;
+      if (flight.phase === "syncing" && (fencesSynced || this.fencesDurable(flight))) {
         const { dirSync } = this.promote(flight, synced);
         // A failed async fsync is done again on the loop by complete(), which reports its error.
         const dirSynced = dirSync ? await fsyncDirAsync(this.o.ctx.corpusDir).then(() => true, () => false) : true;
@@ -155,7 +173,7 @@ export class CommitBatches {
     const passed: QueuedCommit[] = [];
     this.stats.batches++;
     this.stats.largest = Math.max(this.stats.largest, items.length);
-    // drainSync publishes at once: its barrier syncs; run() awaits syncAsync first.
+    // drainSync syncs the fences on the loop before it publishes; run() awaits syncAsync first.
     leases.deferredBatch(() => {
       for (const c of items) {
         let ok: boolean;
