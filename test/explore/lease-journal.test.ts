@@ -159,23 +159,33 @@ for (const ranks of [[0], [0, 1]]) {
   });
 }
 
+/** A lone master with one seed whose task w1 ran and staged `child`; `submit()` sends its result. */
+function oneStagedResult(child: Buffer) {
+  const dir = freshDir();
+  const corpusDir = join(dir, "corpus");
+  const inputDir = join(dir, "in");
+  mkdirSync(corpusDir);
+  mkdirSync(inputDir);
+  writeSeed(join(inputDir, "a"), "seed a\n");
+  const leases = new LeaseTable({ root: join(dir, "leases"), durability: "fence" });
+  const master = loneMaster({ dir, corpusDir, inputDir }, { leases });
+  master.admitInputs();
+  const t = master.nextTask("w1")!;
+  const stageId = "d".repeat(32);
+  const stage = join(master.stageRoot("w1"), stageId);
+  mkdirSync(stage, { recursive: true });
+  writeFileSync(join(stage, sha256(child)), child);
+  const submit = () =>
+    master.consumeResult("w1", {
+      type: "result", task_id: t.task_id, fence: t.fence, input_hash: sha256(readFileSync(join(corpusDir, t.hash))), new_hashes: [sha256(child)], num_generated: 1,
+      staged_bytes: child.length, staging_id: stageId, retcode: 0, elapsed: 0.01, protocol_error: "", budget: null, detail: null, finding: null,
+    });
+  return { master, leases, corpusDir, task: t, submit, published: () => existsSync(join(corpusDir, sha256(child))) };
+}
+
 describe("group commit when the journal cannot be made durable", () => {
   it("an fdatasync that fails in the pool and again on the loop: no child of the batch becomes public; its record stays committing", async () => {
-    const dir = freshDir();
-    const corpusDir = join(dir, "corpus");
-    const inputDir = join(dir, "in");
-    mkdirSync(corpusDir);
-    mkdirSync(inputDir);
-    writeSeed(join(inputDir, "a"), "seed a\n");
-    const leases = new LeaseTable({ root: join(dir, "leases"), durability: "fence" });
-    const master = loneMaster({ dir, corpusDir, inputDir }, { leases });
-    master.admitInputs();
-    const child = Buffer.from("an unpublished child\n");
-    const t = master.nextTask("w1")!;
-    const stageId = "d".repeat(32);
-    const stage = join(master.stageRoot("w1"), stageId);
-    mkdirSync(stage, { recursive: true });
-    writeFileSync(join(stage, sha256(child)), child);
+    const r = oneStagedResult(Buffer.from("an unpublished child\n"));
     const eio = () => Object.assign(new Error("EIO: i/o error, fdatasync"), { code: "EIO", errno: -5 });
     const { fdatasync, fdatasyncSync } = fs;
     fs.fdatasync = ((_fd: number, cb: (err: Error | null) => void) => process.nextTick(cb, eio())) as typeof fs.fdatasync;
@@ -184,14 +194,10 @@ describe("group commit when the journal cannot be made durable", () => {
     };
     syncBuiltinESMExports();
     try {
-      const note = master.consumeResult("w1", {
-        type: "result", task_id: t.task_id, fence: t.fence, input_hash: sha256(readFileSync(join(corpusDir, t.hash))), new_hashes: [sha256(child)], num_generated: 1,
-        staged_bytes: child.length, staging_id: stageId, retcode: 0, elapsed: 0.01, protocol_error: "", budget: null, detail: null, finding: null,
-      });
-      assert.equal(note, "committed", "queued for the batch");
-      await new Promise((r) => setTimeout(r, 300));
-      assert.equal(existsSync(join(corpusDir, sha256(child))), false, "a child whose fence may not be on disk stays unpublished");
-      assert.equal(leases.record(t.hash)?.status, "committing", "replayed later from its manifest");
+      assert.equal(r.submit(), "committed", "queued for the batch");
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(r.published(), false, "a child whose fence may not be on disk stays unpublished");
+      assert.equal(r.leases.record(r.task.hash)?.status, "committing", "replayed later from its manifest");
     } finally {
       Object.assign(fs, { fdatasync, fdatasyncSync });
       syncBuiltinESMExports();
@@ -201,25 +207,8 @@ describe("group commit when the journal cannot be made durable", () => {
 
 describe("group commit at close", () => {
   it("a batch still queued when the master closes: its fence is fdatasynced before its child is linked into the corpus", () => {
-    const dir = freshDir();
-    const corpusDir = join(dir, "corpus");
-    const inputDir = join(dir, "in");
-    mkdirSync(corpusDir);
-    mkdirSync(inputDir);
-    writeSeed(join(inputDir, "a"), "seed a\n");
-    const master = loneMaster({ dir, corpusDir, inputDir });
-    master.admitInputs();
-    const child = Buffer.from("a child\n");
-    const t = master.nextTask("w1")!;
-    const stageId = "c".repeat(32);
-    const stage = join(master.stageRoot("w1"), stageId);
-    mkdirSync(stage, { recursive: true });
-    writeFileSync(join(stage, sha256(child)), child);
-    const note = master.consumeResult("w1", {
-      type: "result", task_id: t.task_id, fence: t.fence, input_hash: sha256(readFileSync(join(corpusDir, t.hash))), new_hashes: [sha256(child)], num_generated: 1,
-      staged_bytes: child.length, staging_id: stageId, retcode: 0, elapsed: 0.01, protocol_error: "", budget: null, detail: null, finding: null,
-    });
-    assert.equal(note, "committed", "queued for the batch");
+    const r = oneStagedResult(Buffer.from("a child\n"));
+    assert.equal(r.submit(), "committed", "queued for the batch");
     // The order of the two system calls that matter, seen at the fs module (close() is synchronous).
     const order: string[] = [];
     const { fdatasyncSync, linkSync } = fs;
@@ -228,17 +217,17 @@ describe("group commit at close", () => {
       fdatasyncSync(fd);
     };
     fs.linkSync = (from, to) => {
-      if (String(to).startsWith(corpusDir)) order.push("link into the corpus");
+      if (String(to).startsWith(r.corpusDir)) order.push("link into the corpus");
       linkSync(from, to);
     };
     syncBuiltinESMExports();
     try {
-      master.close();
+      r.master.close();
     } finally {
       Object.assign(fs, { fdatasyncSync, linkSync });
       syncBuiltinESMExports();
     }
-    assert.equal(readFileSync(join(corpusDir, sha256(child)), "utf8"), "a child\n");
+    assert.equal(r.published(), true);
     assert.ok(order.includes("link into the corpus"), order.join(", "));
     assert.equal(order[0], "fdatasync", `the fence first: ${order.join(", ")}`);
   });
