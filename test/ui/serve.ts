@@ -8,8 +8,8 @@ export interface Served {
   child: ChildProcess;
   /** The page's address, from the banner. */
   url: string;
-  /** The one-time login link (off loopback). */
-  loginUrl: string | null;
+  /** The one-time login link (off loopback), from what stdout holds when it is read: the banner's line after the address may come in a later write. */
+  readonly loginUrl: string | null;
   /** Everything the command wrote to stdout so far. */
   stdout: () => string;
   stderr: () => string;
@@ -28,8 +28,16 @@ export async function serve(c: Campaign, args: string[], banner: RegExp, env: No
   for (;;) {
     const m = banner.exec(out);
     if (m) {
-      const login = /open (http:\/\/\S+\/login\/[0-9a-f]+)/.exec(out);
-      return { child, url: m[1]!, loginUrl: login ? login[1]! : null, stdout: () => out, stderr: () => err, done };
+      return {
+        child,
+        url: m[1]!,
+        get loginUrl() {
+          return /open (http:\/\/\S+\/login\/[0-9a-f]+)/.exec(out)?.[1] ?? null;
+        },
+        stdout: () => out,
+        stderr: () => err,
+        done,
+      };
     }
     if (child.exitCode !== null || Date.now() > end) throw new Error(`no dashboard banner (exit ${child.exitCode})\nstdout:\n${out}\nstderr:\n${err}`);
     await new Promise((r) => setTimeout(r, 50));
