@@ -245,6 +245,21 @@ describe("commit fence", () => {
     assert.deepEqual(table.counts(1e12, 10), { leased: 0, committing: 0, expired: 0, done: 1 });
   });
 
+  it("fences passed in a deferred batch leave each shard directory's fsync to syncAsync, one per shard, in the pool", async () => {
+    const table = freshTable();
+    const fences = new Map([A, B, C].map((id) => [id, table.claim(id, payload(id), "m", { now: 0, ttlMs: 10 })!]));
+    const before = table.stats.directorySyncs;
+    table.deferredBatch(() => {
+      for (const [id, fence] of fences) assert.equal(table.beginCommit(id, fence, manifest(), 1), true);
+    });
+    assert.equal(table.stats.directorySyncs, before, "no directory fsync on the loop");
+    assert.deepEqual([A, B, C].map((id) => table.record(id)!.status), ["committing", "committing", "committing"], "each record written (and fsynced) at once");
+    await table.syncAsync();
+    assert.equal(table.stats.directorySyncs - before, 2, "three records in two shards: two directory syncs");
+    table.sync();
+    assert.equal(table.stats.directorySyncs - before, 2, "nothing left for sync()");
+  });
+
   it("the commit manifest is durable and completion is classified once", () => {
     const table = freshTable();
     const fence = table.claim(A, payload(A), "master-a", { now: 0, ttlMs: 10 })!;

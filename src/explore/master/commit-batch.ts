@@ -4,7 +4,8 @@
 //
 //   pass the fences    beginCommit of every result: for a table a master owns alone, journal
 //                      lines, then ONE fdatasync; for a table masters share, the record files,
-//                      each durable as it is written (lease-table.ts)
+//                      each fsynced as written, their shard directories once per batch
+//                      (lease-table.ts); both syncs in libuv's pool, awaited below
 //   sync the children  every staged child of the batch fsynced at once in libuv's pool (async:
 //                      the loop goes on reading frames meanwhile)
 //   promote            moves into the corpus (never over a name), then ONE directory fsync in the

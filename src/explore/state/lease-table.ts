@@ -32,7 +32,7 @@ import {
   type WorkPayload,
 } from "../../core/lease-record.ts";
 import { randomHex } from "../../util/random-hex.ts";
-import { fsyncDir, mkdirDurable, replaceFile, replaceFileSynced, unlinkDurable } from "./durable.ts";
+import { fsyncDir, fsyncDirAsync, mkdirDurable, replaceFile, replaceFileSynced, unlinkDurable } from "./durable.ts";
 import { withFileLock } from "./file-lock.ts";
 import { byUpdated, CorruptRecordError, isId, readRecordFile, readRecordFiles, shardName, type ReadResult } from "./lease-files.ts";
 import { absorbStaleJournals, type JournalState } from "./lease-journal.ts";
@@ -72,6 +72,9 @@ export class LeaseTable {
   readonly durability: "all" | "fence";
   /** Owned alone (takeExclusive): every record in memory, every transition a line of the journal. */
   private own: OwnedRecords | null = null;
+  /** Open deferred batches: a shared table's synced writes leave their shard directories to sync(). */
+  private deferring = 0;
+  private readonly unsyncedShards = new Set<number>();
 
   constructor(opts: LeaseTableOptions) {
     const { root, shardCount = 64, lockTimeoutMs = 30_000, durability = "all" } = opts;
@@ -114,9 +117,13 @@ export class LeaseTable {
     }
   }
 
-  /** Makes every transition so far durable (exclusive tables; file-backed ones are durable as written). */
+  /** Makes every transition durable: the journal, or the shard directories a deferred batch left. */
   sync(): void {
     this.own?.sync();
+    for (const shard of [...this.unsyncedShards].sort((a, b) => a - b)) {
+      this.syncDir(join(this.root, shardName(shard))); // counts itself
+      this.unsyncedShards.delete(shard);
+    }
   }
 
   /**
@@ -125,16 +132,20 @@ export class LeaseTable {
    */
   deferredBatch<T>(fn: () => T): T {
     this.own?.enter();
+    this.deferring++;
     try {
       return fn();
     } finally {
+      this.deferring--;
       this.own?.leave(true);
     }
   }
 
-  /** Makes everything journaled so far durable, in libuv's pool. */
+  /** sync() in libuv's pool, the directories all at once; what fails stays for sync() to redo. */
   async syncAsync(): Promise<void> {
     await this.own?.syncAsync();
+    const synced = (shard: number) => void (this.unsyncedShards.delete(shard), this.stats.directorySyncs++);
+    await Promise.all([...this.unsyncedShards].map((shard) => fsyncDirAsync(join(this.root, shardName(shard))).then(() => synced(shard))));
   }
 
   /** A stale journal's states, written into the record files as durable writes (under their locks). */
@@ -388,7 +399,9 @@ export class LeaseTable {
       return;
     }
     replaceFileSynced(path, recordText(record));
+    // In a deferred batch the caller syncs the directory (syncAsync in the pool) before it publishes.
     if (deferDirSync) deferDirSync.add(this.shardOf(record.id));
+    else if (this.deferring > 0) this.unsyncedShards.add(this.shardOf(record.id));
     else this.syncDir(join(this.root, shardName(this.shardOf(record.id))));
   }
 
