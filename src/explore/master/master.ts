@@ -75,7 +75,7 @@ export class ExploreMaster {
   private readonly verified = new Set<string>();
   private readonly staging: StagingArea;
   private readonly commits: CommitContext;
-  /** Group commit, when the lease table is this master's alone (null: one commit per result). */
+  /** Group commit of remote results with children (and of local ones when the loop is woken per batch). */
   private readonly batches: CommitBatches;
   private readonly discovery: CorpusDiscovery;
   private readonly ownerName: string;

@@ -120,10 +120,9 @@ export class LeaseTable {
   /** Makes every transition durable: the journal, or the shard directories a deferred batch left. */
   sync(): void {
     this.own?.sync();
-    for (const shard of [...this.unsyncedShards].sort((a, b) => a - b)) {
-      this.syncDir(join(this.root, shardName(shard))); // counts itself
-      this.unsyncedShards.delete(shard);
-    }
+    // A failure leaves them all for the next sync(): syncing a directory again costs only time.
+    for (const shard of [...this.unsyncedShards].sort((a, b) => a - b)) this.syncDir(join(this.root, shardName(shard)));
+    this.unsyncedShards.clear();
   }
 
   /**
@@ -144,8 +143,11 @@ export class LeaseTable {
   /** sync() in libuv's pool, the directories all at once; what fails stays for sync() to redo. */
   async syncAsync(): Promise<void> {
     await this.own?.syncAsync();
-    const synced = (shard: number) => void (this.unsyncedShards.delete(shard), this.stats.directorySyncs++);
-    await Promise.all([...this.unsyncedShards].map((shard) => fsyncDirAsync(join(this.root, shardName(shard))).then(() => synced(shard))));
+    await Promise.all([...this.unsyncedShards].map(async (shard) => {
+      await fsyncDirAsync(join(this.root, shardName(shard)));
+      this.unsyncedShards.delete(shard);
+      this.stats.directorySyncs++;
+    }));
   }
 
   /** A stale journal's states, written into the record files as durable writes (under their locks). */
