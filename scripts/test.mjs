@@ -4,13 +4,14 @@
 // explicitly; a run that finds no test file fails instead of passing silently.
 // The CLI is built first because integration tests spawn the compiled `dist/cli/main.js`,
 // exactly as a user runs it.
-//   npm test                 every test file
+//   npm test                 every test file (system tools it needs are checked first: scripts/system-tools.mjs)
 //   npm test -- lock store   only files whose path contains "lock" or "store"
 //   TEST_CONCURRENCY=N       test files run at once (default 3)
 //   TEST_BOUND_MINUTES=N     stop (and fail) a run that takes longer than N minutes (default 45)
 import { execFileSync, spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
+import { ensureSystemTools } from "./system-tools.mjs";
 
 function findTests(dir) {
   const found = [];
@@ -27,6 +28,7 @@ function findTests(dir) {
 // longest in CI (1–2.5 minutes each; their tests run one after another inside the file).
 const LONGEST = [
   "test/launch/mpirun.test.ts",
+  "test/package/install.test.ts",
   "test/explore/symcc.test.ts",
   "test/examples/csmith-cvise.test.ts",
   "test/distributed/minimize-workers.test.ts",
@@ -43,6 +45,13 @@ const files = findTests("test")
   .sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
 if (files.length === 0) {
   console.error(`no test files found under test/${filters.length ? ` matching ${filters.join(", ")}` : ""}`);
+  process.exit(1);
+}
+// The real browser, AFL++, Open MPI, Slurm, Csmith, C-Vise and Z3 the chosen files drive: installed
+// here as root with apt-get, else the run stops before any test with the command to run.
+const toolProblem = ensureSystemTools(files);
+if (toolProblem !== null) {
+  console.error(toolProblem);
   process.exit(1);
 }
 execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" });
