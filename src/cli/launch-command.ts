@@ -11,10 +11,12 @@ import { availableParallelism, hostname as osHostname } from "node:os";
 import { resolve } from "node:path";
 import { Command, Option } from "commander";
 import { campaignPaths, type GlobalOptions } from "../config/paths.ts";
-import { RuntimeFailure, UsageError } from "../errors.ts";
+import { printable } from "../core/log-lines.ts";
+import { RefusedError, RuntimeFailure, UsageError } from "../errors.ts";
 import { EXIT } from "../exit-codes.ts";
 import { LAUNCHERS, launchPlace, roleOf, type LaunchPlace, type LaunchRole } from "../launch/launcher.ts";
-import { awaitPublished, closeJobDir, jobDir, openJobDir, publish, staleJobDirs, type PublishedT } from "../launch/rendezvous.ts";
+import { awaitPublished, closeJobDir, jobDir, openJobDir, publish, staleJobDirs, type LeadHolder, type PublishedT } from "../launch/rendezvous.ts";
+import { describeHolder } from "../lock/campaign-lock.ts";
 import { clientToken, serverToken, tokenPath } from "../net/token.ts";
 import { action, actionExitCode, intAtLeast, portNumber, waitSeconds } from "./action.ts";
 import { withSignalStop } from "./stop-signals.ts";
@@ -48,7 +50,7 @@ export function registerLaunch(program: Command): void {
     .option("-j, --jobs <n>", "workers: parallel jobs per chunk, the generator's {jobs} (default: this host's cores)", intAtLeast(1), availableParallelism())
     .option("--slots <n>", "workers: units held at once", intAtLeast(1), 1)
     .option("--wait <duration>", "how long a rank waits for its master to publish its address and to listen (seconds or 2m)", waitSeconds, 120)
-    .option("--job-id <id>", "the job's id, the same on every rank (default: the launcher's, or $FUZZFLEET_JOB_ID)")
+    .option("--job-id <id>", "the job's id, the same on every rank, at most 256 printable characters (default: $FUZZFLEET_JOB_ID, else the launcher's)")
     .addHelpText(
       "after",
       `
@@ -61,7 +63,10 @@ FUZZFLEET_RANK_OFFSET); auto tries them in that order.
 Rendezvous: the campaign directory must be shared, at the same path, by every rank. Rank 0 writes
 its address and a fresh token (mode 0600) into <out>/launch/ (sweep) or CORPUS_DIR/.fuzzfleet/launch/
 (explore), and removes them at the end; the others wait for them up to --wait. With
-FUZZFLEET_TOKEN set on every rank (a Kubernetes Secret) no token file is written.
+FUZZFLEET_TOKEN set on every rank (a Kubernetes Secret) no token file is written. Rank 0 first
+takes the leader's lock launch/fuzzfleet.lock: a second rank 0 (one job id started twice, a
+Kubernetes workers Job without FUZZFLEET_RANK_OFFSET) touches nothing and exits 3 naming the
+running one. A job id is printable text of at most 256 characters.
 Exit: rank 0's is the campaign's (as coordinate's or explore's); a worker exits 0 when its master
 stopped it, 4 when it lost it; a rank that waited in vain exits 4 naming the file it waited for.
 Under mpirun the job's exit code is the first non-zero one. docs/cluster.md walks through mpirun,
@@ -81,8 +86,8 @@ async function launch(o: LaunchFlags, args: string[]): Promise<number> {
     if (SET_BY_LAUNCH.includes(flag)) throw new UsageError(`${flag} is set by launch for each rank: leave it out of the ${kind} options${flag === "--port" || flag === "--bind" ? ` (give launch ${flag})` : ""}`);
   }
   if (kind === "sweep" && o.masters !== 1) throw new UsageError("--masters is for explore: a sweep has one coordinator (rank 0)");
-  const place = launchPlace(o.launcher, process.env, osHostname());
-  const jobId = o.jobId ?? place.jobId;
+  const place = launchPlace(o.launcher, process.env, osHostname(), o.jobId);
+  const jobId = place.jobId;
   const size = place.size;
   if (size !== null && size < o.masters + (kind === "sweep" ? 1 : 0)) {
     throw new UsageError(
@@ -101,7 +106,7 @@ async function launch(o: LaunchFlags, args: string[]): Promise<number> {
   if (size === 1 && kind === "explore") return runCommand(kind, ["explore", ...rest], o); // a lone master needs no rendezvous
   if (jobId === null) throw new UsageError(`${place.launcher} gives no job id: pass --job-id ID (or set FUZZFLEET_JOB_ID), the same on every rank and new for each job`);
   const base = kind === "sweep" ? campaignPaths(o).outDir : resolve(corpusOf(own), ".fuzzfleet");
-  say(`${place.launcher}: rank ${place.rank}${size !== null ? ` of ${size}` : ""}, ${describe(role, kind)} (job ${jobId})`);
+  say(`${place.launcher}: rank ${place.rank}${size !== null ? ` of ${size}` : ""}, ${describe(role, kind)} (job ${printable(jobId)})`);
   const bind = o.bind ?? osHostname();
   const advertise = o.advertise ?? process.env.FUZZFLEET_ADVERTISE ?? o.bind ?? osHostname();
   const common: Rank = { o, kind, rest, place, jobId, base, bind, advertise, say: (line) => void say(line) };
@@ -122,25 +127,60 @@ interface Rank {
   say: (line: string) => void;
 }
 
-/** Rank 0: reports stale state, publishes its address (and the job's fresh token), runs the campaign, removes the job's files. */
+/**
+ * Rank 0: takes the lead of launch/ (refused while another rank 0 holds it), reports stale state,
+ * publishes its address (and the job's fresh token), runs the campaign, removes the job's files.
+ */
 async function runLeader(r: Rank, role: LaunchRole): Promise<number> {
-  for (const s of staleJobDirs(r.base, jobDir(r.base, r.jobId))) {
-    r.say(`stale state: ${s.path} is an earlier job's rendezvous (last written ${Math.round(s.ageSeconds)}s ago); remove it with: rm -rf -- '${s.path.replace(/'/g, `'\\''`)}'`);
-  }
-  const dir = openJobDir(r.base, r.jobId);
+  const port = r.o.port ?? (await freePort(r.bind));
+  const taken = openJobDir(r.base, r.jobId, { command: r.kind === "sweep" ? "coordinate" : "explore", port, forceUnlock: ownArgs(r.rest).includes("--force-unlock"), log: r.say });
+  if (taken.kind === "held") throw leadRefused(r, taken.by);
+  const { lead } = taken;
   try {
+    for (const s of staleJobDirs(r.base, lead.dir)) {
+      r.say(`stale state: ${s.path} is an earlier job's rendezvous (last written ${Math.round(s.ageSeconds)}s ago); remove it with: rm -rf -- '${s.path.replace(/'/g, `'\\''`)}'`);
+    }
     const fromEnv = process.env.FUZZFLEET_TOKEN !== undefined;
     // A fresh token in the job's new directory (0600, net/token.ts), unless every rank has one in its environment.
-    if (!fromEnv) process.env.FUZZFLEET_TOKEN = serverToken({ outDir: dir }).token;
-    const port = r.o.port ?? (await freePort(r.bind));
-    publish(dir, { job: r.jobId, rank: 0, role: role.kind === "coordinator" ? "coordinator" : "root", host: r.advertise, port, token: fromEnv ? "environment" : "file" });
+    if (!fromEnv) process.env.FUZZFLEET_TOKEN = serverToken({ outDir: lead.dir }).token;
+    publish(lead.dir, { job: r.jobId, rank: 0, role: role.kind === "coordinator" ? "coordinator" : "root", host: r.advertise, port, token: fromEnv ? "environment" : "file" });
     const flags = ["--port", String(port), "--bind", r.bind];
     if (r.kind === "sweep") return await runCommand("sweep", ["coordinate", ...flags, "--yes", ...r.rest], r.o);
     const masters = role.kind === "root" && role.masters > 1 ? ["--masters", String(role.masters)] : [];
     return await runCommand("explore", ["explore", ...withFlags(r.rest, [...masters, ...flags])], r.o);
   } finally {
-    closeJobDir(r.base, dir);
+    closeJobDir(r.base, lead);
   }
+}
+
+/**
+ * Why this rank 0 may not lead, naming the rank 0 that does, and the fix: under Kubernetes a
+ * second rank 0 of one job is almost always a workers' Job without FUZZFLEET_RANK_OFFSET (its
+ * index 0 is rank 0 too), and the pod would be restarted into the same refusal until that is set.
+ */
+function leadRefused(r: Rank, by: LeadHolder): RefusedError {
+  const who = describeHolder(by.holder);
+  const same = by.jobId === r.jobId;
+  const head =
+    by.jobId === null
+      ? `another rank 0 leads the campaign in this directory (it has not published its job id yet): ${who}`
+      : same
+        ? `job '${printable(r.jobId)}' already has a rank 0: ${who}`
+        : `job '${printable(by.jobId)}' leads the campaign in this directory: ${who}`;
+  let fix: string;
+  if (same && r.place.launcher === "Kubernetes") {
+    const env = process.env;
+    const offset = env.FUZZFLEET_RANK_OFFSET === undefined ? "is unset" : `is ${printable(env.FUZZFLEET_RANK_OFFSET)}`;
+    fix =
+      `this pod is rank 0 because its ${env.JOB_COMPLETION_INDEX !== undefined ? "index" : "ordinal"} is 0 and FUZZFLEET_RANK_OFFSET ${offset}: ` +
+      `set FUZZFLEET_RANK_OFFSET in the workers' Job to the rank of its first pod (1 when the root is rank 0). A new campaign run needs a FUZZFLEET_JOB_ID of its own.`;
+  } else if (same) {
+    fix = "two launches were given one job id: each job needs an id of its own (--job-id, FUZZFLEET_JOB_ID), and one campaign directory runs one job at a time; wait for that one to end.";
+  } else {
+    fix = "one campaign directory runs one job at a time: wait for that job to end, or give this job a campaign directory of its own.";
+  }
+  const dead = by.holder.local || (same && r.place.launcher === "Kubernetes") ? "" : ` If you know pid ${by.holder.pid} on ${by.holder.host} is dead, ${r.kind === "sweep" ? "pass --force-unlock after `-- sweep`" : `remove ${by.lockPath}`}.`;
+  return new RefusedError(`${head}\n  ${fix}${dead}\n  (${by.lockPath})`);
 }
 
 /** An explore's master rank 1 to M-1: joins the root as that rank and serves its own workers. */

@@ -13,7 +13,9 @@
 // `auto` tries them in that order: MPI first, because mpirun inside a Slurm allocation passes the
 // batch step's SLURM_PROCID (0) on to every rank. FUZZFLEET_JOB_ID, when set, names the job for
 // every launcher (it must be the same on every rank). Every value is checked; a bad one is refused
-// with the variable's name, its value and the fix.
+// with the variable's name, its value (escaped) and the fix. A job id is printable text of at most
+// JOB_ID_MAX_CHARS characters, whichever variable (or --job-id) gives it.
+import { printable } from "../core/log-lines.ts";
 import { UsageError } from "../errors.ts";
 
 export const LAUNCHERS = ["auto", "mpi", "slurm", "kubernetes", "none"] as const;
@@ -31,18 +33,57 @@ export interface LaunchPlace {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** Where this process stands, from `choice`'s variables (the first launcher found, for auto). */
-export function launchPlace(choice: LauncherChoice, env: Env, hostname: string): LaunchPlace {
-  const place = find(choice, env, hostname);
+/**
+ * Where this process stands, from `choice`'s variables (the first launcher found, for auto). The
+ * job id is `jobIdFlag` (--job-id) when given, else FUZZFLEET_JOB_ID, else the launcher's; only the
+ * one taken is checked.
+ */
+export function launchPlace(choice: LauncherChoice, env: Env, hostname: string, jobIdFlag?: string): LaunchPlace {
+  const { jobId, ...place } = find(choice, env, hostname);
+  if (jobIdFlag !== undefined) return { ...place, jobId: checkJobId(jobIdFlag, "--job-id", true) };
   const override = env.FUZZFLEET_JOB_ID;
   if (override !== undefined) {
     if (override.trim() === "") throw new UsageError("FUZZFLEET_JOB_ID is set but empty; give it the job's id (the same on every rank), or unset it");
-    return { ...place, jobId: override.trim() };
+    return { ...place, jobId: checkJobId(override.trim(), "FUZZFLEET_JOB_ID", true) };
   }
-  return place;
+  return { ...place, jobId: jobId === null ? null : checkJobId(jobId.value, jobId.source, false) };
 }
 
-function find(choice: LauncherChoice, env: Env, hostname: string): LaunchPlace {
+/** The longest job id taken: the rendezvous record carries it (rendezvous.ts), and so does every line that names the job. */
+export const JOB_ID_MAX_CHARS = 256;
+/** How much of an over-long id a message shows. */
+const JOB_ID_SHOWN_CHARS = 40;
+
+/**
+ * `id` as read from `source` (a variable, or --job-id), or a UsageError naming the source, the
+ * limit and the fix (`userSet`: the user gave the id, else the launcher did). A control character,
+ * a line separator or a bidirectional override is refused, not escaped: the ranks must agree on
+ * the id, and every rank's lines show it as it is.
+ */
+export function checkJobId(id: string, source: string, userSet: boolean): string {
+  const fix = (better: string) => (userSet ? `give every rank of the job the same ${better} id` : "pass --job-id ID (or set FUZZFLEET_JOB_ID), the same on every rank and new for each job");
+  if (id.length > JOB_ID_MAX_CHARS) {
+    const head = printable(id.slice(0, JOB_ID_SHOWN_CHARS), { max: JOB_ID_SHOWN_CHARS * 6 });
+    throw new UsageError(`${source} is ${id.length} characters long ('${head}…'), over the limit of ${JOB_ID_MAX_CHARS} for a job id: ${fix("shorter")}`);
+  }
+  // printable() changes a text this short only where it has a character it must escape.
+  const shown = printable(id, { max: JOB_ID_MAX_CHARS * 6 });
+  if (id === "" || shown !== id) {
+    throw new UsageError(`${source} '${shown}' ${id === "" ? "is empty" : "holds a control character"}: a job id is printable text of at most ${JOB_ID_MAX_CHARS} characters; ${fix("printable")}`);
+  }
+  return id;
+}
+
+/** What a launcher gives: the place, and the job id with the variable it came from (checked by launchPlace). */
+type Found = Omit<LaunchPlace, "jobId"> & { jobId: { value: string; source: string } | null };
+
+/** The job id in the first of `names` that is set in `env`. */
+function jobIdOf(env: Env, ...names: string[]): Found["jobId"] {
+  const source = names.find((n) => env[n] !== undefined);
+  return source === undefined ? null : { value: env[source]!, source };
+}
+
+function find(choice: LauncherChoice, env: Env, hostname: string): Found {
   switch (choice) {
     case "mpi": {
       const p = mpi(env);
@@ -68,27 +109,29 @@ function find(choice: LauncherChoice, env: Env, hostname: string): LaunchPlace {
   }
 }
 
-function mpi(env: Env): LaunchPlace | null {
+function mpi(env: Env): Found | null {
   if (env.OMPI_COMM_WORLD_RANK !== undefined) {
     const size = count(env, "OMPI_COMM_WORLD_SIZE", true)!;
-    return { launcher: "Open MPI", rank: rankOf(env, "OMPI_COMM_WORLD_RANK", size), size, jobId: env.OMPI_MCA_ess_base_jobid ?? env.PMIX_NAMESPACE ?? null };
+    return { launcher: "Open MPI", rank: rankOf(env, "OMPI_COMM_WORLD_RANK", size), size, jobId: jobIdOf(env, "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE") };
   }
   if (env.PMI_RANK !== undefined) {
     const size = count(env, "PMI_SIZE", true)!;
-    return { launcher: "MPI (PMI)", rank: rankOf(env, "PMI_RANK", size), size, jobId: env.PMI_KVSNAME ?? env.PMI_JOBID ?? null };
+    return { launcher: "MPI (PMI)", rank: rankOf(env, "PMI_RANK", size), size, jobId: jobIdOf(env, "PMI_KVSNAME", "PMI_JOBID") };
   }
   return null;
 }
 
-function slurm(env: Env): LaunchPlace | null {
+function slurm(env: Env): Found | null {
   if (env.SLURM_PROCID === undefined) return null;
   const sizeVar = env.SLURM_NTASKS !== undefined ? "SLURM_NTASKS" : "SLURM_NPROCS";
   const size = count(env, sizeVar, true)!;
-  const job = env.SLURM_JOB_ID ?? env.SLURM_JOBID;
-  return { launcher: "Slurm", rank: rankOf(env, "SLURM_PROCID", size), size, jobId: job === undefined ? null : `${job}.${env.SLURM_STEP_ID ?? env.SLURM_STEPID ?? "0"}` };
+  const job = jobIdOf(env, "SLURM_JOB_ID", "SLURM_JOBID");
+  const step = jobIdOf(env, "SLURM_STEP_ID", "SLURM_STEPID");
+  const jobId = job === null ? null : { value: `${job.value}.${step?.value ?? "0"}`, source: `${job.source}.${step?.source ?? "SLURM_STEP_ID"}` };
+  return { launcher: "Slurm", rank: rankOf(env, "SLURM_PROCID", size), size, jobId };
 }
 
-function kubernetes(env: Env, hostname: string): LaunchPlace | null {
+function kubernetes(env: Env, hostname: string): Found | null {
   let ordinal: number;
   if (env.JOB_COMPLETION_INDEX !== undefined) ordinal = rankOf(env, "JOB_COMPLETION_INDEX", null);
   else {
@@ -109,7 +152,7 @@ function kubernetes(env: Env, hostname: string): LaunchPlace | null {
 function rankOf(env: Env, name: string, size: number | null): number {
   const raw = env[name]!;
   const n = Number(raw.trim());
-  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n)) throw new UsageError(`${name} is '${raw}', not a rank (an integer >= 0): is this process started by the launcher it names?`);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n)) throw new UsageError(`${name} is '${printable(raw)}', not a rank (an integer >= 0): is this process started by the launcher it names?`);
   if (size !== null && n >= size) throw new UsageError(`${name} is ${n}, not below the job's size ${size}: the launcher's variables disagree`);
   return n;
 }
@@ -121,7 +164,7 @@ function count(env: Env, name: string, required: boolean): number | null {
     return null;
   }
   const n = Number(raw.trim());
-  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n < 1) throw new UsageError(`${name} is '${raw}', not a process count (an integer >= 1)`);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n < 1) throw new UsageError(`${name} is '${printable(raw)}', not a process count (an integer >= 1)`);
   return n;
 }
 

@@ -4,6 +4,8 @@
 // with a bounded wait. Layout, below the campaign's base directory (a sweep's fuzzfleet-out/, an
 // explore corpus's .fuzzfleet/):
 //
+//   launch/fuzzfleet.lock                       the leader's lock: held by the rank 0 that runs the
+//                                               campaign (lock/campaign-lock.ts: host, pid, start)
 //   launch/job-<hash of the job id>/            one job (mode 0700), created fresh by rank 0
 //   launch/job-<…>/fuzzfleet.token              the job's token (0600, net/token.ts writes it)
 //   launch/job-<…>/r<rank>.json                 {job, rank, role, host, port, token} of a master
@@ -11,8 +13,15 @@
 // Nothing is followed through a symlink: each directory is checked with lstat (a directory, this
 // user's) before it is used, records are written under a temporary name (O_EXCL | O_NOFOLLOW,
 // 0600), fsynced and renamed into place, and read with O_NOFOLLOW, at most RECORD_MAX_BYTES, only
-// from a regular file of this user, and checked field by field. Rank 0 removes the job's directory
-// when the campaign ends.
+// from a regular file of this user, and checked field by field.
+//
+// Only the rank 0 that holds the leader's lock touches launch/: it takes the lock before it
+// creates or removes anything there, and a rank 0 refused the lock (a second rank 0 of a running
+// job, another job in the same directory) leaves launch/ as it found it. The campaign's own lock
+// cannot serve: the command rank 0 runs (coordinate, explore) takes that one itself, in this
+// process. With the lock held, a job directory of the same id is what a dead job left, and is
+// replaced; at the end the holder removes its job's directory (if the lock is still its own),
+// releases the lock, and removes launch/ once it is empty.
 import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { dirname, join } from "node:path";
@@ -20,7 +29,10 @@ import { performance } from "node:perf_hooks";
 import { z } from "zod";
 import { formatDuration } from "../config/duration.ts";
 import { RefusedError, RuntimeFailure } from "../errors.ts";
+import { printable } from "../core/log-lines.ts";
+import { CampaignLock, lockPath, readLock, type LockHolder } from "../lock/campaign-lock.ts";
 import { retryDelayMs } from "../net/dial-wait.ts";
+import { JOB_ID_MAX_CHARS } from "./launcher.ts";
 import { WakeablePause } from "../util/pause.ts";
 import { randomHex } from "../util/random-hex.ts";
 
@@ -29,7 +41,7 @@ const RECORD_MAX_BYTES = 4096;
 
 /** A master's published place. `token`: whether the job's token file holds the secret, or every rank has it in FUZZFLEET_TOKEN. */
 export const Published = z.strictObject({
-  job: z.string().min(1).max(256),
+  job: z.string().min(1).max(JOB_ID_MAX_CHARS).refine((id) => printable(id, { max: JOB_ID_MAX_CHARS * 6 }) === id, "a job id has no control characters"),
   rank: z.number().int().min(0).max(1_000_000),
   role: z.enum(["coordinator", "root", "submaster"]),
   host: z
@@ -55,16 +67,86 @@ export function recordPath(dir: string, rank: number): string {
   return join(dir, `r${rank}.json`);
 }
 
-/** Rank 0: the job's directory, empty and new (what an earlier job of the same id left is removed first). */
-export function openJobDir(base: string, jobId: string): string {
+/** Rank 0's hold on launch/: the leader's lock and the job's directory. */
+export interface JobLead {
+  dir: string;
+  lock: CampaignLock;
+}
+
+/** Who holds launch/ when a rank 0 is refused it, and the job id its record names (null before it published one). */
+export interface LeadHolder {
+  holder: LockHolder;
+  jobId: string | null;
+  lockPath: string;
+}
+
+export type LeadOutcome = { kind: "lead"; lead: JobLead } | { kind: "held"; by: LeadHolder };
+
+export interface LeadOptions {
+  /** What the holder runs, for the lock's line ("coordinate", "explore"). */
+  command: "coordinate" | "explore";
+  /** The port it publishes. */
+  port: number;
+  /** The user's --force-unlock: take over a holder known to be dead. */
+  forceUnlock: boolean;
+  /** Receives the line that says a lock was taken over. */
+  log: (line: string) => void;
+}
+
+/**
+ * Rank 0: takes the leader's lock of launch/, then makes the job's directory empty and new (what
+ * a dead job of the same id left is removed). "held": another live rank 0 holds launch/, and
+ * nothing here was created, changed or removed.
+ */
+export function openJobDir(base: string, jobId: string, o: LeadOptions): LeadOutcome {
   mkdirSync(dirname(base), { recursive: true });
   ensureOwnDir(base, true);
   ensureOwnDir(launchDir(base), true);
-  const dir = jobDir(base, jobId);
-  if (lstatOrNull(dir) !== null) removeJobDir(dir);
-  mkdirSync(dir, { mode: 0o700 });
-  ensureOwnDir(dir, false);
-  return dir;
+  // A lock naming this host and this very pid is no live holder's but an earlier process's with
+  // the same pid: a restarted container numbers its processes as the last one did. Only this
+  // process could change such a lock (others see a live pid, or another host), so taking it over is safe.
+  const left = readLock(launchDir(base));
+  const ownPidLeft = left !== null && left.local && left.pid === process.pid;
+  let lock: CampaignLock;
+  try {
+    lock = CampaignLock.acquire(launchDir(base), {
+      command: o.command,
+      port: o.port,
+      forceUnlock: o.forceUnlock || ownPidLeft,
+      log: (line) => o.log(ownPidLeft ? `the leader's lock ${lockPath(launchDir(base))} names this host and this process's pid, so an earlier run of this container left it: taking it over` : line),
+    });
+  } catch (err) {
+    const holder = err instanceof RefusedError ? readLock(launchDir(base)) : null;
+    if (holder === null) throw err;
+    return { kind: "held", by: { holder, jobId: publishedJob(base, jobId, holder), lockPath: lockPath(launchDir(base)) } };
+  }
+  try {
+    const dir = jobDir(base, jobId);
+    if (lstatOrNull(dir) !== null) removeJobDir(dir);
+    mkdirSync(dir, { mode: 0o700 });
+    ensureOwnDir(dir, false);
+    return { kind: "lead", lead: { dir, lock } };
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+/**
+ * The job id the holder published: the one in the record of rank 0 at the holder's port (its
+ * lock names the port it published), this job's directory first; null before it published.
+ */
+function publishedJob(base: string, jobId: string, holder: LockHolder): string | null {
+  const own = jobDir(base, jobId);
+  for (const dir of [own, ...staleJobDirs(base, own).map((s) => s.path)]) {
+    try {
+      const rec = readRecord(base, dir, recordPath(dir, 0));
+      if (rec !== null && rec.port === holder.port) return rec.job;
+    } catch {
+      // A record no launch wrote names no job.
+    }
+  }
+  return null;
 }
 
 /** Removes a job's directory: only regular files are expected in it, and nothing is followed. */
@@ -80,13 +162,22 @@ export function removeJobDir(dir: string): void {
   rmdirSync(dir);
 }
 
-/** Rank 0 at the end: the job's directory goes, and launch/ too once no other job's is left. */
-export function closeJobDir(base: string, dir: string): void {
+/**
+ * Rank 0 at the end: the job's directory goes while the lock is still its own (not taken over
+ * with --force-unlock), then the lock, then launch/ once no other job's directory is left.
+ */
+export function closeJobDir(base: string, lead: JobLead): void {
+  const holder = readLock(launchDir(base));
   try {
-    removeJobDir(dir);
+    if (holder !== null && holder.local && holder.pid === process.pid) removeJobDir(lead.dir);
+  } catch {
+    // Left for the next rank 0 of this job id, which replaces it.
+  }
+  lead.lock.release();
+  try {
     rmdirSync(launchDir(base));
   } catch {
-    // launch/ still holds another job's directory (reported at that job's next start), or is gone.
+    // launch/ still holds another job's directory (reported at that job's next start), or another rank 0's lock, or is gone.
   }
 }
 

@@ -75,3 +75,14 @@ test("roles: rank 0 leads, explore ranks 1..M-1 are masters of that rank, worker
     ],
   );
 });
+
+test("the job id is --job-id, else FUZZFLEET_JOB_ID, else the launcher's; only the one taken is checked, against 256 printable characters", () => {
+  const bad = { ...OMPI, OMPI_MCA_ess_base_jobid: "x".repeat(257) };
+  assert.equal(launchPlace("auto", bad, "h", "j-1").jobId, "j-1", "a flag stands in for the launcher's id");
+  assert.equal(launchPlace("auto", { ...bad, FUZZFLEET_JOB_ID: " j-2 " }, "h").jobId, "j-2");
+  assert.equal(launchPlace("auto", { ...OMPI, OMPI_MCA_ess_base_jobid: "é".repeat(256) }, "h").jobId, "é".repeat(256), "256 characters, not bytes, and not only ASCII");
+  assert.throws(() => launchPlace("auto", bad, "h"), /^UsageError: OMPI_MCA_ess_base_jobid is 257 characters long \('x{40}…'\), over the limit of 256 for a job id: pass --job-id ID/);
+  assert.throws(() => launchPlace("auto", { ...OMPI, OMPI_MCA_ess_base_jobid: "" }, "h"), /^UsageError: OMPI_MCA_ess_base_jobid '' is empty: a job id is printable text/);
+  assert.throws(() => launchPlace("auto", OMPI, "h", "a\u2028b"), /^UsageError: --job-id 'a\\u2028b' holds a control character: .*; give every rank of the job the same printable id$/);
+  assert.throws(() => launchPlace("mpi", { PMI_RANK: "0", PMI_SIZE: "2", PMI_JOBID: "7\r" }, "h"), /^UsageError: PMI_JOBID '7\\x0d' holds a control character/);
+});

@@ -72,3 +72,23 @@ test("rank 0 of an explore reports the work directory an earlier job left, with 
   assert.ok(existsSync(stale), "reported, never removed behind the user's back");
   assert.ok(!existsSync(join(dir, "corpus", ".fuzzfleet", "launch")), "the rendezvous is gone after the job");
 });
+
+test("a job id over 256 characters, or with a control character, is refused in one line naming the variable and the limit (exit 2), the value escaped", () => {
+  const long = "j".repeat(300);
+  const cases: [string[], NodeJS.ProcessEnv, RegExp][] = [
+    [[], { OMPI_COMM_WORLD_RANK: "0", OMPI_COMM_WORLD_SIZE: "2", FUZZFLEET_JOB_ID: long }, /^fuzzfleet: FUZZFLEET_JOB_ID is 300 characters long \('j{40}…'\), over the limit of 256 for a job id: give every rank of the job the same shorter id$/m],
+    [[], { OMPI_COMM_WORLD_RANK: "0", OMPI_COMM_WORLD_SIZE: "2", OMPI_MCA_ess_base_jobid: long }, /^fuzzfleet: OMPI_MCA_ess_base_jobid is 300 characters long \('j{40}…'\), over the limit of 256 for a job id: pass --job-id ID \(or set FUZZFLEET_JOB_ID\)/],
+    [["--job-id", long], RANK1, /^fuzzfleet: --job-id is 300 characters long \('j{40}…'\), over the limit of 256 for a job id/],
+    [[], { ...RANK1, OMPI_MCA_ess_base_jobid: "77\x1b[2J\nforged line" }, /^fuzzfleet: OMPI_MCA_ess_base_jobid '77\\x1b\[2J\\x0aforged line' holds a control character: a job id is printable text of at most 256 characters; pass --job-id ID/],
+    [[], { SLURM_PROCID: "1", SLURM_NTASKS: "2", SLURM_JOB_ID: "9\u202e1", SLURM_STEP_ID: "0" }, /^fuzzfleet: SLURM_JOB_ID\.SLURM_STEP_ID '9\\u202e1\.0' holds a control character/],
+    [["--job-id", "a\tb"], RANK1, /^fuzzfleet: --job-id 'a\\x09b' holds a control character/],
+    [["--launcher", "kubernetes"], { JOB_COMPLETION_INDEX: "1", FUZZFLEET_JOB_ID: "x\x07" }, /^fuzzfleet: FUZZFLEET_JOB_ID 'x\\x07' holds a control character/],
+  ];
+  for (const [args, env, message] of cases) {
+    const r = launch([...args, "--wait", "1", "--", "sweep", "--for", "1m"], env);
+    assert.equal(r.code, 2, `${JSON.stringify(env)}: ${r.out}`);
+    assert.match(r.out, message);
+    assert.equal(r.out.trimEnd().split("\n").length, 1, `one line:\n${r.out}`);
+    assert.doesNotMatch(r.out, /[\x00-\x08\x0b-\x1f\x7f\u202e]/, "nothing raw reaches the terminal");
+  }
+});
