@@ -3,6 +3,7 @@
 
 import { availableParallelism } from "node:os";
 import { z } from "zod";
+import { LAST_SEED } from "../core/ranges.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Placeholders
@@ -67,6 +68,15 @@ function usesPlaceholder(args: readonly string[], name: string): boolean {
 function int(lo: number, hi: number = Number.MAX_SAFE_INTEGER) {
   const expected = hi === Number.MAX_SAFE_INTEGER ? `expected an integer >= ${lo}` : `expected an integer from ${lo} to ${hi}`;
   return z.int({ error: expected }).min(lo).max(hi);
+}
+
+/**
+ * A lane's first seed. Seeds are exact JavaScript integers (core/ranges.ts): the last one a chunk
+ * may hold is LAST_SEED, so a lane must start at or below it to have a seed to sweep.
+ */
+function seed() {
+  const expected = `expected a seed from 0 to ${LAST_SEED} (2^53 - 2, the last seed counted exactly); lower it`;
+  return z.int({ error: expected }).min(0, { error: expected }).max(LAST_SEED, { error: expected });
 }
 
 function positiveNumber() {
@@ -192,7 +202,7 @@ const AppSchema = z.strictObject(
 
 const LaneSchema = z.strictObject(
   {
-    base_seed: int(0).default(1),
+    base_seed: seed().default(1),
     weight: nonNegativeNumber().default(1),
     enabled: bool().default(true),
     jobs: int(1, 1024).optional(),

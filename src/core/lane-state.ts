@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mergeRanges, subtractRanges, totalSize, type Range } from "./ranges.ts";
+import { LAST_SEED, mergeRanges, SEED_LIMIT, subtractRanges, totalSize, type Range } from "./ranges.ts";
 
 /** The columns of a chunk row that recovery needs. */
 export interface ChunkRow {
@@ -25,13 +25,15 @@ export interface LaneSnapshot {
  *   - `pending` and `doneAhead` are each merged (sorted, non-empty, neither overlapping nor
  *     adjacent), are disjoint from each other, and lie inside [cursor, allocNext);
  *   - `doneAhead` never contains `cursor` itself (it would have been absorbed);
- *   - baseSeed <= cursor <= allocNext, and `cursor` never decreases but through restore().
+ *   - baseSeed <= cursor <= allocNext <= SEED_LIMIT, and `cursor` never decreases but through restore():
+ *     no seed past LAST_SEED is ever handed out, so every number here is an exact integer.
  *
  * Seeds in [cursor, allocNext) that are in neither list are handed out and not yet completed.
  *
  * Transitions:
  *   take(n)        pending is non-empty -> hand out the front of its lowest range (gaps first);
- *                  otherwise            -> hand out fresh ground at allocNext and advance it.
+ *                  otherwise            -> hand out fresh ground at allocNext and advance it,
+ *                                          at most up to LAST_SEED. Only while hasWork().
  *   complete(a,b)  the seeds become done: out of pending, into doneAhead, then absorbed into the
  *                  cursor where contiguous. Idempotent; a late completion of a reissued range is fine.
  *   requeue(a,b)   the holder gave the seeds back (lease expired, chunk aborted): the parts not
@@ -55,6 +57,7 @@ export class LaneState {
     assert.ok(Number.isSafeInteger(baseSeed), `baseSeed must be an integer, got ${baseSeed}`);
     assert.ok(Number.isSafeInteger(cursor), `cursor must be an integer, got ${cursor}`);
     assert.ok(cursor >= baseSeed, `cursor ${cursor} is below baseSeed ${baseSeed}`);
+    assert.ok(baseSeed <= LAST_SEED && cursor <= SEED_LIMIT, `baseSeed ${baseSeed} or cursor ${cursor} is past the seed limit ${SEED_LIMIT}`);
     this.baseSeed = baseSeed;
     this.cursor = cursor;
     this.allocNext = cursor;
@@ -62,9 +65,23 @@ export class LaneState {
     this.doneAhead = [];
   }
 
-  /** Hands out up to `n` seeds: the front of the lowest pending gap if any (possibly fewer than n), else n fresh seeds. */
+  /** Whether take() has anything to hand out: a pending gap, or fresh ground below SEED_LIMIT. */
+  hasWork(): boolean {
+    return this.pending.length > 0 || this.allocNext < SEED_LIMIT;
+  }
+
+  /** Every seed up to LAST_SEED is covered: the lane has nothing left to sweep, ever. */
+  exhausted(): boolean {
+    return this.cursor >= SEED_LIMIT;
+  }
+
+  /**
+   * Hands out up to `n` seeds: the front of the lowest pending gap if any (possibly fewer than n),
+   * else n fresh seeds, or fewer where the lane reaches LAST_SEED.
+   */
   take(n: number): Range {
     assert.ok(Number.isSafeInteger(n) && n >= 1, `take wants a positive integer count, got ${n}`);
+    assert.ok(this.hasWork(), `take from a lane with nothing left below the seed limit ${SEED_LIMIT}`);
     const gap = this.pending[0];
     if (gap !== undefined) {
       const to = Math.min(gap[1], gap[0] + n - 1);
@@ -73,8 +90,10 @@ export class LaneState {
       return [gap[0], to];
     }
     const from = this.allocNext;
-    this.allocNext += n;
-    return [from, from + n - 1];
+    // Compared before it is added: allocNext + n may lie past 2^53, where sums are no longer exact.
+    const to = n - 1 >= LAST_SEED - from ? LAST_SEED : from + n - 1;
+    this.allocNext = to + 1;
+    return [from, to];
   }
 
   /**
@@ -144,10 +163,8 @@ export class LaneState {
     let highest = cursor - 1;
     const done: Range[] = [];
     for (const chunk of chunks) {
-      assert.ok(
-        Number.isSafeInteger(chunk.seedFrom) && Number.isSafeInteger(chunk.seedTo) && chunk.seedFrom <= chunk.seedTo,
-        `chunk row has an invalid seed range [${chunk.seedFrom}, ${chunk.seedTo}]`,
-      );
+      // The store repairs such rows before lanes are rebuilt (store/chunks.ts, repairChunkRanges).
+      assert.ok(validSeedRange(chunk.seedFrom, chunk.seedTo), `chunk row has an invalid seed range [${chunk.seedFrom}, ${chunk.seedTo}]`);
       if (chunk.seedTo < cursor) continue;
       highest = Math.max(highest, chunk.seedTo);
       if (chunk.status === "complete") done.push([chunk.seedFrom, chunk.seedTo]);
@@ -166,4 +183,9 @@ export class LaneState {
     assert.ok(from >= this.baseSeed, `${action} [${from}, ${to}] starts below baseSeed ${this.baseSeed}`);
     assert.ok(to < this.allocNext, `${action} [${from}, ${to}] reaches past allocNext ${this.allocNext}, which was never handed out`);
   }
+}
+
+/** A range the engine could have handed out: exact integers, from <= to, 0 <= from, to <= LAST_SEED. */
+export function validSeedRange(from: number, to: number): boolean {
+  return Number.isSafeInteger(from) && Number.isSafeInteger(to) && from >= 0 && from <= to && to <= LAST_SEED;
 }

@@ -3,6 +3,15 @@
 
 export type Range = readonly [from: number, to: number];
 
+/**
+ * Seeds are JavaScript numbers, exact up to Number.MAX_SAFE_INTEGER (2^53 - 1). A lane's cursor is
+ * one past its last covered seed, so the last seed anything may hand out is one below that:
+ * every seed, cursor, range end and count the engine holds or stores stays an exact integer.
+ */
+export const SEED_LIMIT = Number.MAX_SAFE_INTEGER;
+/** The largest seed a chunk may hold (SEED_LIMIT - 1). */
+export const LAST_SEED = SEED_LIMIT - 1;
+
 /** Number of seeds in `r`; 0 when it is empty. */
 export function rangeSize(r: Range): number {
   return r[0] > r[1] ? 0 : r[1] - r[0] + 1;

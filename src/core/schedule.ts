@@ -35,22 +35,33 @@ export function pickLane(
   return best;
 }
 
+/** How much one chunk may grow over the previous one, and the rate estimate over the last estimate. */
+export const GROWTH_CAP = 3;
+
 /**
- * Seeds for the next chunk: enough to fill `targetSeconds` at `rate`, at most three times the
- * previous chunk of the lane when there is one, and at least 10.
- * Without a measured rate the configured `bootstrap` is used as is, not clamped.
+ * Seeds for the next chunk: enough to fill `targetSeconds` at `rate`, at most GROWTH_CAP times the
+ * previous chunk of the lane (or, without one, GROWTH_CAP times `bootstrap`: a rate carried over
+ * from an earlier session or another worker is not trusted with an unbounded first chunk), at
+ * least 10, and never past the largest exact integer. Without a measured rate the configured
+ * `bootstrap` is used as is, not clamped.
  */
 export function sizeChunk(rate: number | null, prevCount: number | null, targetSeconds: number, bootstrap: number): number {
   if (rate === null || rate === 0) return bootstrap;
-  let n = Math.floor(rate * targetSeconds);
-  if (prevCount) n = Math.min(n, 3 * prevCount);
-  return Math.max(10, n);
+  const cap = GROWTH_CAP * (prevCount || bootstrap);
+  const n = Math.min(Math.floor(rate * targetSeconds), cap);
+  return Math.min(Number.MAX_SAFE_INTEGER, Math.max(10, n));
 }
 
-/** Exponential moving average of seeds per second, weighting the newest chunk 0.6. */
+/**
+ * Exponential moving average of seeds per second, weighting the newest chunk 0.6, and at most
+ * GROWTH_CAP times the old estimate: a generator that exits at once measures an absurd rate
+ * (count / 1 ms), and the estimate must not follow it in one step. Falls freely; the first
+ * measurement (or one after an estimate of 0) is taken as is.
+ */
 export function updateRate(old: number | null, count: number, seconds: number): number {
   const measured = count / Math.max(seconds, 0.001);
-  return old === null ? measured : 0.6 * measured + 0.4 * old;
+  if (old === null || old === 0) return measured;
+  return Math.min(0.6 * measured + 0.4 * old, GROWTH_CAP * old);
 }
 
 /**

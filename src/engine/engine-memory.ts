@@ -18,6 +18,7 @@ export interface WorkerMemory {
   rates: Map<string, number | null>;
   lastCount: Map<string, number>;
   strikes: Map<string, number>;
+  broken: Map<string, number>;
   disabled: Set<string>;
 }
 
@@ -27,6 +28,7 @@ export function rememberWorker(worker: WorkerView): WorkerMemory {
     rates: new Map(worker.rates),
     lastCount: new Map(worker.lastCount),
     strikes: new Map(worker.strikes),
+    broken: new Map(worker.broken),
     disabled: new Set(worker.disabled),
   };
 }
@@ -36,6 +38,7 @@ export function restoreWorker(worker: WorkerView, m: WorkerMemory): void {
     [m.rates, worker.rates],
     [m.lastCount, worker.lastCount],
     [m.strikes, worker.strikes],
+    [m.broken, worker.broken],
   ] as [Map<string, unknown>, Map<string, unknown>][]) {
     to.clear();
     for (const [k, v] of from) to.set(k, v);

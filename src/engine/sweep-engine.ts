@@ -4,10 +4,14 @@
 // `assign` and reports back with `finish`. Lane picking, chunk sizing, deadlines, ingest and
 // session bookkeeping therefore exist once, whatever the transport.
 //
-// Chunk life: assign -> (running | leased) -> finish -> complete | aborted:<why>
+// Chunk life: assign -> (running | leased) -> finish -> complete | aborted:<why> | aborted:broken
 //                                          -> reissue -> reissued (range queued again; a late
 //                                             successful finish still counts, once)
-// Coverage only moves through LaneState.complete, i.e. to the low-water mark.
+// Coverage only moves through LaneState.complete, i.e. to the low-water mark, and only for a run
+// that kept the generator contract (generator/contract.ts): a broken run is aborted, its range
+// swept again, and BROKEN_IN_A_ROW of them disable the lane for the executor. A lane whose seeds
+// run out at the last exact seed (core/ranges.ts) is exhausted: it gets no more chunks, and a
+// session whose every lane is exhausted drains.
 //
 // The engine is the in-memory half of the books; its store writes run inside a CommitQueue
 // transaction, and it implements Books so that a transaction the store refused puts its memory
@@ -20,11 +24,12 @@ import { relative } from "node:path";
 import { removeBelow } from "../files/pinned-dir.ts";
 import type { LaneConfig } from "../config/schema.ts";
 import { chunkTarget, deadlineFloor, halveRate, hardTimeout, pickLane, sizeChunk, updateRate } from "../core/schedule.ts";
-import { atomically } from "../store/db.ts";
 import { getChunk, insertChunk, markChunkComplete, markChunkEnded } from "../store/chunks.ts";
 import { saveLaneProgress, saveLaneRate } from "../store/lanes.ts";
 import { upsertWorkerRate } from "../store/workers.ts";
 import { chunkCommand, resultsDir } from "../generator/command.ts";
+import { contractBreach, outputTail, resultsMissing } from "../generator/contract.ts";
+import { LAST_SEED } from "../core/ranges.ts";
 import { ingestChunk, type IngestResult } from "../generator/ingest.ts";
 import type { Books } from "./commit-queue.ts";
 import { chunkPaths, discardChunkFiles } from "./chunk-files.ts";
@@ -47,6 +52,21 @@ import {
 // The engine's vocabulary lives in sweep-types.ts; its users import it from here, with the engine.
 export * from "./sweep-types.ts";
 export type { EngineMark } from "./engine-memory.ts";
+
+/** Broken chunks in a row that disable a lane for an executor (a typo fails every chunk; a flaky run may fail one). */
+export const BROKEN_IN_A_ROW = 3;
+
+/** Thrown inside ingest's savepoint to take back what a broken run's results recorded. */
+const TAKE_BACK = Symbol("broken chunk");
+
+/** What booking a run's results came to (see SweepEngine.book). */
+interface Booked {
+  ingest: IngestResult;
+  /** Why the run broke the generator contract, or null. */
+  breach: string | null;
+  clean: number;
+  fresh: number;
+}
 
 export class SweepEngine implements Books<EngineMark> {
   readonly floorSeconds: number;
@@ -186,8 +206,15 @@ export class SweepEngine implements Books<EngineMark> {
       this.drain("deadline");
       return { kind: "drain", reason: "deadline" };
     }
-    const laneName = pickLane(this.enabledConfigs, this.chunksRun, worker.disabled);
+    const spent = this.enabledConfigs.filter((l) => !this.lanes.get(l.name)!.state.hasWork()).map((l) => l.name);
+    const laneName = pickLane(this.enabledConfigs, this.chunksRun, spent.length === 0 ? worker.disabled : new Set([...worker.disabled, ...spent]));
     if (laneName === undefined) {
+      if (spent.length === this.enabledConfigs.length) {
+        // Chunks in flight may still fail and give seeds back; with none, nothing ever will.
+        if (this.inFlight.size > 0) return { kind: "idle", why: "every lane's last seeds are handed out" };
+        this.drain("every lane exhausted");
+        return { kind: "drain", reason: "every lane exhausted" };
+      }
       if (this.o.transport === "local") {
         this.drain("all lanes disabled");
         return { kind: "drain", reason: "all lanes disabled" };
@@ -277,7 +304,7 @@ export class SweepEngine implements Books<EngineMark> {
       this.abort(lane, info, worker, report, row.status === "reissued");
       return { note: "aborted", seeds: 0 };
     }
-    if (!this.record(lane, info, worker, report.seconds, row.status === "reissued")) return { note: "aborted", seeds: 0 };
+    if (!this.record(lane, info, worker, report.exitCode!, report.seconds, row.status === "reissued")) return { note: "aborted", seeds: 0 };
     return { note: "recorded", seeds: info.seedTo - info.seedFrom + 1 };
   }
 
@@ -298,36 +325,30 @@ export class SweepEngine implements Books<EngineMark> {
    * its results could not be read safely (ingest refused them): the chunk is then aborted
    * instead, since booking it complete would cover seeds whose failures were never recorded.
    */
-  private record(lane: EngineLane, f: InFlight, worker: WorkerView, seconds: number, alreadyQueued: boolean): boolean {
+  private record(lane: EngineLane, f: InFlight, worker: WorkerView, exitCode: number, seconds: number, alreadyQueued: boolean): boolean {
     const db = this.o.db;
     const n = f.seedTo - f.seedFrom + 1;
-    let ingest!: IngestResult;
-    let clean = 0;
-    let fresh = 0;
-    atomically(db, () => {
-      ingest = ingestChunk(db, {
-        generationId: this.o.generationId,
-        genHash: this.o.genHash,
-        laneId: lane.laneId,
-        chunkId: f.chunkId,
-        seedFrom: f.seedFrom,
-        seedTo: f.seedTo,
-        resultsDir: resultsDir(this.o.config, f.scratchDir),
-        outDir: this.o.outDir,
-        appBuild: this.o.appBuild,
-      });
-      if (ingest.refused !== null) return;
-      clean = Math.max(0, n - ingest.finds - ingest.quarantine - ingest.malformed.length);
-      markChunkComplete(db, f.chunkId, seconds, {
-        clean,
-        finds: ingest.finds,
-        quarantine: ingest.quarantine,
-        unshrunk: ingest.unshrunk,
-      });
-      fresh = lane.state.complete(f.seedFrom, f.seedTo);
-      lane.rate = updateRate(lane.rate, n, seconds);
-      saveLaneProgress(db, lane.laneId, lane.state.cursor, lane.rate);
-    });
+    const results = resultsDir(this.o.config, f.scratchDir);
+    const missing = resultsMissing(f.scratchDir, results);
+    if (missing !== null) {
+      this.breakChunk(lane, f, worker, seconds, missing, 0, alreadyQueued);
+      return false;
+    }
+    let booked!: Booked;
+    try {
+      // A savepoint inside the caller's transaction: a broken run's rows are taken back alone.
+      this.o.db.transaction(() => {
+        booked = this.book(lane, f, n, results, seconds, exitCode);
+        if (booked.breach !== null) throw TAKE_BACK;
+      })();
+    } catch (err) {
+      if (err !== TAKE_BACK) throw err;
+    }
+    const { ingest, breach, clean, fresh } = booked;
+    if (breach !== null) {
+      this.breakChunk(lane, f, worker, seconds, breach, ingest.malformed.length, alreadyQueued);
+      return false;
+    }
     if (ingest.refused !== null) {
       this.refuseResults(lane, f, worker, seconds, ingest, alreadyQueued);
       return false;
@@ -338,6 +359,7 @@ export class SweepEngine implements Books<EngineMark> {
     if (worker.workerId !== null) upsertWorkerRate(db, worker.workerId, lane.laneId, rate);
     worker.lastCount.set(f.lane, n);
     worker.strikes.set(f.lane, 0);
+    worker.broken.set(f.lane, 0);
     this.counts.chunks++;
     this.counts.seedsSwept += fresh;
     this.counts.finds += ingest.finds;
@@ -348,11 +370,72 @@ export class SweepEngine implements Books<EngineMark> {
     this.counts.unshrunk += ingest.unshrunk;
     this.counts.quarantine += ingest.quarantine;
     this.counts.malformed += ingest.malformed.length;
+    const exhausted = lane.state.exhausted();
     this.whenCommitted(() => {
       discardChunkFiles(this.o.outDir, f, false);
       this.o.events.chunkRecorded(f, worker, ingest, seconds, n / Math.max(seconds, 0.001), clean);
+      if (exhausted && f.seedTo === LAST_SEED) this.o.events.laneExhausted?.(f.lane, LAST_SEED);
     });
     return true;
+  }
+
+  /**
+   * The store side of booking a run that exited 0 or 1: ingest its results, check them against
+   * the contract, and when they keep it mark the chunk complete and move the cursor. A breach
+   * changes no memory; the caller takes its rows back (TAKE_BACK).
+   */
+  private book(lane: EngineLane, f: InFlight, n: number, results: string, seconds: number, exitCode: number): Booked {
+    const db = this.o.db;
+    const ingest = ingestChunk(db, {
+      generationId: this.o.generationId,
+      genHash: this.o.genHash,
+      laneId: lane.laneId,
+      chunkId: f.chunkId,
+      seedFrom: f.seedFrom,
+      seedTo: f.seedTo,
+      resultsDir: results,
+      outDir: this.o.outDir,
+      appBuild: this.o.appBuild,
+    });
+    if (ingest.refused !== null) return { ingest, breach: null, clean: 0, fresh: 0 };
+    const breach = contractBreach({ exitCode, seeds: n, finds: ingest.finds, quarantine: ingest.quarantine, malformed: ingest.malformed.length });
+    if (breach !== null) return { ingest, breach, clean: 0, fresh: 0 };
+    const clean = Math.max(0, n - ingest.finds - ingest.quarantine - ingest.malformed.length);
+    markChunkComplete(db, f.chunkId, seconds, {
+      clean,
+      finds: ingest.finds,
+      quarantine: ingest.quarantine,
+      unshrunk: ingest.unshrunk,
+    });
+    const fresh = lane.state.complete(f.seedFrom, f.seedTo);
+    lane.rate = updateRate(lane.rate, n, seconds);
+    saveLaneProgress(db, lane.laneId, lane.state.cursor, lane.rate);
+    return { ingest, breach: null, clean, fresh };
+  }
+
+  /**
+   * A run that exited 0 or 1 but broke the generator contract: nothing of it is booked, its range
+   * is swept again, its log is kept and its last meaningful line shown; BROKEN_IN_A_ROW such
+   * chunks in a row disable the lane for this executor.
+   */
+  private breakChunk(lane: EngineLane, f: InFlight, worker: WorkerView, seconds: number, breach: string, malformed: number, alreadyQueued: boolean): void {
+    markChunkEnded(this.o.db, f.chunkId, "aborted:broken", seconds);
+    if (!alreadyQueued) lane.state.requeue(f.seedFrom, f.seedTo);
+    this.counts.chunks++;
+    this.counts.malformed += malformed;
+    this.touch(worker);
+    const inRow = (worker.broken.get(f.lane) ?? 0) + 1;
+    worker.broken.set(f.lane, inRow);
+    if (inRow >= BROKEN_IN_A_ROW) worker.disabled.add(f.lane);
+    this.whenCommitted(() => {
+      const tail = outputTail(this.o.outDir, f.logPath);
+      const said = tail === null ? "" : `; its last output: ${tail}`;
+      discardChunkFiles(this.o.outDir, f, true);
+      this.o.events.chunkAborted(f, worker, `broken: ${breach}${said}`, seconds, true);
+      if (inRow >= BROKEN_IN_A_ROW) {
+        this.o.events.laneDisabled(f.lane, worker, `${inRow} chunks in a row broke the generator contract (${breach}${said}); nothing of them was counted — fix the generator command and run again`);
+      }
+    });
   }
 
   /** A chunk whose results were refused (a symlink where a directory belongs): aborted, swept again, the lane disabled for this executor. */

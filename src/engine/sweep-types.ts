@@ -29,6 +29,8 @@ export interface WorkerView {
   readonly lastCount: Map<string, number>;
   /** Consecutive timeouts per lane. */
   readonly strikes: Map<string, number>;
+  /** Consecutive broken chunks per lane (exit 0 or 1, but the generator contract not kept). */
+  readonly broken: Map<string, number>;
   /** Lanes this worker stopped taking for the rest of the session. */
   readonly disabled: Set<string>;
 }
@@ -83,7 +85,7 @@ export type AssignResult =
   | { kind: "drain"; reason: DrainReason }
   | { kind: "idle"; why: string };
 
-export type DrainReason = "deadline" | "interrupted" | "all lanes disabled";
+export type DrainReason = "deadline" | "interrupted" | "all lanes disabled" | "every lane exhausted";
 
 /** How a chunk's generator run ended: the local executor's child outcome, or a worker's report of it. */
 export type ChunkOutcome = ChildOutcome;
@@ -113,6 +115,8 @@ export interface EngineEvents {
   chunkRecorded(a: InFlight, worker: WorkerView, r: IngestResult, seconds: number, rate: number, clean: number): void;
   chunkAborted(a: InFlight, worker: WorkerView, why: string, seconds: number, logKept: boolean): void;
   laneDisabled(lane: string, worker: WorkerView, why: string): void;
+  /** Every seed of the lane up to the last exact seed is covered: it has nothing left to sweep. */
+  laneExhausted?(lane: string, lastSeed: number): void;
   chunkReissued(a: InFlight, why: string): void;
   /** A minimize unit was booked (optional: a console may leave minimization to the summary). */
   minimizeRecorded?(u: MinimizeInFlight, r: { merged: number; newFailures: number; failed: number; aborted: string | null }, seconds: number): void;
@@ -203,5 +207,5 @@ export function localWorker(lanes: readonly EngineLane[], lastCounts: ReadonlyMa
     const n = lastCounts.get(lane.config.name);
     if (n != null) lastCount.set(lane.config.name, n);
   }
-  return { label: "local", jobs: 0, workerId: null, rates, lastCount, strikes: new Map(), disabled: new Set() };
+  return { label: "local", jobs: 0, workerId: null, rates, lastCount, strikes: new Map(), broken: new Map(), disabled: new Set() };
 }

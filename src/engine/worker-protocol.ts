@@ -310,6 +310,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
         rates: new Map<string, number | null>(seeded),
         lastCount: new Map(),
         strikes: new Map(),
+        broken: new Map(),
         disabled: new Set(),
         host: hello.host,
         addr: conn.remote,

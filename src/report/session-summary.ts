@@ -11,6 +11,7 @@ import { reasonList, sessionQuarantineGroups } from "../store/quarantine.ts";
 import { activeLanes, doneAheadOfCursor } from "../store/lanes.ts";
 import type { SessionEnd } from "../store/sessions.ts";
 import type { SessionCounts } from "../engine/sweep-engine.ts";
+import { LAST_SEED, SEED_LIMIT } from "../core/ranges.ts";
 
 export interface SummaryInput {
   sessionId: number;
@@ -25,6 +26,8 @@ export interface SummaryInput {
   floorSeconds?: number;
   counts: SessionCounts;
   maxShrinks: number;
+  /** The session ended because every lane is exhausted (covered up to the last exact seed). */
+  exhausted?: boolean;
   /** Lines a transport adds (workers, scratch clean-up…), already indented. */
   extra: string[];
   outDir: string;
@@ -36,7 +39,7 @@ export function sessionSummary(db: Db, s: SummaryInput): string {
   out.push("");
   const ended = s.status === "disabled" ? "stopped early (every lane disabled)" : s.status;
   out.push(`session ${s.sessionId} ${ended} — ${formatDuration(s.elapsedSeconds)} of sweeping, ${c.chunks} chunk(s)`);
-  if (s.budgetSeconds !== undefined) out.push(`  budget:        ${budgetLine(s.status, s.elapsedSeconds, s.budgetSeconds, s.floorSeconds ?? 0)}`);
+  if (s.budgetSeconds !== undefined) out.push(`  budget:        ${budgetLine(s.status, s.elapsedSeconds, s.budgetSeconds, s.floorSeconds ?? 0, s.exhausted === true)}`);
   out.push(`  seeds swept:   ${formatInt(c.seedsSwept)}`);
   // Exit 1 follows this line: newly distinct failures (minimized inputs never seen before) and
   // reopened ones. A find pending minimization is not a distinct failure yet: it is counted apart.
@@ -88,9 +91,9 @@ export function sessionSummary(db: Db, s: SummaryInput): string {
   for (const lane of activeLanes(db, s.generationId)) {
     const ahead = doneAheadOfCursor(db, lane.id, lane.cursor);
     out.push(
-      `  ${lane.name.padEnd(16)} ${formatInt(lane.cursor - lane.base_seed)} covered (next seed ${formatInt(lane.cursor)})${
-        ahead > 0 ? `  +${formatInt(ahead)} done ahead of cursor` : ""
-      }`,
+      `  ${lane.name.padEnd(16)} ${formatInt(lane.cursor - lane.base_seed)} covered ${
+        lane.cursor >= SEED_LIMIT ? "— EXHAUSTED, nothing left to sweep" : `(next seed ${formatInt(lane.cursor)})`
+      }${ahead > 0 ? `  +${formatInt(ahead)} done ahead of cursor` : ""}`,
     );
   }
   return out.join("\n") + "\n";
@@ -106,8 +109,9 @@ export function saveSessionSummary(outDir: string, sessionId: number, text: stri
 }
 
 /** How much of its budget a session used and, when it ended before its deadline, why. */
-function budgetLine(status: SessionEnd, elapsed: number, budget: number, floor: number): string {
+function budgetLine(status: SessionEnd, elapsed: number, budget: number, floor: number, exhausted: boolean): string {
   const used = `${formatDuration(elapsed)} of ${formatDuration(budget)}`;
+  if (exhausted && status === "done") return `${used} — ended early: every lane is exhausted (covered up to ${formatInt(LAST_SEED)}, the last exact seed)`;
   if (status === "interrupted") return `${used} — ended early: interrupted (Ctrl-C or a signal); the range in flight is swept again next session`;
   if (status === "disabled") return `${used} — ended early: every lane was disabled`;
   return `${used} — ran until no chunk could start (less than ${formatDuration(floor)} left)`;

@@ -13,6 +13,7 @@ import { quarantineGroups, reasonList, type QuarantineGroup } from "../store/qua
 import { currentGeneration } from "../store/generations.ts";
 import { activeLanes, doneAheadOfCursor } from "../store/lanes.ts";
 import { recentSessions } from "../store/sessions.ts";
+import { LAST_SEED, SEED_LIMIT } from "../core/ranges.ts";
 import { failureTotals, NOTHING_RECORDED, pendingLines, totalsLine, type FailureTotals } from "./failures.ts";
 
 export interface LaneStatus {
@@ -27,6 +28,8 @@ export interface LaneStatus {
   args: string[];
   /** False for a configured lane with no row in this generation yet (after a reset, or a lane just added): it starts at base_seed. */
   started: boolean;
+  /** Every seed up to the last exact seed is covered: nothing is left to sweep. */
+  exhausted: boolean;
 }
 
 export interface StatusData {
@@ -108,6 +111,7 @@ export function statusData(db: Db, ctx: StatusContext): StatusData {
           done_ahead: doneAheadOfCursor(db, l.id, l.cursor),
           args: (JSON.parse(l.params_json) as { args?: string[] }).args ?? [],
           started: true,
+          exhausted: l.cursor >= SEED_LIMIT,
         }),
       ),
       ...(ctx.configured ?? [])
@@ -122,6 +126,7 @@ export function statusData(db: Db, ctx: StatusContext): StatusData {
           done_ahead: 0,
           args: [...c.args],
           started: false,
+          exhausted: false,
         })),
     ],
     ctx.laneOrder ?? null,
@@ -191,6 +196,7 @@ export function renderStatus(d: StatusData, o: { quarantineNote?: string } = {})
     ).padStart(10)}  ${printable(l.args.join(" "), { max: 1000 }) || "-"}`;
     if (l.done_ahead > 0) line += `   +${formatInt(l.done_ahead)} done ahead of cursor (not coverage)`;
     if (!l.started) line += "   (not started in this generation yet)";
+    if (l.exhausted) line += `   EXHAUSTED: every seed up to ${formatInt(LAST_SEED)}, the last exact one, is covered`;
     out.push(line);
   }
   out.push("");

@@ -131,6 +131,10 @@ export class SweepConsole implements EngineEvents {
     this.line(`       ${scope} for the rest of this session: ${printable(why, { max: REASON_MAX_CHARS })}`);
   }
 
+  laneExhausted(lane: string, lastSeed: number): void {
+    this.line(`       lane '${lane}' is exhausted: every seed up to ${formatInt(lastSeed)}, the last one counted exactly, is covered; it gets no more chunks`);
+  }
+
   chunkReissued(f: InFlight, why: string): void {
     this.line(`[${clock()}] chunk ${f.chunkId} (${f.lane} ${formatInt(f.seedFrom)}..${formatInt(f.seedTo)}) reissued: ${printable(why, { max: REASON_MAX_CHARS })}`);
   }

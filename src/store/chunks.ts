@@ -90,3 +90,45 @@ export function touchChunkHeartbeat(db: Db, chunkId: number): void {
 export function sessionChunkIds(db: Db, sessionId: number): number[] {
   return (stmt(db, "SELECT id FROM chunk WHERE session_id = ?").all(sessionId) as { id: number }[]).map((r) => r.id);
 }
+
+/** A chunk row whose seed range no engine could have handed out, and what was made of it. */
+export interface RepairedRange {
+  chunkId: number;
+  laneId: number;
+  laneName: string;
+  /** As stored: a number past the last exact seed, a fraction, or a range ending below its start. */
+  seedFrom: number;
+  seedTo: number;
+  status: string;
+  /** The range it holds now: its part below the limit (swept again), or the lane's base seed alone (nothing to keep). */
+  now: [number, number];
+}
+
+/**
+ * Repairs chunk rows with a seed range that is not exact integers in [0, lastSeed] (as a sweep
+ * that ran past 2^53 left them before seeds were bounded): without this, rebuilding the lane
+ * refuses the row, and every run stops at start. Such a row is never coverage: it is marked
+ * 'aborted:invalid range', and its range becomes its part below the limit (queued to be swept
+ * again, as for any chunk that did not complete) or, with no such part, the lane's base seed
+ * alone (at or below the cursor, so nothing new is queued beyond one seed). Coverage below it —
+ * the lane's cursor and every complete chunk with a valid range — is kept. Call it holding the
+ * campaign lock, before lanes are rebuilt. Returns what it changed.
+ */
+export function repairChunkRanges(db: Db, lastSeed: number): RepairedRange[] {
+  const rows = stmt(
+    db,
+    `SELECT c.id AS chunkId, c.lane_id AS laneId, l.name AS laneName, c.seed_from AS seedFrom, c.seed_to AS seedTo, c.status AS status, l.base_seed AS baseSeed
+       FROM chunk c JOIN lane l ON l.id = c.lane_id
+      WHERE typeof(c.seed_from) != 'integer' OR typeof(c.seed_to) != 'integer'
+         OR c.seed_from < 0 OR c.seed_from > c.seed_to OR c.seed_to > ?`,
+  ).all(lastSeed) as (Omit<RepairedRange, "now"> & { baseSeed: number })[];
+  const update = stmt(db, "UPDATE chunk SET seed_from = ?, seed_to = ?, status = 'aborted:invalid range' WHERE id = ?");
+  return db.transaction(() =>
+    rows.map(({ baseSeed, ...r }) => {
+      const clampable = Number.isSafeInteger(r.seedFrom) && r.seedFrom >= 0 && r.seedFrom <= lastSeed && r.seedTo >= r.seedFrom;
+      const now: [number, number] = clampable ? [r.seedFrom, lastSeed] : [baseSeed, baseSeed];
+      update.run(now[0], now[1], r.chunkId);
+      return { ...r, now };
+    }),
+  )();
+}

@@ -105,3 +105,18 @@ interface RangeRow {
 export function distinctSeeds(rows: readonly RangeRow[], from = -Infinity): number {
   return totalSize(mergeRanges(rows.filter((r) => r.seed_to >= from).map((r): Range => [Math.max(r.seed_from, from), r.seed_to])));
 }
+
+/**
+ * Clamps lane cursors stored past `limit` (one past the last exact seed) back to it, and returns
+ * the lanes changed. A cursor there is not an exact number; every seed below the limit was covered.
+ */
+export function repairLaneCursors(db: Db, limit: number): { laneId: number; name: string; cursor: number }[] {
+  const rows = stmt(db, "SELECT id AS laneId, name, cursor FROM lane WHERE retired = 0 AND (typeof(cursor) != 'integer' OR cursor > ?)").all(limit) as {
+    laneId: number;
+    name: string;
+    cursor: number;
+  }[];
+  const update = stmt(db, "UPDATE lane SET cursor = ? WHERE id = ?");
+  for (const r of rows) update.run(Math.min(limit, Math.floor(r.cursor)), r.laneId);
+  return rows;
+}

@@ -195,6 +195,8 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
     // The summary is printed on a clean screen.
     out.close();
     status = signal.aborted ? "interrupted" : "done";
+    const exhausted = engine.draining === "every lane exhausted" && !signal.aborted;
+    if (exhausted) write("every lane is exhausted — nothing left to sweep; the session ended");
     const extra: string[] = [];
     if (report.scratchRemoved > 0) extra.push(`  scratch:       ${report.scratchRemoved} leftover chunk director(ies) removed`);
     const workers = remote.everyone;
@@ -214,6 +216,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
       floorSeconds: engine.floorSeconds,
       counts: engine.counts,
       maxShrinks: s.config.defaults.maxShrinks,
+      exhausted,
       extra,
       outDir: s.outDir,
     });

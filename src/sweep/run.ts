@@ -40,7 +40,7 @@ export interface RunSweepOptions {
 /**
  * Returns the exit code: 1 when the session recorded a newly distinct (or reopened) failure;
  * else 4 when every lane got disabled, so an unattended job notices a sweep that stopped
- * sweeping; else 0.
+ * sweeping; else 0 (a session that ended because every lane is exhausted included).
  */
 export async function runSweep(o: RunSweepOptions): Promise<number> {
   const write = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
@@ -118,7 +118,9 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
     }
     await runLocal(engine, books, localWorker(s.lanes, s.lastCounts), signal);
     const allDisabled = engine.draining === "all lanes disabled" && !signal.aborted;
+    const exhausted = engine.draining === "every lane exhausted" && !signal.aborted;
     if (allDisabled) out.line("all lanes disabled — stopping early");
+    if (exhausted) out.line("every lane is exhausted — nothing left to sweep; the session ends");
     status = signal.aborted ? "interrupted" : allDisabled ? "disabled" : "done";
     out.close();
     const summary = sessionSummary(s.db, {
@@ -131,6 +133,7 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
       counts: engine.counts,
       maxShrinks: s.config.defaults.maxShrinks,
       quarantineNote: o.quarantineNote,
+      exhausted,
       extra: allDisabled ? ["  LANES DISABLED: every lane was disabled for this session; see the lines above"] : [],
       outDir: s.outDir,
     });

@@ -14,7 +14,9 @@ import { deadlineFloor } from "../core/schedule.ts";
 import { RefusedError, UsageError } from "../errors.ts";
 import { CampaignLock, type LockCommand } from "../lock/campaign-lock.ts";
 import { journalModeOf, OPEN_BUSY_MS, openStore, setBusyTimeout, type Db } from "../store/db.ts";
-import { abortLostChunks } from "../store/chunks.ts";
+import { abortLostChunks, repairChunkRanges } from "../store/chunks.ts";
+import { repairLaneCursors } from "../store/lanes.ts";
+import { LAST_SEED, SEED_LIMIT } from "../core/ranges.ts";
 import { releaseLostUnits } from "../store/minimize.ts";
 import { endSession, insertSession, markCrashedSessions, type SessionEnd } from "../store/sessions.ts";
 import { WalSync } from "../store/wal-sync.ts";
@@ -79,6 +81,7 @@ export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSess
   try {
     db = openStore(o.paths.dbPath, { journal: config.store.journal });
     recordCrashes(db, o.log);
+    repairSeedRanges(db, o.log);
     removeLeftovers(outDir, o.log);
     const { generation, fresh } = await ensureGeneration(db, genHash, o.confirm, o.log);
     const rows = await syncLanes(db, generation.id, config, o.confirm, o.log);
@@ -146,6 +149,27 @@ function recordCrashes(db: Db, log: (line: string) => void): void {
   const which = crashed.length === 0 ? "" : `session(s) ${crashed.map((id) => `#${id}`).join(", ")} ended without closing (the process died): marked crashed`;
   const chunks = lost === 0 ? "" : `${lost} chunk(s) left in flight marked aborted:lost; their seeds are queued to be swept again`;
   log([which, chunks].filter((x) => x !== "").join("; "));
+}
+
+/**
+ * A store written before seeds were bounded may hold chunk ranges past the last exact seed (or
+ * cursors past the limit), which no lane can be rebuilt from: repaired here, in one line.
+ */
+function repairSeedRanges(db: Db, log: (line: string) => void): void {
+  const chunks = repairChunkRanges(db, LAST_SEED);
+  const lanes = repairLaneCursors(db, SEED_LIMIT);
+  if (chunks.length > 0) {
+    const first = chunks[0]!;
+    const more = chunks.length > 1 ? ` and ${chunks.length - 1} more` : "";
+    log(
+      `repaired ${chunks.length} chunk row(s) whose seed range went past the last exact seed ${formatInt(LAST_SEED)}: ` +
+        `chunk ${first.chunkId} of lane '${first.laneName}' (seeds ${formatInt(first.seedFrom)}..${formatInt(first.seedTo)}, ${first.status})${more} ` +
+        `is now aborted:invalid range and its seeds up to the limit are swept again; coverage below it is kept`,
+    );
+  }
+  if (lanes.length > 0) {
+    log(`repaired the cursor of lane(s) ${lanes.map((l) => `'${l.name}'`).join(", ")}: it lay past ${formatInt(SEED_LIMIT)}, one past the last exact seed, and now ends there`);
+  }
 }
 
 /**

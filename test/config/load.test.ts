@@ -286,9 +286,9 @@ bind = 0
     "F:6: defaults.max_shrinks: expected an integer >= 0 (got -1)",
     "F:7: defaults.hard_timeout_floor: expected a number > 0 (got -3)",
     'F:8: defaults.idle_io: expected true or false (got string "yes")',
-    "F:14: lanes.a.base_seed: expected an integer >= 0 (got -1)",
+    "F:14: lanes.a.base_seed: expected a seed from 0 to 9007199254740990 (2^53 - 2, the last seed counted exactly); lower it (got -1)",
     "F:15: lanes.a.jobs: expected an integer from 1 to 1024 (got 1025)",
-    "F:17: lanes.b.base_seed: expected an integer >= 0 (got 1.5)",
+    "F:17: lanes.b.base_seed: expected a seed from 0 to 9007199254740990 (2^53 - 2, the last seed counted exactly); lower it (got 1.5)",
     "F:18: lanes.b.enabled: expected true or false (got 1)",
     'F:19: lanes.b.args: expected an array of strings (got string "--x")',
     "F:21: distributed.port: expected an integer from 0 to 65535 (got 70000)",
@@ -385,6 +385,18 @@ test("check must use {seeds}; results must use {out}", () => {
   ]);
 });
 
+test("a base_seed past the last exact seed (2^53 - 2) is refused, naming the lane, the value and the limit", () => {
+  const message = configErrorOf(`${GENERATOR}
+[lanes.deep]
+base_seed = 9007199254740991
+[lanes.edge]
+base_seed = 9007199254740990
+`);
+  assert.deepStrictEqual(message.split("\n"), [
+    "F:6: lanes.deep.base_seed: expected a seed from 0 to 9007199254740990 (2^53 - 2, the last seed counted exactly); lower it (got 9007199254740991)",
+  ]);
+});
+
 test("non-finite numbers, dates and empty check are each reported once, in TOML spelling", () => {
   const message = configErrorOf(`[defaults]
 jobs = inf
@@ -397,7 +409,7 @@ base_seed = 1979-05-27
     "F:2: defaults.jobs: expected an integer from 1 to 1024 (got inf)",
     "F:3: defaults.chunk_minutes: expected a number > 0 (got nan)",
     "F:7: generator.check: expected a non-empty array of strings (an argv template) (got array [])",
-    "F:9: lanes.a.base_seed: expected an integer >= 0 (got date 1979-05-27)",
+    "F:9: lanes.a.base_seed: expected a seed from 0 to 9007199254740990 (2^53 - 2, the last seed counted exactly); lower it (got date 1979-05-27)",
   ]);
 });
 

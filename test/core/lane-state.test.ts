@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { LaneState, type ChunkRow } from "../../src/core/lane-state.ts";
-import { mergeRanges, type Range } from "../../src/core/ranges.ts";
+import { LAST_SEED, mergeRanges, SEED_LIMIT, type Range } from "../../src/core/ranges.ts";
 
 interface Snapshot {
   cursor: number;
@@ -490,5 +490,40 @@ describe("LaneState: what complete reports, and putting a refused transaction ba
     ls.complete(0, 3);
     ls.restore(s);
     assert.deepEqual(snapshot(ls), { cursor: 0, allocNext: 4, pending: [], doneAhead: [] });
+  });
+});
+
+describe("LaneState: the seed limit (seeds stay exact integers)", () => {
+  it("clamps fresh ground to LAST_SEED, then has no work; the cursor lands exactly on SEED_LIMIT", () => {
+    const base = 2 ** 53 - 10;
+    const ls = new LaneState(base, base);
+    assert.deepEqual(ls.take(4), [base, base + 3]);
+    const rest = ls.take(1_000_000);
+    assert.deepEqual(rest, [base + 4, LAST_SEED], "the chunk's end is clamped to the last exact seed");
+    assert.equal(ls.allocNext, SEED_LIMIT);
+    assert.equal(ls.hasWork(), false);
+    assert.throws(() => ls.take(10), /nothing left below the seed limit/);
+    ls.complete(base, base + 3);
+    ls.complete(rest[0], rest[1]);
+    assert.equal(ls.cursor, SEED_LIMIT);
+    assert.ok(Number.isSafeInteger(ls.cursor));
+    assert.equal(ls.exhausted(), true);
+  });
+
+  it("a requeued range near the limit is work again, and the lane is exhausted only once it is covered", () => {
+    const ls = new LaneState(LAST_SEED - 9, LAST_SEED - 9);
+    const all = ls.take(Number.MAX_SAFE_INTEGER);
+    assert.deepEqual(all, [LAST_SEED - 9, LAST_SEED]);
+    ls.requeue(all[0], all[1]);
+    assert.equal(ls.hasWork(), true);
+    assert.equal(ls.exhausted(), false);
+    assert.deepEqual(ls.take(3), [LAST_SEED - 9, LAST_SEED - 7]);
+  });
+
+  it("recovers an exhausted lane (cursor at SEED_LIMIT) and refuses a chunk row past the limit", () => {
+    const ls = LaneState.recover(LAST_SEED - 9, SEED_LIMIT, [{ seedFrom: LAST_SEED - 9, seedTo: LAST_SEED, status: "complete" }]);
+    assert.equal(ls.exhausted(), true);
+    assert.equal(ls.hasWork(), false);
+    assert.throws(() => LaneState.recover(1, 1, [{ seedFrom: LAST_SEED, seedTo: SEED_LIMIT + 1, status: "aborted:lost" }]), /invalid seed range/);
   });
 });

@@ -85,7 +85,8 @@ describe("sizeChunk", () => {
   });
 
   it("fills the target time at the measured rate, rounding down", () => {
-    assert.equal(sizeChunk(2.5, null, 601, 500), 1502);
+    assert.equal(sizeChunk(2.5, null, 601, 1000), 1502);
+    assert.equal(sizeChunk(2.5, 1000, 601, 40), 1502);
   });
 
   it("caps growth at three times the previous chunk", () => {
@@ -94,7 +95,19 @@ describe("sizeChunk", () => {
   });
 
   it("ignores a previous count of 0 as no previous chunk", () => {
-    assert.equal(sizeChunk(100, 0, 600, 500), 60_000);
+    assert.equal(sizeChunk(100, 0, 600, 500), 1500);
+  });
+
+  it("caps a chunk sized by a rate but with no previous chunk at three times the bootstrap size", () => {
+    // A rate carried over from an earlier session or measured on another worker: 2.5e13 seeds/s
+    // would otherwise ask for 1.5e16 seeds in one chunk.
+    assert.equal(sizeChunk(2.5e13, null, 600, 40), 120);
+    assert.equal(sizeChunk(100, null, 600, 500), 1500);
+  });
+
+  it("never asks for more seeds than the largest exact integer", () => {
+    assert.equal(sizeChunk(1e300, 1e300, 600, 40), Number.MAX_SAFE_INTEGER);
+    assert.ok(Number.isSafeInteger(sizeChunk(Number.MAX_VALUE, Number.MAX_SAFE_INTEGER, 600, 40)));
   });
 
   it("never sizes a measured chunk below 10", () => {
@@ -114,6 +127,31 @@ describe("updateRate", () => {
 
   it("treats a zero duration as one millisecond", () => {
     assert.equal(updateRate(null, 5, 0), 5000);
+  });
+
+  it("grows at most threefold per chunk: a generator that exits at once cannot make one jump to 10^13 seeds/s", () => {
+    // 1,000 seeds/s known; a chunk of 3,000 seeds that 'took' 0 s measures 3,000,000 seeds/s.
+    assert.equal(updateRate(1000, 3000, 0), 3000);
+    assert.equal(updateRate(25, 1e15, 0.001), 75);
+  });
+
+  it("falls without a cap, and takes the measurement as is after an estimate of 0", () => {
+    assert.equal(updateRate(1000, 10, 1), 0.6 * 10 + 0.4 * 1000);
+    assert.equal(updateRate(0, 600, 300), 2);
+  });
+
+  it("a run of instant chunks grows chunk and estimate by at most 3x each step, and both stay exact", () => {
+    let rate: number | null = null;
+    let prev: number | null = null;
+    for (let i = 0; i < 60; i++) {
+      const n = sizeChunk(rate, prev, 600, 40);
+      assert.ok(Number.isSafeInteger(n), `chunk ${i}: ${n} seeds`);
+      if (prev !== null) assert.ok(n <= 3 * prev, `chunk ${i}: ${n} seeds after ${prev}`);
+      const next = updateRate(rate, n, 0);
+      if (rate !== null) assert.ok(next <= 3 * rate, `chunk ${i}: estimate ${next} after ${rate}`);
+      rate = next;
+      prev = n;
+    }
   });
 });
 

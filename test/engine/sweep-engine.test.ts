@@ -8,6 +8,7 @@ import { after, test } from "node:test";
 import { loadConfig } from "../../src/config/load.ts";
 import { LaneState } from "../../src/core/lane-state.ts";
 import { abortWording, localWorker, SweepEngine, type Assignment, type EngineEvents, type EngineLane, type WorkerView } from "../../src/engine/sweep-engine.ts";
+import { LAST_SEED, SEED_LIMIT } from "../../src/core/ranges.ts";
 import { openStore, type Db } from "../../src/store/db.ts";
 import { insertGeneration } from "../../src/store/generations.ts";
 import { insertLane } from "../../src/store/lanes.ts";
@@ -26,7 +27,7 @@ interface Harness {
   next(): Assignment;
 }
 
-function harness(opts: { lanes?: string; transport?: "local" | "distributed"; budgetSeconds?: number } = {}): Harness {
+function harness(opts: { lanes?: string; transport?: "local" | "distributed"; budgetSeconds?: number; generator?: string } = {}): Harness {
   const dir = join(root, String(n++));
   mkdirSync(dir);
   writeFileSync(
@@ -37,6 +38,7 @@ bootstrap_seeds = 40
 [generator]
 command = ["gen", "{seed_from}", "{count}", "{out}"]
 identity = ["gen"]
+${opts.generator ?? ""}
 ${opts.lanes ?? "[lanes.a]\nweight = 3\n[lanes.b]\nbase_seed = 1000\nweight = 1\n"}`,
   );
   const config = loadConfig(join(dir, "fuzzfleet.toml"));
@@ -201,4 +203,87 @@ test("a fixed failure found again by a chunk is reopened and counted in the sess
     { newFailures: 1, reopened: 1, finds: 2 },
   );
   assert.deepEqual(h.db.prepare("SELECT state, resolved_at FROM failure").all(), [{ state: "open", resolved_at: null }]);
+});
+
+const exit1 = { outcome: "complete" as const, exitCode: 1, seconds: 1 };
+const count = (h: Harness, table: string) => (h.db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+
+/** Writes a valid failure entry for `seed` under the chunk's results directory, as entry `name`. */
+function writeEntry(dir: string, name: string, seed: number, input = `input of ${name}`): void {
+  const entry = join(dir, "failures", name);
+  mkdirSync(entry, { recursive: true });
+  writeFileSync(join(entry, "meta.json"), JSON.stringify({ seed, bucket: "crash" }));
+  writeFileSync(join(entry, "input.min.txt"), input);
+}
+
+test("exit 1 with no failure entry is a broken chunk: aborted, nothing booked, its range handed out again; three in a row stop the worker taking the lane", () => {
+  const h = harness({ lanes: "[lanes.a]\n", transport: "distributed" });
+  const a1 = h.next();
+  assert.equal(h.engine.finish(h.worker, a1.chunkId, exit1).note, "aborted");
+  assert.equal(status(h, a1.chunkId), "aborted:broken");
+  assert.equal(cursor(h, "a"), 1, "no seed of it is covered");
+  assert.equal(h.worker.rates.get("a") ?? null, null, "a broken run measures no rate");
+  const a2 = h.next();
+  assert.deepEqual([a2.seedFrom, a2.seedTo], [a1.seedFrom, a1.seedTo], "the same range goes out again first");
+  h.engine.finish(h.worker, a2.chunkId, exit1);
+  // A chunk that keeps the contract in between starts the count again.
+  const a3 = h.next();
+  h.engine.finish(h.worker, a3.chunkId, ok);
+  assert.equal(cursor(h, "a"), a3.seedTo + 1);
+  for (let i = 0; i < 2; i++) {
+    const b = h.next();
+    h.engine.finish(h.worker, b.chunkId, exit1);
+    assert.ok(!h.worker.disabled.has("a"), `broken chunk ${i + 1} after a good one does not disable the lane yet`);
+  }
+  const last = h.next();
+  h.engine.finish(h.worker, last.chunkId, exit1);
+  assert.ok(h.worker.disabled.has("a"), "the third broken chunk in a row disables the lane for this worker");
+  assert.ok(h.events.includes("laneDisabled:a"));
+  assert.deepEqual(h.engine.assign(h.worker), { kind: "idle", why: "every lane is disabled for this worker" });
+  assert.equal(cursor(h, "a"), a3.seedTo + 1, "broken chunks never moved the cursor");
+  assert.equal(h.engine.counts.seedsSwept, a3.seedTo - a3.seedFrom + 1);
+});
+
+test("results that account for more tests than the chunk has seeds are taken back whole: no failure, no hit, no quarantine count", () => {
+  const h = harness({ lanes: "[lanes.a]\n" });
+  const a = h.next();
+  const n = a.seedTo - a.seedFrom + 1;
+  for (let i = 0; i <= n; i++) writeEntry(a.scratchDir, `e${i}`, a.seedFrom + (i % n));
+  assert.equal(h.engine.finish(h.worker, a.chunkId, exit1).note, "aborted");
+  assert.equal(status(h, a.chunkId), "aborted:broken");
+  assert.deepEqual([count(h, "failure"), count(h, "failure_seed")], [0, 0], "nothing ingest recorded survives");
+  assert.equal(h.engine.counts.finds, 0);
+});
+
+test("a results directory below {out} that the run never created, though it wrote {out}, is a broken chunk", () => {
+  const h = harness({ lanes: "[lanes.a]\n", generator: 'results = "{out}/run-000000"' });
+  const a = h.next();
+  // The generator wrote its failures where the config does not look.
+  writeEntry(join(a.scratchDir, "run-000001"), String(a.seedFrom), a.seedFrom);
+  assert.equal(h.engine.finish(h.worker, a.chunkId, ok).note, "aborted");
+  assert.equal(status(h, a.chunkId), "aborted:broken");
+  assert.equal(cursor(h, "a"), 1);
+  // A run that wrote nothing at all is a clean chunk, as before.
+  const b = h.next();
+  assert.equal(h.engine.finish(h.worker, b.chunkId, ok).note, "recorded");
+});
+
+test("a lane that reaches the last exact seed is exhausted: its last chunk is clamped, it gets no more, and a session with no other lane drains", () => {
+  const base = 2 ** 53 - 10;
+  const h = harness({ lanes: `[lanes.a]\nbase_seed = ${base}\n[lanes.b]\n` });
+  const a = h.next();
+  assert.deepEqual([a.lane, a.seedFrom, a.seedTo], ["a", base, LAST_SEED], "the chunk ends at the last exact seed, not 40 seeds on");
+  h.engine.finish(h.worker, a.chunkId, ok);
+  assert.equal(cursor(h, "a"), SEED_LIMIT);
+  assert.ok(h.events.includes("laneExhausted:a"));
+  for (let i = 0; i < 3; i++) {
+    const b = h.next();
+    assert.equal(b.lane, "b", "only the lane with seeds left gets chunks");
+    h.engine.finish(h.worker, b.chunkId, ok);
+  }
+  const only = harness({ lanes: `[lanes.a]\nbase_seed = ${base}\n`, transport: "distributed" });
+  const c = only.next();
+  assert.deepEqual(only.engine.assign(only.worker), { kind: "idle", why: "every lane's last seeds are handed out" }, "a chunk in flight may still give seeds back");
+  only.engine.finish(only.worker, c.chunkId, ok);
+  assert.deepEqual(only.engine.assign(only.worker), { kind: "drain", reason: "every lane exhausted" });
 });

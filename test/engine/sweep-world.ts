@@ -202,7 +202,7 @@ base_seed = 1000000
         () => insertWorker(this.db, { sessionId: this.sessionId, host: `h${w.index}`, addr: "sim", jobs: 1, genHash: GEN_HASH, appBuild: null }),
         "drop",
       );
-      w.view = { label: `h${w.index}#${workerId}`, jobs: 1, workerId, rates: new Map(), lastCount: new Map(), strikes: new Map(), disabled: new Set() };
+      w.view = { label: `h${w.index}#${workerId}`, jobs: 1, workerId, rates: new Map(), lastCount: new Map(), strikes: new Map(), broken: new Map(), disabled: new Set() };
       this.note(`connect w${w.index} as #${workerId}`);
     } catch (err) {
       if (!(err instanceof StoreBlocked)) throw err;
