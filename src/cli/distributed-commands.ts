@@ -1,7 +1,6 @@
 // Distributed campaigns: `coordinate` (a sweep's master; sweeps nothing itself) and `worker`
 // (for a coordinator or an explore master: its help and its lines speak of both).
 import { availableParallelism } from "node:os";
-import { resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { parseDuration } from "../config/duration.ts";
 import { UsageError } from "../errors.ts";
@@ -10,6 +9,7 @@ import { parseHostPort } from "../net/address.ts";
 import { action, collect, intAtLeast, portNumber, waitSeconds } from "./action.ts";
 import { makeConfirm } from "./prompt.ts";
 import { withSignalStop } from "./stop-signals.ts";
+import { checkTokenFile, tokenFileOption, tokenOption } from "./token-flags.ts";
 import { parseUiAddress } from "../ui/address.ts";
 
 export function registerDistributedCommands(program: Command): void {
@@ -19,7 +19,8 @@ export function registerDistributedCommands(program: Command): void {
     .option("--for <duration>", "time budget: 2h, 90m, 1h30m, 45s (a bare number is minutes)", "1h")
     .addOption(new Option("--port <n>", "listen port; 0 picks a free one (default: [distributed] port)").argParser(portNumber))
     .option("--bind <addr>", "listen address (default: [distributed] bind, else this host's name; never 0.0.0.0 by default)")
-    .option("--token <t>", "shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token, created 0600 if absent)")
+    .addOption(tokenOption("shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token, created 0600 if absent)"))
+    .addOption(tokenFileOption("read the shared secret from this file (never created: it must exist; the banner tells workers to pass the same --token-file)"))
     .option("--ui <[host:]port>", "serve the live dashboard and /metrics here (a bare port is 127.0.0.1; 0 = a free port); off loopback it needs the campaign token (docs/dashboard.md)")
     .option("--lane <name>", "serve only this lane (repeatable)", collect, [])
     .option("-y, --yes", "answer yes to prompts (new generation, lane restart)")
@@ -31,8 +32,10 @@ export function registerDistributedCommands(program: Command): void {
       `
 Every host mounts the campaign directory (config, store, fuzzfleet-out/) at the same path.
 Workers pull chunks: fuzzfleet worker --master HOST:PORT -j N (the banner prints the exact command).
-The token: --token, else $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token, created (mode 0600) the
-first time and kept for later sessions; workers started in the campaign directory read it there.
+The token: --token or --token-file FILE, else $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token,
+created (mode 0600) the first time and kept for later sessions; workers started in the campaign
+directory read it there. --token shows the secret to every local user (\`ps\`); the file or the
+variable does not. No generator sees the token: it is removed from every child's environment.
 A lane's cursor only moves to the low-water mark of the chunks in flight; a worker that dies or
 stops heartbeating has its chunk reissued. At the deadline the coordinator drains (no new chunks,
 waits up to [distributed] drain_grace_minutes), then stops each worker with a fresh token and waits
@@ -41,8 +44,9 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
 70 lifecycle incomplete (a worker did not acknowledge the stop; named in the summary).`,
     )
     .action(
-      action<{ for: string; port?: number; bind?: string; token?: string; lane: string[]; yes?: boolean; allowStaleApp?: boolean; forceUnlock?: boolean; ui?: string; statusEvery: string }>(
+      action<{ for: string; port?: number; bind?: string; token?: string; tokenFile?: string; lane: string[]; yes?: boolean; allowStaleApp?: boolean; forceUnlock?: boolean; ui?: string; statusEvery: string }>(
         async (o) => {
+          checkTokenFile(o.token, o.tokenFile);
           // Loaded here: a worker never needs the store, the config loader or the engine.
           const { coordinate } = await import("../sweep/coordinate.ts");
           const { clock } = await import("../report/sweep-console.ts");
@@ -59,6 +63,7 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
                 port: o.port ?? null,
                 bind: o.bind ?? null,
                 token: o.token,
+                tokenFile: o.tokenFile,
                 signal,
                 ui: o.ui === undefined ? null : parseUiAddress(o.ui),
                 live: process.stdout.isTTY === true && (process.stdout.columns ?? 0) > 0,
@@ -76,8 +81,8 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
     .requiredOption("--master <host:port>", "the coordinator's or explore master's address (its banner prints it)")
     .option("-j, --jobs <n>", "sweep: parallel jobs per chunk, passed to the generator as {jobs}; explore: only shown in the master's log, --slots sets the tasks run at once (default: this host's cores)", intAtLeast(1), availableParallelism())
     .option("--slots <n>", "units held at once: chunks (a coordinator allows up to 8) or explore tasks run side by side", intAtLeast(1), 1)
-    .option("--token-file <path>", "read the shared secret from this file (an explore master's banner names it)")
-    .option("--token <t>", "the shared secret itself (other local users can read it in the process list: prefer the file)")
+    .addOption(tokenFileOption("read the shared secret from this file (an explore master's banner names it)"))
+    .addOption(tokenOption("the shared secret itself"))
     .option("--wait <duration>", "how long to wait for the token file and the master when they are not there yet: seconds (60) or a duration (15s, 2m)", waitSeconds, 60)
     .addHelpText(
       "after",
@@ -112,7 +117,7 @@ open to others, not yours), or no token file within --wait,
             port,
             jobs: o.jobs,
             slots: o.slots,
-            token: { flag: o.token, file: o.tokenFile === undefined ? undefined : resolve(o.tokenFile), outDir: paths.outDir },
+            token: { flag: o.token, file: o.tokenFile, outDir: paths.outDir },
             waitSeconds: o.wait,
             signal,
             log: (line) => process.stdout.write(line + "\n"),

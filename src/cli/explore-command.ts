@@ -6,6 +6,7 @@ import { action, intAtLeast, portNumber } from "./action.ts";
 import { parseHostPort } from "../net/address.ts";
 import { DEFAULT_STOP_GRACE_SECONDS } from "../net/worker-service.ts";
 import { signalLabel, withSignalStop } from "./stop-signals.ts";
+import { checkTokenFile, tokenFileOption, tokenOption } from "./token-flags.ts";
 import { parseCorpusMode } from "../explore/corpus-mode.ts";
 import { parseDuration } from "../config/duration.ts";
 import { parseUiAddress } from "../ui/address.ts";
@@ -44,7 +45,8 @@ export function registerExplore(program: Command): void {
     .option("--simulate", "when a run produced no child, synthesise 5 seeded byte mutants (for targets not built with SymCC)")
     .addOption(new Option("--port <n>", "also serve remote workers on this port (0 = a free one)").argParser(portNumber))
     .option("--bind <addr>", "listen address with --port (default: this host's name)")
-    .option("--token <t>", "shared secret for workers and masters (default: $FUZZFLEET_TOKEN, else CORPUS_DIR/.fuzzfleet/fuzzfleet.token)")
+    .addOption(tokenOption("shared secret for workers and masters (default: $FUZZFLEET_TOKEN, else CORPUS_DIR/.fuzzfleet/fuzzfleet.token)"))
+    .addOption(tokenFileOption("read the shared secret from this file (never created, and kept after the end; workers and --join masters pass the same --token-file)"))
     .option("--stats-json <file>", "also write the final statistics as one JSON object")
     .option("--ui <[host:]port>", "serve the live dashboard and /metrics here (a bare port is 127.0.0.1; 0 = a free port; off loopback the campaign token guards it)")
     .option("--status-every <duration>", "without a terminal: one status line this often (e.g. 30s, 5m; 0 = none)", "60s")
@@ -79,9 +81,11 @@ SYMCC_INPUT_FILE names it; otherwise it arrives on stdin.
 Every unique content is executed once; children become public in the corpus only after their
 parent's result was verified and committed. Hidden state lives in CORPUS_DIR/.fuzzfleet/ and is
 removed after a clean end.
-The token (with --port, --masters or --join): --token, else $FUZZFLEET_TOKEN, else the file
-CORPUS_DIR/.fuzzfleet/fuzzfleet.token, which a serving master creates (mode 0600) when absent and
-removes after a clean end. The banner names that file instead of printing the secret: workers
+The token (with --port, --masters or --join): --token or --token-file FILE, else
+$FUZZFLEET_TOKEN, else the file CORPUS_DIR/.fuzzfleet/fuzzfleet.token, which a serving master
+creates (mode 0600) when absent and removes after a clean end. --token shows the secret to every
+local user (\`ps\`); the file or the variable does not. No target sees the token (it is removed
+from every child's environment), and a finding's output tail that holds it keeps [redacted]. The banner names that file instead of printing the secret: workers
 take it with --token-file, and a --join master with the same -o reads it by itself (waiting for
 it if the root is not up yet). A lone master without --port uses no token.
 At the end every remote worker is stopped with a fresh token and has --stop-grace seconds to
@@ -107,6 +111,7 @@ conflict), 71 final rendezvous timed out. Precedence: 71, 70, 1, then 5 or 6 (do
         port?: number;
         bind?: string;
         token?: string;
+        tokenFile?: string;
         statsJson?: string;
         resume?: string;
         leaseTtl?: number;
@@ -138,6 +143,7 @@ conflict), 71 final rendezvous timed out. Precedence: 71, 70, 1, then 5 or 6 (do
         const join = o.join ? parseHostPort(o.join, "--join") : null;
         if (o.maxResultBytes > o.maxInputBytes) throw new UsageError("--max-result-bytes must not exceed --max-input-bytes: every child becomes an input");
         const ui = o.ui !== undefined ? parseUiAddress(o.ui) : null;
+        checkTokenFile(o.token, o.tokenFile);
         const statusEverySeconds = /^\s*(0+|off)\s*$/i.test(o.statusEvery) ? 0 : parseDuration(o.statusEvery);
         const { explore } = await import("../explore/command/run.ts");
         const { ExploreConsole } = await import("../report/explore-console.ts");
@@ -166,6 +172,7 @@ conflict), 71 final rendezvous timed out. Precedence: 71, 70, 1, then 5 or 6 (do
               port: o.port ?? null,
               bind: o.bind ?? null,
               token: o.token,
+              tokenFile: o.tokenFile,
               statsJson: o.statsJson ?? null,
               resumeEpoch: o.resume ?? null,
               leaseTtlSeconds: o.leaseTtl ?? null,

@@ -18,6 +18,7 @@ import { action, intAtLeast } from "./action.ts";
 import { parseHostPort } from "../net/address.ts";
 import { remoteRead } from "../net/read-client.ts";
 import { clientToken } from "../net/token.ts";
+import { tokenFileOption, tokenOption } from "./token-flags.ts";
 import { EXIT } from "../exit-codes.ts";
 
 /** An explore corpus's findings (and the explore state modules they read) load only for --corpus. */
@@ -80,13 +81,14 @@ export function registerReportCommands(program: Command): void {
     .description("coverage per lane, failures by bucket, recent sessions")
     .option("--json", "print the same data as one JSON object")
     .option("--master <host:port>", "ask a running coordinator instead of reading the store (adds live workers and chunks in flight)")
-    .option("--token <t>", "with --master: the shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token)")
+    .addOption(tokenOption("with --master: the shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token)"))
+    .addOption(tokenFileOption("with --master: read the shared secret from this file"))
     .action(
-      action<{ json?: boolean; master?: string; token?: string }>(async (o) => {
+      action<{ json?: boolean; master?: string; token?: string; tokenFile?: string }>(async (o) => {
         const paths = campaignPaths(o);
         if (o.master) {
           const { host, port } = parseHostPort(o.master);
-          const token = clientToken({ flag: o.token, outDir: paths.outDir });
+          const token = clientToken({ flag: o.token, file: o.tokenFile, outDir: paths.outDir });
           printRead(await remoteRead(host, port, { type: "status", token, json: o.json ?? false }));
           return EXIT.ok;
         }
@@ -126,7 +128,8 @@ export function registerReportCommands(program: Command): void {
     .option("--lines <n>", "report.txt lines shown with -v", intAtLeast(1), 30)
     .option("--json", "print the same data as one JSON object")
     .option("--master <host:port>", "ask a running coordinator instead of reading the store")
-    .option("--token <t>", "with --master: the shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token)")
+    .addOption(tokenOption("with --master: the shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token)"))
+    .addOption(tokenFileOption("with --master: read the shared secret from this file"))
     .option("--corpus <dir>", "an explore campaign's corpus (its -o): its findings (crashes and hangs) by signature, instead of a sweep's failures")
     .action(
       action<{
@@ -138,6 +141,7 @@ export function registerReportCommands(program: Command): void {
         json?: boolean;
         master?: string;
         token?: string;
+        tokenFile?: string;
         corpus?: string;
       }>(
         async (o) => {
@@ -152,7 +156,7 @@ export function registerReportCommands(program: Command): void {
           const filters = effectiveFilters({ state: o.state, bucket: o.bucket ?? null, allGenerations: o.allGenerations ?? false });
           if (o.master) {
             const { host, port } = parseHostPort(o.master);
-            const token = clientToken({ flag: o.token, outDir: paths.outDir });
+            const token = clientToken({ flag: o.token, file: o.tokenFile, outDir: paths.outDir });
             printRead(
               await remoteRead(host, port, {
                 type: "failures",

@@ -22,6 +22,7 @@ import { createRequire } from "node:module";
 import { constants as osConstants } from "node:os";
 import { fileURLToPath } from "node:url";
 import { ChildWatchdog, nativeWatchdog, nodeWatchdog, type WatchdogAddon } from "./child-watchdog.ts";
+import { childEnvironment } from "./secrets.ts";
 
 export type Starter = "native" | "node";
 
@@ -112,12 +113,14 @@ export function nativeStarterProblem(): string | null {
 }
 
 /**
- * Starts `argv` as the leader of a new session, synchronously. When the program cannot be started,
+ * Starts `argv` as the leader of a new session, synchronously, with `options.env` less fuzzfleet's
+ * secrets (secrets.ts: whatever the caller passes, a child never sees the campaign token). When the program cannot be started,
  * the native starter throws an Error whose `code` names the errno (ENOENT, EACCES, ...); the Node
  * starter either throws or returns no pid and resolves `exited` with `{ error }`, as spawn does.
  */
 export function startChild(starter: Starter, argv: readonly string[], options: StartOptions): Started {
-  return starter === "native" ? startNative(argv, options) : startNode(argv, options);
+  const safe = { ...options, env: childEnvironment(options.env) };
+  return starter === "native" ? startNative(argv, safe) : startNode(argv, safe);
 }
 
 // C strings end at a NUL byte, so such a value would reach the child cut short; child_process

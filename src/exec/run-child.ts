@@ -16,6 +16,8 @@
 //   process group or session (setsid), and a SIGKILL landing between the child's start and its
 //   registration (with the native starter, two consecutive system calls; see docs/architecture.md,
 //   Decisions).
+// - The child's environment (`env`, else process.env) never holds fuzzfleet's secrets: the starter
+//   removes them (secrets.ts), so a generator or target that prints its environment shows no token.
 // - If no watchdog can be started, the child is not started either: outcome "error".
 // - It never rejects because the child could not start (missing program, no permission, log or
 //   stdin file unusable): that is outcome "error" with a message naming the thing. It rejects only
@@ -39,7 +41,7 @@ export interface RunChildOptions {
   /** argv[0] is the program, looked up on PATH (of `env`) as spawn does. */
   argv: readonly string[];
   cwd?: string;
-  /** Default: process.env. */
+  /** Default: process.env. Either way the child gets it without fuzzfleet's secrets (secrets.ts). */
   env?: NodeJS.ProcessEnv;
   /**
    * stdout and stderr are appended here; the file and its parent directory are created if missing.

@@ -10,7 +10,11 @@
 //   user, with no permission for group or others, and at most MAX_FILE_BYTES long;
 // - only servers (a coordinator, an explore master that serves) create the file: mode 0600 under
 //   a temporary name (O_EXCL | O_NOFOLLOW), then hard-linked into place, so no reader ever sees it
-//   half written and an existing file or link at the name is never replaced or followed.
+//   half written and an existing file or link at the name is never replaced or followed;
+// - a file named with --token-file is the user's: read, never created nor removed (a missing one
+//   is refused, for servers and clients alike: a typo must not start a campaign under a new secret).
+// --token puts the secret on the command line, where any local user can read it (`ps`); every
+// command that takes it also takes --token-file, and its help says so.
 import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readSync, unlinkSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -57,10 +61,14 @@ export function tokenFileOf(s: TokenSource): string {
   return s.file ?? tokenPath(s.outDir);
 }
 
-/** For servers: the token from the flag, the environment or the file, creating the file if absent. */
+/**
+ * For servers: the token from the flag, the environment or the file, creating the campaign's own
+ * file if absent. A --token-file that does not exist is refused, not created.
+ */
 export function serverToken(s: TokenSource): FoundToken {
   const found = findToken(s);
   if (found) return found;
+  if (s.file !== undefined) throw missingFile(s.file, " (a file given with --token-file is read, never created)");
   const path = tokenFileOf(s);
   const created = createTokenFile(path);
   if (created !== null) return { token: created, source: `${path} (new)`, file: path };
@@ -74,6 +82,7 @@ export function serverToken(s: TokenSource): FoundToken {
 export function clientToken(s: TokenSource): string {
   const found = findToken(s);
   if (found) return found.token;
+  if (s.file !== undefined) throw missingFile(s.file, "");
   throw new RefusedError(
     `no campaign token: none given with --token or FUZZFLEET_TOKEN, and no ${tokenFileOf(s)}. ` +
       "Run from the shared campaign directory (the coordinator writes the token there), pass --out, or pass --token.",
@@ -137,6 +146,11 @@ function findToken(s: TokenSource): FoundToken | null {
   const path = tokenFileOf(s);
   const fromFile = readTokenFile(path, s.uid);
   return fromFile === null ? null : { token: fromFile, source: path, file: path };
+}
+
+/** A token file named explicitly that is not there: most likely a mistyped path, said as such. */
+function missingFile(path: string, note: string): RefusedError {
+  return new RefusedError(`no campaign token: the token file ${path} does not exist${note}; check the path, or give the token in FUZZFLEET_TOKEN`);
 }
 
 const usage = (m: string) => new UsageError(m);

@@ -9,7 +9,7 @@ import { EXIT } from "../exit-codes.ts";
 import { SweepWorkerProtocol } from "../engine/worker-protocol.ts";
 import type { ReadService } from "../net/worker-server.ts";
 import { SweepEngine } from "../engine/sweep-engine.ts";
-import { serverToken, type FoundToken } from "../net/token.ts";
+import { serverToken, tokenPath, type FoundToken } from "../net/token.ts";
 import { joinBanner, listenForWorkers, removeNonce, stopOutcomeWords, writeNonce, type AddressFlags, type Listening, type Nonce } from "../net/worker-service.ts";
 import { failuresData, renderFailures } from "../report/failures.ts";
 import { liveViewLines, renderLive, type LiveData } from "../report/live.ts";
@@ -32,6 +32,8 @@ export interface CoordinateOptions {
   port: number | null;
   bind: string | null;
   token: string | undefined;
+  /** --token-file: the token is read from this file (never created). */
+  tokenFile?: string;
   write?: (line: string) => void;
   /** Seconds between live reports on the console (without a terminal view). */
   liveReportSeconds?: number;
@@ -75,7 +77,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
   // Closed in `finally` too: a coordinator that fails midway must not keep listening.
   let closeRemote: (() => void) | null = null;
   try {
-    const found = serverToken({ flag: o.token, outDir: s.outDir });
+    const found = serverToken({ flag: o.token, file: o.tokenFile, outDir: s.outDir });
     nonce = writeNonce(join(s.outDir, "tmp", `nonce-${s.sessionId}`));
     // log-update is only loaded when there is a terminal to redraw on.
     const redraw = o.live ? (await import("log-update")).default : null;
@@ -237,7 +239,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
 /** The session's head, the worker service's join banner (net/worker-service.ts) and the budget, aligned under the head. */
 function banner(write: (l: string) => void, s: SweepSession, seconds: number, at: Listening, token: FoundToken): void {
   for (const line of sessionHeadLines(s, "coordinate")) write(line);
-  const b = joinBanner(at, { token, tokenFileIsWorkersDefault: true, workerNote: "-j: that host's cores by default", answersStatus: true, flags: ADDRESS_FLAGS });
+  const b = joinBanner(at, { token, tokenFileIsWorkersDefault: token.file === tokenPath(s.outDir), workerNote: "-j: that host's cores by default", answersStatus: true, flags: ADDRESS_FLAGS });
   for (const line of b.listening) write(`         ${line}`);
   for (const line of sessionBudgetLines(s, seconds)) write(line);
   for (const line of b.commands) write(`         ${line}`);

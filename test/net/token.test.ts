@@ -68,6 +68,28 @@ test("--token and --token-file together are refused", () => {
   assert.throws(() => clientToken({ flag: "flag-token-1", file: join(root, "x"), outDir: fresh(), env: {} }), (err: Error) => err instanceof UsageError && /--token and --token-file exclude each other/.test(err.message));
 });
 
+test("a --token-file is read by servers and clients alike, before the environment; one that is missing is refused and never created", () => {
+  const mine = tokenFile(fresh(), "given-file-token\n");
+  const out = fresh();
+  for (const env of [{}, { FUZZFLEET_TOKEN: "environment-token" }]) {
+    assert.deepEqual(serverToken({ file: mine, outDir: out, env }), { token: "given-file-token", source: mine, file: mine });
+    assert.equal(clientToken({ file: mine, outDir: out, env }), "given-file-token");
+  }
+  const missing = join(root, "typo.token");
+  assert.throws(
+    () => serverToken({ file: missing, outDir: out, env: { FUZZFLEET_TOKEN: "environment-token" } }),
+    (err: Error) =>
+      err instanceof RefusedError &&
+      err.message === `no campaign token: the token file ${missing} does not exist (a file given with --token-file is read, never created); check the path, or give the token in FUZZFLEET_TOKEN`,
+  );
+  assert.throws(
+    () => clientToken({ file: missing, outDir: out, env: {} }),
+    (err: Error) => err instanceof RefusedError && err.message === `no campaign token: the token file ${missing} does not exist; check the path, or give the token in FUZZFLEET_TOKEN`,
+  );
+  assert.throws(() => lstatSync(missing), /ENOENT/, "the server created nothing at the path");
+  assert.throws(() => lstatSync(out), /ENOENT/, "nor the campaign's own file");
+});
+
 test("whitespace around a token is not part of it, in the flag, the environment and the file alike", () => {
   const out = fresh();
   tokenFile(out, "  file-token-1 \n\n");

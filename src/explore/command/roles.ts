@@ -92,12 +92,12 @@ export interface StartedMaster {
  */
 export async function rootToken(
   role: Extract<Role, { kind: "participant" }>,
-  t: { flag: string | undefined; state: string; signal: AbortSignal; write: (line: string) => void },
+  t: { flag: string | undefined; file?: string; state: string; signal: AbortSignal; write: (line: string) => void },
 ): Promise<FoundToken> {
   const { checkHostName } = await import("../../net/dial-wait.ts");
   await checkHostName(role.join.host, role.join.port);
   const found = await awaitToken(
-    { flag: t.flag, outDir: t.state },
+    { flag: t.flag, file: t.file, outDir: t.state },
     { waitSeconds: JOIN_WAIT_SECONDS, signal: t.signal, log: t.write, creator: "the root master", fix: "start the root master with the same -o, or pass --token or FUZZFLEET_TOKEN" },
   );
   if (!found) throw new RuntimeFailure("interrupted while waiting for the campaign token");

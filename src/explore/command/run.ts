@@ -16,6 +16,7 @@ import { formatDuration } from "../../config/duration.ts";
 import { UsageError } from "../../errors.ts";
 import { CampaignLock } from "../../lock/campaign-lock.ts";
 import { serverToken } from "../../net/token.ts";
+import { redactor, secretValues, type Redact } from "../../exec/secrets.ts";
 import { DEFAULT_STOP_GRACE_SECONDS, removeNonce, writeNonce, type Nonce } from "../../net/worker-service.ts";
 import { DEFAULT_BUDGETS, DEFAULT_FINALIZE_SECONDS, type Budgets } from "../defaults.ts";
 import type { EndReason } from "../fleet/endings.ts";
@@ -51,6 +52,8 @@ export interface ExploreOptions {
   port: number | null;
   bind: string | null;
   token: string | undefined;
+  /** --token-file: the token is read from this file, never created or removed by the campaign. */
+  tokenFile?: string;
   statsJson: string | null;
   resumeEpoch: string | null;
   leaseTtlSeconds: number | null;
@@ -132,7 +135,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     ownership,
   };
   const joinWaitStart = now();
-  let found = role.kind === "participant" ? await rootToken(role, { flag: o.token, state, signal: o.signal, write }) : null;
+  let found = role.kind === "participant" ? await rootToken(role, { flag: o.token, file: o.tokenFile, state, signal: o.signal, write }) : null;
 
   // One exporter per campaign: the root (or a lone master) exports what every master published.
   // Set up before anything else is, so that a sync directory it refuses leaves nothing behind.
@@ -158,8 +161,9 @@ export async function explore(o: ExploreOptions): Promise<number> {
     // A master that serves keeps the token in the state directory (created 0600 if absent); the
     // banner names the file, never the secret.
     if (role.kind !== "participant" && (o.port !== null || role.kind === "root")) {
-      found = serverToken({ flag: o.token, outDir: state });
-      tokenFile = found.file;
+      found = serverToken({ flag: o.token, file: o.tokenFile, outDir: state });
+      // Only the state directory's own file is the campaign's to remove; a --token-file is the user's.
+      if (o.tokenFile === undefined) tokenFile = found.file;
     }
     let place: Place;
     if (role.kind === "participant") {
@@ -173,7 +177,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     const workDir = workDirOf(state, epoch);
     const tag = role.kind === "single" ? "[explore]" : `[explore r${rank}]`;
     const log = (line: string) => write(`${tag} ${line}`);
-    const { leases, master } = openMaster({ o, place, workDir, ownership, budgets, corpusDir, inputDirs, leaseTtlMs, log });
+    const { leases, master } = openMaster({ o, place, workDir, ownership, budgets, corpusDir, inputDirs, leaseTtlMs, log, redact: redactor([found?.token, ...secretValues(process.env)]) });
     banner(write, o, { place, role, ownership, corpusDir, inputDirs });
     // Findings already recorded on this corpus (by any campaign, any master): what is not among
     // them at the end is new.
@@ -299,6 +303,7 @@ function openMaster(m: {
   inputDirs: string[];
   leaseTtlMs: number;
   log: (line: string) => void;
+  redact: Redact;
 }): { leases: LeaseTable; master: ExploreMaster } {
   const { rank, epoch, ranks } = m.place;
   // Under broadcast ownership every master keeps its own table: nothing is shared, every master
@@ -326,6 +331,7 @@ function openMaster(m: {
     leaseTtlMs: m.leaseTtlMs,
     wallNow: () => Date.now(),
     log: m.log,
+    redact: m.redact,
   });
   return { leases, master };
 }

@@ -10,6 +10,7 @@
 import { closeSync, constants, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
 import { runChild } from "../../exec/run-child.ts";
+import { childEnvironment } from "../../exec/secrets.ts";
 import { PinnedDir, type DirIdentity } from "../../files/pinned-dir.ts";
 import type { ResultFrame, TaskItemT } from "../../net/messages.ts";
 import { copyHashing, FileProblem, type Budgets } from "../state/corpus.ts";
@@ -72,7 +73,8 @@ function acquireScratch(root: string, target: readonly string[]): Scratch {
   mkdirSync(out, { recursive: true });
   const pin = PinnedDir.openNoFollow(dir);
   const fileMode = usesFileMode(target);
-  const env: NodeJS.ProcessEnv = { ...process.env, SYMCC_OUTPUT_DIR: out };
+  // Without fuzzfleet's secrets from the start, so the starter finds nothing to remove per run.
+  const env: NodeJS.ProcessEnv = { ...childEnvironment(process.env), SYMCC_OUTPUT_DIR: out };
   if (fileMode) env.SYMCC_INPUT_FILE = input;
   else delete env.SYMCC_INPUT_FILE;
   const argv = fileMode ? target.map((a) => a.replaceAll("@@", input)) : target;

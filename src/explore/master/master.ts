@@ -23,6 +23,7 @@ import type { ResultFrame, TaskItemT } from "../../net/messages.ts";
 import type { Budgets } from "../defaults.ts";
 import { FileProblem, IntegrityError, listCorpus, STAGE_ID_RE, verifyPublic } from "../state/corpus.ts";
 import { type ExecutedResult, FindingsStore, findingsDir } from "../state/findings.ts";
+import type { Redact } from "../../exec/secrets.ts";
 import { campaignBaseline, ExploredLedger, ledgerDir } from "../state/ledger.ts";
 import { stateDir, workDir } from "../state/work-dir.ts";
 import { canonicalManifest, type LeaseTable, type Origin } from "../state/lease-table.ts";
@@ -60,6 +61,8 @@ export interface MasterOptions {
   log: (line: string) => void;
   /** Run everything again, content earlier campaigns completed included (default false). */
   fresh?: boolean;
+  /** Hides the campaign's secrets in the output tails of findings (default: nothing hidden). */
+  redact?: Redact;
 }
 
 export class ExploreMaster {
@@ -106,7 +109,7 @@ export class ExploreMaster {
     if (this.everyoneOwns) o.leases.takeExclusive();
     this.tasks = new Dispatch(o.timeoutSeconds);
     const state = stateDir(o.corpusDir);
-    this.findings = new FindingsStore(findingsDir(state));
+    this.findings = new FindingsStore(findingsDir(state), { redact: o.redact });
     this.ledger = new ExploredLedger(ledgerDir(state), o.epoch, o.rank, o.leases.durability === "all");
     this.earlier = o.fresh ? new Set() : this.ledger.loadEarlier();
     this.baseline = campaignBaseline(workDir(state, o.epoch), () => listCorpus(o.corpusDir));

@@ -13,11 +13,14 @@
 // into the same directory, so the view is fleet-wide. Records are grouped by a signature (a
 // sanitizer's SUMMARY line and top frames, else the signal or timeout and the last non-empty line
 // of output with addresses and numbers normalised), computed here from the reported tail and
-// never taken from an executor.
+// never taken from an executor. The tail is redacted before anything is computed from it or
+// written: the campaign token (and any other secret the recording command knows) never reaches a
+// record, so neither the dashboard nor a report, an export or the statistics can show it.
 import { readdirSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { join } from "node:path";
 import { HEX64 } from "../../core/message-checks.ts";
+import { redactNothing, type Redact } from "../../exec/secrets.ts";
 import { PinnedDir } from "../../files/pinned-dir.ts";
 import type { ResultFrame } from "../../net/messages.ts";
 import { mkdirDurable, writeFileAtomic } from "./durable.ts";
@@ -130,21 +133,34 @@ export function findingsDir(stateDir: string): string {
   return join(stateDir, "findings");
 }
 
+export interface FindingsStoreOptions {
+  /** Default 30 000 ms. */
+  lockTimeoutMs?: number;
+  /** Applied to every output tail before it is recorded (the campaign's secrets); default: none. */
+  redact?: Redact;
+}
+
 export class FindingsStore {
   private ready = false;
+  private readonly lockTimeoutMs: number;
+  private readonly redact: Redact;
 
   constructor(
     readonly dir: string,
-    private readonly lockTimeoutMs = 30_000,
-  ) {}
+    o: FindingsStoreOptions = {},
+  ) {
+    this.lockTimeoutMs = o.lockTimeoutMs ?? 30_000;
+    this.redact = o.redact ?? redactNothing;
+  }
 
   /**
    * Records that the input `hash` was found crashing or hanging by the commit under `fence`.
    * "new": first record of this input; "again": seen before, under other fences; "already": this
    * fence was recorded before (nothing changes).
    */
-  record(hash: string, fence: string, f: RunFinding, now: Date): "new" | "again" | "already" {
+  record(hash: string, fence: string, reported: RunFinding, now: Date): "new" | "again" | "already" {
     if (!HEX64.test(hash)) throw new Error(`not a content hash: ${hash}`);
+    const f = { ...reported, stderr_tail: this.redact(reported.stderr_tail) };
     if (!this.ready) {
       mkdirDurable(this.dir);
       this.ready = true;
