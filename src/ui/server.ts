@@ -152,7 +152,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     const path = (req.url ?? "/").split("?")[0]!;
     const login = /^\/login\/([0-9a-f]{48})$/.exec(path);
     if (login) {
-      if (loginNonce === null || !tokensEqual(login[1]!, loginNonce)) return refuse(res, 403, "this login link was used already or is not this dashboard's; restart the campaign for a new one, or send Authorization: Bearer <campaign token>");
+      if (loginNonce === null || !tokensEqual(login[1]!, loginNonce)) return refuse(res, 403, "this login link was used already or is not this dashboard's; restart the campaign for a new one, or send Authorization: Bearer <scrape credential> (the file its banner names)");
       loginNonce = null;
       res.setHeader("Set-Cookie", `${cookieName}=${cookieSecret}; HttpOnly; SameSite=Strict; Path=/`);
       res.setHeader("Location", "/");
