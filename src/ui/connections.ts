@@ -6,8 +6,8 @@
 //
 // - An accepted connection is *unauthenticated* until one of its requests is authorized (on
 //   loopback every request is). It has `deadlineMs` from its accept to make one, else it is
-//   answered 408 and closed, whatever it is sending; its answers close it. When `unauthenticated`
-//   connections are open and another one arrives, the oldest is closed: a flood of new
+//   answered 408 and closed, whatever it is sending; its answers close it. When the cap of them
+//   (`limits.unauthenticated`) is open and another one arrives, the oldest is closed: a flood of new
 //   connections pushes out the slow ones, and a new connection always gets its turn.
 // - An authorized request moves its connection to the *authenticated* pool, event streams
 //   included. When that pool is full, its oldest idle connection (no request in flight, no event
@@ -26,7 +26,6 @@ export interface ConnectionLimits {
 }
 
 interface Conn {
-  authenticated: boolean;
   /** Requests of this connection whose answer is not finished (an event stream stays in flight). */
   inFlight: number;
   deadline: NodeJS.Timeout | null;
@@ -41,8 +40,6 @@ export class ConnectionPools {
   /** In order of arrival: the first is the oldest. */
   private readonly waiting = new Map<Socket, Conn>();
   private readonly trusted = new Map<Socket, Conn>();
-  /** Connections pushed out or timed out, by cause (for the log and the tests). */
-  readonly closed = { deadline: 0, pushedOut: 0, idleAuthenticated: 0 };
 
   constructor(private readonly limits: ConnectionLimits) {}
 
@@ -51,10 +48,9 @@ export class ConnectionPools {
     while (this.waiting.size >= this.limits.unauthenticated) {
       const [oldest] = this.waiting.keys();
       this.forget(oldest!);
-      this.closed.pushedOut++;
       oldest!.destroy();
     }
-    const conn: Conn = { authenticated: false, inFlight: 0, deadline: null };
+    const conn: Conn = { inFlight: 0, deadline: null };
     conn.deadline = setTimeout(() => this.expire(socket), this.limits.deadlineMs);
     conn.deadline.unref();
     this.waiting.set(socket, conn);
@@ -77,13 +73,11 @@ export class ConnectionPools {
       const idle = [...this.trusted].find(([, c]) => c.inFlight === 0);
       if (!idle) return false;
       this.forget(idle[0]);
-      this.closed.idleAuthenticated++;
       idle[0].destroy();
     }
     this.waiting.delete(socket);
     clearTimeout(conn.deadline!);
     conn.deadline = null;
-    conn.authenticated = true;
     this.trusted.set(socket, conn);
     return true;
   }
@@ -101,10 +95,6 @@ export class ConnectionPools {
     };
   }
 
-  counts(): { unauthenticated: number; authenticated: number } {
-    return { unauthenticated: this.waiting.size, authenticated: this.trusted.size };
-  }
-
   /** Closes every connection (the server stops). */
   closeAll(): void {
     for (const socket of [...this.waiting.keys(), ...this.trusted.keys()]) {
@@ -117,7 +107,6 @@ export class ConnectionPools {
     const conn = this.waiting.get(socket);
     if (!conn) return;
     this.forget(socket);
-    this.closed.deadline++;
     // An answer already under way is cut rather than interleaved with the 408.
     if (conn.inFlight > 0 || socket.destroyed) return void socket.destroy();
     socket.end(REQUEST_TIMEOUT_ANSWER);
