@@ -1,8 +1,9 @@
 // Commands that show a campaign while nothing runs: `ui` serves the dashboard read-only (a sweep
 // from its store; an explore campaign, with --corpus, from the files beside its corpus),
 // `report -o DIR` writes a sweep's as a static HTML file (with --corpus, an explore campaign's).
-// They open the store read-only (never creating or migrating it), write nothing beside a corpus,
-// and take no lock.
+// They open the store read-only (never creating or migrating it) and take no lock; the one file
+// `ui` writes is, off loopback, the read-only scrape credential beside the campaign's token file,
+// removed again when it stops.
 import { existsSync, lstatSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command } from "commander";
@@ -20,7 +21,7 @@ import { openStore } from "../store/db.ts";
 import { exploreStaticReportHtml, refuseNonExploreCorpus, refuseOutputInCorpus } from "../report/explore-static-report.ts";
 import { staticReportHtml, writeStaticReport } from "../report/static-report.ts";
 import { parseUiAddress } from "../ui/address.ts";
-import { isLoopbackHost, startDashboard } from "../ui/server.ts";
+import { accessLines, isLoopbackHost, startDashboard } from "../ui/server.ts";
 import { action } from "./action.ts";
 import { withSignalStop } from "./stop-signals.ts";
 
@@ -48,32 +49,37 @@ export function registerUiCommands(program: Command): void {
     .command("ui")
     .description("serve the dashboard read-only, while nothing runs: this sweep campaign's store, or with --corpus an explore campaign's files (Ctrl-C stops it)")
     .option("--listen <[host:]port>", "where to listen (a bare port is 127.0.0.1; 0 = a free port)", "127.0.0.1:8080")
-    .option("--token <t>", "off loopback: the campaign token (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token, or CORPUS_DIR/.fuzzfleet/fuzzfleet.token with --corpus)")
+    .option("--token-file <path>", "off loopback: read the campaign token from this file (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token, or CORPUS_DIR/.fuzzfleet/fuzzfleet.token with --corpus)")
+    .option("--token <t>", "off loopback: the campaign token itself (other local users can read it in the process list: prefer the file)")
     .option("--corpus <corpus-dir>", "an explore campaign instead: read its corpus, findings, explored ledger and lease records (nothing is written)")
     .action(
-      action<{ listen: string; token?: string; corpus?: string }>(async (o) => {
+      action<{ listen: string; token?: string; tokenFile?: string; corpus?: string }>(async (o) => {
         const address = parseUiAddress(o.listen, "--listen");
         const loopback = isLoopbackHost(address.host);
         let source: DashboardSource;
         let token: string | null = null;
+        let tokenDir: string;
         let close = () => {};
+        const tokenFrom = (outDir: string) => clientToken({ flag: o.token, file: o.tokenFile === undefined ? undefined : resolve(o.tokenFile), env: process.env, outDir });
         if (o.corpus !== undefined) {
           const corpus = exploreCorpus(o.corpus);
-          if (!loopback) token = clientToken({ flag: o.token, env: process.env, outDir: stateDir(corpus) });
+          tokenDir = stateDir(corpus);
+          if (!loopback) token = tokenFrom(tokenDir);
           source = new ExploreDashboardSource({ title: `fuzzfleet explore — ${corpus}`, live: null, files: new ExploreCampaignFiles(corpus) });
         } else {
           const paths = campaignPaths(o);
           refuseIfRemoteCampaign(paths.outDir, "ui");
           storeOrRefuse(paths.dbPath);
-          if (!loopback) token = clientToken({ flag: o.token, env: process.env, outDir: paths.outDir });
+          tokenDir = paths.outDir;
+          if (!loopback) token = tokenFrom(tokenDir);
           const db = openStore(paths.dbPath, { readonly: true });
           close = () => db.close();
           source = new SweepDashboardSource({ db, outDir: paths.outDir, title: `fuzzfleet — ${paths.configPath.replace(/\/[^/]*$/, "")}`, live: null });
         }
         try {
-          const server = await startDashboard({ host: address.host, port: address.port, source, token, log: (line) => process.stderr.write(`fuzzfleet: ${line}\n`) });
-          process.stdout.write(`dashboard (read-only): ${server.url}  (metrics: ${server.url}metrics); Ctrl-C stops it\n`);
-          if (server.loginUrl) process.stdout.write(`  off loopback: open ${server.loginUrl} once to log this browser in\n`);
+          const server = await startDashboard({ host: address.host, port: address.port, source, token, scrapeTokenDir: tokenDir, log: (line) => process.stderr.write(`fuzzfleet: ${line}\n`) });
+          const banner = [`dashboard (read-only): ${server.url}  (metrics: ${server.url}metrics); Ctrl-C stops it`, ...accessLines(server)];
+          process.stdout.write(banner.map((line) => line + "\n").join(""));
           await withSignalStop(({ signal }) => new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true })));
           await server.close();
           return EXIT.ok;

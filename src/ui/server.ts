@@ -6,21 +6,26 @@
 // anyone on this host may, and the Host header must name a loopback host too (a page elsewhere
 // cannot reach it by DNS rebinding). Bound to any other address (0.0.0.0 included, even when the
 // request comes in over 127.0.0.1: the bind decides, since a proxy on this host forwards from
-// loopback), every request needs the campaign token: the banner's one-time link
-// (`/login/<nonce>`) sets an HttpOnly cookie and is used up, and `Authorization: Bearer <token>`
-// works for scrapers. Anything else gets 401.
+// loopback), every request needs a credential: the banner's one-time link (`/login/<nonce>`)
+// sets an HttpOnly cookie named for this campaign and port and is used up; scrapers send
+// `Authorization: Bearer` with the read-only scrape credential (credentials.ts) or the campaign
+// token itself. Anything else gets 401, and its connection is closed.
 //
-// Bounded: GET and HEAD only (405), no request body (413), unknown paths 404, at most
-// `maxClients` event streams (503 beyond), a stream whose reader stops reading is dropped, and
-// the snapshot is taken once per interval whatever the number of clients.
+// Bounded: connections without an authorized request have a pool, a cap and a deadline of their
+// own, apart from the authenticated ones (connections.ts), so they cannot lock the owner out;
+// GET and HEAD only (405), no request body (413), unknown paths 404, at most `maxClients` event
+// streams (503 beyond), a stream whose reader stops reading is dropped, and the snapshot is taken
+// once per interval whatever the number of clients.
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { tokensEqual } from "../core/handshake-checks.ts";
 import { UsageError } from "../errors.ts";
 import { randomHex } from "../util/random-hex.ts";
+import { ConnectionPools } from "./connections.ts";
+import { loginCookieName, removeWrittenFile, scrapeCredential, writeScrapeTokenFile, type WrittenFile } from "./credentials.ts";
 import { METRICS_CONTENT_TYPE, writeMetrics } from "./metrics.ts";
 import { CLIENT_JS, PAGE_CSS, pageHtml } from "./page.ts";
 import type { DashboardSnapshot, DashboardSource } from "./source.ts";
@@ -36,6 +41,10 @@ export interface DashboardOptions {
   intervalMs?: number;
   /** Most event streams at once (default 16). */
   maxClients?: number;
+  /** Most connections without an authorized request yet (default 64). */
+  maxUnauthenticated?: number;
+  /** Off loopback: the directory that holds the campaign's token file, where the scrape credential is kept while the dashboard serves; null: not kept. */
+  scrapeTokenDir?: string | null;
   log?: (line: string) => void;
 }
 
@@ -45,12 +54,17 @@ export interface Dashboard {
   /** Off loopback: the one-time link that logs a browser in; null on loopback. */
   readonly loginUrl: string | null;
   readonly port: number;
+  /** Off loopback: the file that holds the read-only scrape credential; null when none was written. */
+  readonly scrapeTokenFile: string | null;
   /** Event streams open now. */
   clients(): number;
   close(): Promise<void>;
 }
 
-const COOKIE = "fuzzfleet_ui";
+/** How long a connection has for an authorized request, and an authenticated one for each later request (ms). */
+const REQUEST_DEADLINE_MS = 10_000;
+/** Connections that made an authorized request, beyond the event streams. */
+const AUTHENTICATED_SPARE = 32;
 /** A stream that has this much unsent is a reader that stopped reading. */
 const MAX_BACKLOG_BYTES = 4 << 20;
 
@@ -76,6 +90,10 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const log = o.log ?? (() => {});
   const intervalMs = o.intervalMs ?? 1000;
   const maxClients = o.maxClients ?? 16;
+  const pools = new ConnectionPools({ unauthenticated: o.maxUnauthenticated ?? 64, authenticated: maxClients + AUTHENTICATED_SPARE, deadlineMs: REQUEST_DEADLINE_MS });
+  const scrape = loopback ? null : scrapeCredential(o.token!);
+  // Named once the port is known: two dashboards on one host keep their own logins.
+  let cookieName = "";
   const cookieSecret = randomHex(32);
   let loginNonce: string | null = loopback ? null : randomHex(24);
   const files = new Map<string, { type: string; body: Buffer }>([
@@ -105,10 +123,11 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   };
 
   const authorized = (req: IncomingMessage): boolean => {
-    if (loopback) return true;
-    const auth = req.headers.authorization;
-    if (auth?.startsWith("Bearer ") && tokensEqual(auth.slice(7).trim(), o.token!)) return true;
-    const cookie = parseCookies(req.headers.cookie)[COOKIE];
+    if (loopback) return isLoopbackHost(hostOf(req.headers.host ?? ""));
+    // The scheme is case-insensitive (RFC 9110 §11.1).
+    const bearer = /^bearer +(\S+) *$/i.exec(req.headers.authorization ?? "")?.[1];
+    if (bearer !== undefined && (tokensEqual(bearer, scrape!) || tokensEqual(bearer, o.token!))) return true;
+    const cookie = parseCookies(req.headers.cookie)[cookieName];
     return cookie !== undefined && tokensEqual(cookie, cookieSecret);
   };
 
@@ -116,6 +135,13 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     res.setHeader("X-Content-Type-Options", "nosniff");
     res.setHeader("Cache-Control", "no-store");
     res.setHeader("Referrer-Policy", "no-referrer");
+    const socket = req.socket as Socket;
+    res.once("close", pools.begin(socket));
+    if (authorized(req) && !pools.authenticate(socket)) {
+      return refuse(res, 503, "the dashboard has no room for another connection: every one is busy; retry shortly", true);
+    }
+    // Whoever has not shown a credential gets one answer per connection.
+    if (!pools.isAuthenticated(socket)) res.setHeader("Connection", "close");
     const hasBody = (req.headers["content-length"] !== undefined && req.headers["content-length"] !== "0") || req.headers["transfer-encoding"] !== undefined;
     if (hasBody) return refuse(res, 413, "the dashboard accepts no request body", true);
     if (req.method !== "GET" && req.method !== "HEAD") {
@@ -126,16 +152,16 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     const path = (req.url ?? "/").split("?")[0]!;
     const login = /^\/login\/([0-9a-f]{48})$/.exec(path);
     if (login) {
-      if (loginNonce === null || !tokensEqual(login[1]!, loginNonce)) return refuse(res, 403, "this login link was used already or is not this dashboard's; restart the campaign for a new one, or send Authorization: Bearer <campaign token>");
+      if (loginNonce === null || !tokensEqual(login[1]!, loginNonce)) return refuse(res, 403, "this login link was used already or is not this dashboard's; restart the campaign for a new one, or send Authorization: Bearer <scrape credential> (the file its banner names)");
       loginNonce = null;
-      res.setHeader("Set-Cookie", `${COOKIE}=${cookieSecret}; HttpOnly; SameSite=Strict; Path=/`);
+      res.setHeader("Set-Cookie", `${cookieName}=${cookieSecret}; HttpOnly; SameSite=Strict; Path=/`);
       res.setHeader("Location", "/");
       res.writeHead(303).end();
       return;
     }
     if (!authorized(req)) {
       res.setHeader("WWW-Authenticate", 'Bearer realm="fuzzfleet"');
-      return refuse(res, 401, "this dashboard listens off loopback: open the one-time link its banner printed, or send Authorization: Bearer <campaign token>");
+      return refuse(res, 401, "this dashboard listens off loopback: open the one-time link its banner printed, or send Authorization: Bearer <scrape credential> (the file its banner names)");
     }
     const file = files.get(path);
     if (file) return send(res, req, 200, file.type, file.body);
@@ -178,7 +204,8 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   }, intervalMs);
   timer.unref();
 
-  const server: Server = createServer({ requestTimeout: 10_000, headersTimeout: 5_000, maxHeaderSize: 8192 }, (req, res) => {
+  // Node's own deadlines cover an authenticated connection's later requests; checked every second, not every 30.
+  const server: Server = createServer({ requestTimeout: REQUEST_DEADLINE_MS, headersTimeout: REQUEST_DEADLINE_MS, connectionsCheckingInterval: 1000, maxHeaderSize: 8192 }, (req, res) => {
     try {
       handle(req, res);
     } catch (err) {
@@ -187,7 +214,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       else res.destroy();
     }
   });
-  server.maxConnections = maxClients + 32;
+  server.on("connection", (socket: Socket) => pools.accept(socket));
   await new Promise<void>((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) =>
       reject(new UsageError(`--ui ${o.host}:${o.port}: cannot listen (${err.code ?? err.message}); choose another port, or 0 for a free one`, { cause: err })),
@@ -198,21 +225,42 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const port = (server.address() as AddressInfo).port;
   const shownHost = o.host.includes(":") ? `[${o.host}]` : o.host === "0.0.0.0" ? "127.0.0.1" : o.host;
   const url = `http://${shownHost}:${port}/`;
+  if (!loopback) cookieName = loginCookieName(o.token!, port);
+  let scrapeFile: WrittenFile | null = null;
+  if (scrape !== null && o.scrapeTokenDir) {
+    try {
+      scrapeFile = writeScrapeTokenFile(o.scrapeTokenDir, scrape);
+    } catch (err) {
+      log(`dashboard: cannot keep the scrape credential in ${o.scrapeTokenDir} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); scrapers send the campaign token instead`);
+    }
+  }
   return {
     url,
     loginUrl: loginNonce ? `${url}login/${loginNonce}` : null,
     port,
+    scrapeTokenFile: scrapeFile?.path ?? null,
     clients: () => streams.size,
     close: async () => {
       clearInterval(timer);
+      if (scrapeFile) removeWrittenFile(scrapeFile);
       for (const res of streams) res.end();
       streams.clear();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
+        pools.closeAll();
         server.closeAllConnections();
       });
     },
   };
+}
+
+/** The banner's lines on how to get in off loopback: the one-time link, and where scrapers find their credential. */
+export function accessLines(d: Dashboard): string[] {
+  const lines: string[] = [];
+  if (d.loginUrl) lines.push(`  off loopback: open ${d.loginUrl} once to log this browser in`);
+  if (d.scrapeTokenFile) lines.push(`  scrapers (Prometheus): send Authorization: Bearer <the read-only credential in ${d.scrapeTokenFile}>; it cannot join the campaign`);
+  else if (d.loginUrl) lines.push("  scrapers (Prometheus): send Authorization: Bearer <campaign token>");
+  return lines;
 }
 
 function send(res: ServerResponse, req: IncomingMessage, status: number, type: string, body: Buffer): void {

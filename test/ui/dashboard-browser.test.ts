@@ -105,6 +105,49 @@ describe("the dashboard", () => {
     assert.ok(readFileSync(c.dbPath).length > 0);
   });
 
+  test("two campaigns' dashboards on one host, logged in side by side in one browser, both stay logged in", async () => {
+    // Browsers do not keep cookies apart by port: each dashboard's cookie is named for its campaign and port.
+    const other = new Campaign({ costMs: 1 });
+    try {
+      const r = other.cli(["run", "--for", "4s"]);
+      assert.ok(r.code === 0 || r.code === 1, `${r.stdout}\n${r.stderr}`);
+      const banner = /^dashboard \(read-only\): (http:\/\/127\.0\.0\.1:\d+\/)/m;
+      const one = await serve(c, ["ui", "--listen", "0.0.0.0:0", "--token", "side-by-side-token-one"], banner);
+      const two = await serve(other, ["ui", "--listen", "0.0.0.0:0", "--token", "side-by-side-token-two"], banner);
+      const profile = mkdtempSync(join(tmpdir(), "fuzzfleet-chromium-"));
+      const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+      try {
+        for (const ui of [one, two]) {
+          for (const end = Date.now() + 10_000; !ui.loginUrl; await new Promise((r) => setTimeout(r, 50))) assert.ok(Date.now() < end, `no login link:\n${ui.stdout()}`);
+        }
+        const pageOne = await context.newPage();
+        await pageOne.goto(one.loginUrl!);
+        await pageOne.waitForSelector('#lanes .lane[data-lane="small"]');
+        const pageTwo = await context.newPage();
+        await pageTwo.goto(two.loginUrl!);
+        await pageTwo.waitForSelector('#lanes .lane[data-lane="small"]');
+        // Logged in to the second: the first still lets this browser in, and so does the second.
+        for (const [page, ui] of [[pageOne, one], [pageTwo, two]] as const) {
+          const reply = await page.goto(ui.url);
+          assert.equal(reply!.status(), 200, `${ui.url} after both logins`);
+          await page.waitForSelector('#lanes .lane[data-lane="small"]');
+          const snap = await page.evaluate(async () => (await fetch("/snapshot.json")).status);
+          assert.equal(snap, 200, `${ui.url}snapshot.json after both logins`);
+        }
+        const names = (await context.cookies()).map((k) => k.name);
+        assert.equal(new Set(names).size, 2, `one cookie per dashboard: ${names.join(", ")}`);
+      } finally {
+        await context.close();
+        for (const ui of [one, two]) {
+          ui.child.kill("SIGINT");
+          assert.equal(await ui.done, 0);
+        }
+      }
+    } finally {
+      other.cleanup();
+    }
+  });
+
   test("report -o DIR writes one static page with the same lanes, plots and failures, readable offline", async () => {
     const dir = join(c.dir, "report");
     const r = c.cli(["report", "-o", dir]);

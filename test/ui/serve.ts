@@ -50,10 +50,10 @@ export interface Reply {
   body: string;
 }
 
-/** One request over 127.0.0.1, with the headers and method given (no redirects followed). */
-export function get(url: string, o: { headers?: Record<string, string>; method?: string; body?: string } = {}): Promise<Reply> {
+/** One request over 127.0.0.1, with the headers and method given (no redirects followed); `fresh`: on a connection of its own. */
+export function get(url: string, o: { headers?: Record<string, string>; method?: string; body?: string; fresh?: boolean } = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: o.method ?? "GET", headers: o.headers ?? {} }, (res) => {
+    const req = request(url, { method: o.method ?? "GET", headers: o.headers ?? {}, ...(o.fresh ? { agent: false } : {}) }, (res) => {
       let body = "";
       res.setEncoding("utf8").on("data", (d: string) => (body += d));
       res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body }));

@@ -1,10 +1,10 @@
 // Serves a running explore master's dashboard where `explore --ui` says (loopback, or off loopback
-// behind the campaign token), over the ExploreDashboardSource of dashboard.ts. Its own file, so the
+// behind the campaign token, with the read-only scrape credential kept beside it), over the ExploreDashboardSource of dashboard.ts. Its own file, so the
 // HTTP server and the page load only when a campaign serves them.
 import { UsageError } from "../../errors.ts";
 import { serverToken, type FoundToken } from "../../net/token.ts";
 import type { UiAddress } from "../../ui/address.ts";
-import { isLoopbackHost, startDashboard, type Dashboard } from "../../ui/server.ts";
+import { accessLines, isLoopbackHost, startDashboard, type Dashboard } from "../../ui/server.ts";
 import { ExploreDashboardSource, type ExploreLive } from "./dashboard.ts";
 
 export interface ExploreDashboardOptions {
@@ -43,9 +43,8 @@ export async function serveExploreDashboard(o: ExploreDashboardOptions): Promise
   source.sample();
   const timer = setInterval(() => source.sample(), 1000);
   timer.unref();
-  const server = await startDashboard({ host: o.address.host, port: o.address.port, source, token, log: o.log });
-  const banner = [`dashboard: ${server.url}  (metrics: ${server.url}metrics)`];
-  if (server.loginUrl) banner.push(`  off loopback: open ${server.loginUrl} once to log this browser in (scrapers send Authorization: Bearer <campaign token>)`);
+  const server = await startDashboard({ host: o.address.host, port: o.address.port, source, token, scrapeTokenDir: o.stateDir, log: o.log });
+  const banner = [`dashboard: ${server.url}  (metrics: ${server.url}metrics)`, ...accessLines(server)];
   return {
     server,
     banner,
