@@ -13,6 +13,7 @@ import type { DashboardSource } from "../ui/source.ts";
 import { EXIT } from "../exit-codes.ts";
 import { refuseIfRemoteCampaign } from "../lock/campaign-lock.ts";
 import { clientToken } from "../net/token.ts";
+import { tokenFileOption, tokenOption } from "./token-flags.ts";
 import { ExploreDashboardSource } from "../explore/command/dashboard.ts";
 import { stateDir } from "../explore/state/work-dir.ts";
 import { SweepDashboardSource } from "../report/dashboard-sweep.ts";
@@ -49,8 +50,8 @@ export function registerUiCommands(program: Command): void {
     .command("ui")
     .description("serve the dashboard read-only, while nothing runs: this sweep campaign's store, or with --corpus an explore campaign's files (Ctrl-C stops it)")
     .option("--listen <[host:]port>", "where to listen (a bare port is 127.0.0.1; 0 = a free port)", "127.0.0.1:8080")
-    .option("--token-file <path>", "off loopback: read the campaign token from this file (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token, or CORPUS_DIR/.fuzzfleet/fuzzfleet.token with --corpus)")
-    .option("--token <t>", "off loopback: the campaign token itself (other local users can read it in the process list: prefer the file)")
+    .addOption(tokenFileOption("off loopback: read the campaign token from this file (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token, or CORPUS_DIR/.fuzzfleet/fuzzfleet.token with --corpus)"))
+    .addOption(tokenOption("off loopback: the campaign token itself"))
     .option("--corpus <corpus-dir>", "an explore campaign instead: read its corpus, findings, explored ledger and lease records (nothing is written)")
     .action(
       action<{ listen: string; token?: string; tokenFile?: string; corpus?: string }>(async (o) => {
@@ -60,7 +61,7 @@ export function registerUiCommands(program: Command): void {
         let token: string | null = null;
         let tokenDir: string;
         let close = () => {};
-        const tokenFrom = (outDir: string) => clientToken({ flag: o.token, file: o.tokenFile === undefined ? undefined : resolve(o.tokenFile), env: process.env, outDir });
+        const tokenFrom = (outDir: string) => clientToken({ flag: o.token, file: o.tokenFile, env: process.env, outDir });
         if (o.corpus !== undefined) {
           const corpus = exploreCorpus(o.corpus);
           tokenDir = stateDir(corpus);

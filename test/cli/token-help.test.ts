@@ -19,7 +19,7 @@ function optionHelp(help: string, flag: string): string | null {
 }
 
 test("--token's help says `ps` shows it, and --token-file is there, on every command that takes a token", () => {
-  for (const command of ["coordinate", "worker", "explore", "status", "failures"]) {
+  for (const command of ["coordinate", "worker", "explore", "status", "failures", "ui"]) {
     const r = spawnSync(process.execPath, [CLI, command, "--help"], { encoding: "utf8", timeout: 30_000 });
     assert.equal(r.status, 0, r.stderr);
     const token = optionHelp(r.stdout, "--token <t>");

@@ -187,7 +187,7 @@ describe("the dashboard off loopback", () => {
     assert.match(both.stderr, /--token and --token-file exclude each other/);
     const help = c.cli(["ui", "--help"]);
     assert.match(help.stdout, /--token-file <path>/);
-    assert.match(help.stdout, /--token <t>\s+off loopback: the campaign token itself \(other local\s+users can read it in the process list/);
+    assert.match(help.stdout, /--token <t>\s+off loopback: the campaign token itself; visible to\s+other\s+local\s+users\s+in\s+`ps`/);
   });
 });
 
