@@ -1,7 +1,7 @@
 // Subcommand actions return their exit code; main() reads it after parsing.
 import { InvalidArgumentError, type Command } from "commander";
 import type { GlobalOptions } from "../config/paths.ts";
-import { parseDuration } from "../config/duration.ts";
+import { parseSeconds } from "../config/duration.ts";
 import { UsageError } from "../errors.ts";
 
 let exitCode = 0;
@@ -43,11 +43,7 @@ export function intAtLeast(min: number) {
 
 /** --wait: plain seconds (as it always took), or a duration with units like the other duration flags. */
 export function waitSeconds(value: string): number {
-  const text = value.trim();
-  if (/^\d+(?:\.\d+)?$/.test(text)) return Number(text);
-  try {
-    return parseDuration(text);
-  } catch {
-    throw new UsageError(`--wait wants seconds or a duration such as 15s, 2m or 1h (got '${value}')`);
-  }
+  const seconds = parseSeconds(value);
+  if (seconds === null || seconds < 0) throw new UsageError(`--wait wants seconds or a duration such as 15s, 2m or 1h (got '${value}')`);
+  return seconds;
 }

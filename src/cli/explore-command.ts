@@ -8,14 +8,15 @@ import { DEFAULT_STOP_GRACE_SECONDS } from "../net/worker-service.ts";
 import { signalLabel, withSignalStop } from "./stop-signals.ts";
 import { checkTokenFile, tokenFileOption, tokenOption } from "./token-flags.ts";
 import { parseCorpusMode } from "../explore/corpus-mode.ts";
-import { parseDuration } from "../config/duration.ts";
+import { parseDuration, parseSeconds } from "../config/duration.ts";
 import { parseUiAddress } from "../ui/address.ts";
 import type { DashboardSnapshot } from "../ui/source.ts";
 
+/** A flag in seconds: a bare number of seconds or a duration (90, 1.5, 45s, 2m, 1h30m), at least `min`. */
 function seconds(flag: string, min: number) {
   return (value: string): number => {
-    const n = Number(value);
-    if (value.trim() === "" || !Number.isFinite(n) || n < min) throw new UsageError(`${flag} wants a number of seconds >= ${min} (got '${value}')`);
+    const n = parseSeconds(value);
+    if (n === null || n < min) throw new UsageError(`${flag} wants seconds >= ${min} or a duration such as 45s, 2m or 1h30m (got '${value}')`);
     return n;
   };
 }

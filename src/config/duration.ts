@@ -36,6 +36,22 @@ export function parseDuration(text: string): number {
 }
 
 /**
+ * A flag measured in seconds: a bare number is seconds, fractions included ("0.5", "90"), as the
+ * flag always took; or the duration syntax of the other duration flags ("15s", "2m", "1h30m",
+ * "0.5s"), not rounded. Returns null for anything else (the caller names the flag and its limit).
+ */
+export function parseSeconds(text: string): number | null {
+  const s = text.trim().toLowerCase();
+  let seconds: number;
+  if (BARE_MINUTES.test(s)) seconds = Number(s);
+  else if (WHOLE.test(s)) {
+    seconds = 0;
+    for (const [, amount, unit] of s.matchAll(GROUP)) seconds += Number(amount) * UNIT_SECONDS[unit];
+  } else return null;
+  return Number.isFinite(seconds) ? seconds : null;
+}
+
+/**
  * Prints seconds as `XhYYm` from one hour up, `XmYYs` from one minute up, else `Xs`
  * (2h00m, 4m42s, 9s). Fractions of a second are dropped; a negative value gets a leading `-`.
  */

@@ -29,3 +29,12 @@ test("--version prints the version alone and exits 0", () => {
   assert.equal(r.stdout, "0.1.0\n");
   assert.equal(r.stderr, "");
 });
+
+test("explore's flags in seconds take durations like every other duration flag, and a bad one is named", () => {
+  const bad = cli(["explore", "-i", "in", "-o", "out", "--max-idle", "soon", "--", "/bin/true"]);
+  assert.equal(bad.status, 2, bad.stderr);
+  assert.equal(bad.stderr.split("\n")[0], "fuzzfleet: --max-idle wants seconds >= 0 or a duration such as 45s, 2m or 1h30m (got 'soon')");
+  const negative = cli(["explore", "-i", "in", "-o", "out", "-t", "-1s", "--", "/bin/true"]);
+  assert.equal(negative.status, 2, negative.stderr);
+  assert.match(negative.stderr, /^fuzzfleet: -t wants seconds >= 0\.001 or a duration/);
+});

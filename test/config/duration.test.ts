@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { formatDuration, parseDuration } from "../../src/config/duration.ts";
+import { formatDuration, parseDuration, parseSeconds } from "../../src/config/duration.ts";
 import { UsageError } from "../../src/errors.ts";
 
 test("parseDuration reads unit groups, bare minutes, decimals, case and whitespace", () => {
@@ -75,4 +75,19 @@ test("formatDuration and parseDuration round-trip whole minutes and hours", () =
     const text = formatDuration(seconds);
     assert.equal(parseDuration(text), seconds, text);
   }
+});
+
+test("parseSeconds: a bare number is seconds (fractions kept), or the duration syntax, unrounded", () => {
+  const cases: [string, number][] = [
+    ["90", 90],
+    ["0.5", 0.5],
+    ["0", 0],
+    ["1s", 1],
+    ["0.5s", 0.5],
+    ["2m", 120],
+    ["1h30m", 5400],
+    [" 15S ", 15],
+  ];
+  for (const [text, seconds] of cases) assert.equal(parseSeconds(text), seconds, text);
+  for (const bad of ["", "s", "1x", "-1", "1s2", "abc"]) assert.equal(parseSeconds(bad), null, bad);
 });

@@ -27,7 +27,7 @@ function explored(): ExploreDir {
     "t.sh",
     `case "$(cat "$1")" in\n  abort*) printf 'boom at 0x1234 \\033[31mred\\n' >&2; kill -ABRT $$ ;;\n  hang) sleep 60 ;;\nesac`,
   );
-  const r = e.run(["-j", "2", "-t", "1", "--max-idle", "1"], [t, "@@"]);
+  const r = e.run(["-j", "2", "-t", "1s", "--max-idle", "1s"], [t, "@@"]);
   assert.equal(e.stats().observations, 4, r.stdout + r.stderr);
   return e;
 }
