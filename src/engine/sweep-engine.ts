@@ -77,6 +77,7 @@ export class SweepEngine implements Books<EngineMark> {
     newFailures: 0,
     newDistinct: 0,
     newPending: 0,
+    newSignatures: 0,
     reopened: 0,
     unshrunk: 0,
     quarantine: 0,
@@ -366,6 +367,7 @@ export class SweepEngine implements Books<EngineMark> {
     this.counts.newFailures += ingest.newFailures;
     this.counts.newDistinct += ingest.newDistinct;
     this.counts.newPending += ingest.newFailures - ingest.newDistinct;
+    this.counts.newSignatures += ingest.newSignatures;
     this.counts.reopened += ingest.reopened;
     this.counts.unshrunk += ingest.unshrunk;
     this.counts.quarantine += ingest.quarantine;

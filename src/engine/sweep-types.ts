@@ -164,6 +164,8 @@ export interface SessionCounts {
   newDistinct: number;
   /** Of newFailures: new finds pending minimization under their signature (not distinct failures). */
   newPending: number;
+  /** Of newPending: finds under a signature the generation had never seen (a new crash): exit 1 at once. */
+  newSignatures: number;
   /** Fixed failures hit again (regressions); they alert like new ones. */
   reopened: number;
   unshrunk: number;

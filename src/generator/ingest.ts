@@ -25,7 +25,7 @@ import { FileProblem } from "../files/file-problem.ts";
 import { PinnedDir } from "../files/pinned-dir.ts";
 import { placeFile, placeNote, placeTree, scanTree, scannedFile, type TreeNode } from "../files/tree.ts";
 import { atomically, type Db } from "../store/db.ts";
-import { addFailureSeed, failureById, failureByKey, insertFailure, reopenFailure } from "../store/failures.ts";
+import { addFailureSeed, failureById, failureByKey, insertFailure, reopenFailure, signatureSeen } from "../store/failures.ts";
 import { recordQuarantineReasons, type QuarantineReason } from "./quarantine-reasons.ts";
 import { artifactNames, numbered, storePath } from "./ingest-files.ts";
 import { problemReason, readFailureEntry, type ParsedFailure } from "./failure-entry.ts";
@@ -62,6 +62,11 @@ export interface IngestResult {
   /** New failure rows: new distinct failures and new finds pending minimization (`newDistinct` of them distinct). */
   newFailures: number;
   newDistinct: number;
+  /**
+   * Of the new finds pending minimization, those whose signature no failure of the generation had
+   * before: a crash never seen, which alerts (exit 1) without waiting for its minimization.
+   */
+  newSignatures: number;
   newFailureIds: number[];
   /** Failures marked fixed that this chunk hit again (regressions): reopened, and as alarming as new ones. */
   reopened: number;
@@ -85,6 +90,7 @@ export function ingestChunk(db: Db, t: IngestTarget): IngestResult {
     finds: 0,
     newFailures: 0,
     newDistinct: 0,
+    newSignatures: 0,
     newFailureIds: [],
     reopened: 0,
     reopenedIds: [],
@@ -265,6 +271,7 @@ class ChunkIngest {
     } else {
       // Placed before the row exists: a source file that changed meanwhile makes the entry malformed instead.
       const artifactDir = place();
+      if (!p.shrunk && !signatureSeen(this.db, t.generationId, p.signature)) this.result.newSignatures++;
       failureId = insertFailure(this.db, {
         generationId: t.generationId,
         laneId: t.laneId,

@@ -41,11 +41,13 @@ export function sessionSummary(db: Db, s: SummaryInput): string {
   out.push(`session ${s.sessionId} ${ended} — ${formatDuration(s.elapsedSeconds)} of sweeping, ${c.chunks} chunk(s)`);
   if (s.budgetSeconds !== undefined) out.push(`  budget:        ${budgetLine(s.status, s.elapsedSeconds, s.budgetSeconds, s.floorSeconds ?? 0, s.exhausted === true)}`);
   out.push(`  seeds swept:   ${formatInt(c.seedsSwept)}`);
-  // Exit 1 follows this line: newly distinct failures (minimized inputs never seen before) and
-  // reopened ones. A find pending minimization is not a distinct failure yet: it is counted apart.
+  // Exit 1 follows this line: newly distinct failures (minimized inputs never seen before),
+  // reopened ones, and finds under a signature never seen before. Any other find pending
+  // minimization is not a distinct failure yet: it is counted apart.
   out.push(
     `  failures:      ${formatInt(c.newDistinct)} newly distinct` +
-      (c.newPending > 0 ? `; ${formatInt(c.newPending)} new find(s) pending minimization, not distinct failures until minimized` : ""),
+      (c.newPending > 0 ? `; ${formatInt(c.newPending)} new find(s) pending minimization, not distinct failures until minimized` : "") +
+      (c.newSignatures > 0 ? ` (${formatInt(c.newSignatures)} under a signature never seen before: exit 1)` : ""),
   );
   out.push(`  finds:         ${formatInt(c.finds)} failing seed(s): ${formatInt(c.finds - c.unshrunk)} minimized by the generator, ${formatInt(c.unshrunk)} pending minimization`);
   if (c.minimizeUnits > 0) {

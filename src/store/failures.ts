@@ -101,6 +101,11 @@ export function insertFailure(db: Db, f: NewFailure): number {
   return Number(info.lastInsertRowid);
 }
 
+/** Whether any failure of the generation (distinct or pending minimization) carries this signature. */
+export function signatureSeen(db: Db, generationId: number, signature: string): boolean {
+  return stmt(db, "SELECT 1 FROM failure WHERE generation_id = ? AND signature = ? LIMIT 1").get(generationId, signature) !== undefined;
+}
+
 /** Records that `seed` hit the failure. Returns true only if this (failure, seed) pair is new. */
 export function addFailureSeed(db: Db, failureId: number, seed: number, chunkId: number | null): boolean {
   const info = stmt(db, "INSERT OR IGNORE INTO failure_seed (failure_id, seed, chunk_id) VALUES (?, ?, ?)").run(failureId, seed, chunkId);

@@ -225,7 +225,7 @@ export async function coordinate(o: CoordinateOptions): Promise<number> {
     write(summary.replace(/\n$/, ""));
     write(`(saved as ${saveSessionSummary(s.outDir, s.sessionId, summary)})`);
     if (problems.length > 0) return EXIT.lifecycle;
-    return engine.counts.newDistinct + engine.counts.reopened > 0 ? EXIT.newFailures : EXIT.ok;
+    return engine.counts.newDistinct + engine.counts.newSignatures + engine.counts.reopened > 0 ? EXIT.newFailures : EXIT.ok;
   } finally {
     shown?.close();
     await dashboard?.server.close();

@@ -140,7 +140,7 @@ export async function runSweep(o: RunSweepOptions): Promise<number> {
     write(summary.replace(/\n$/, ""));
     const path = saveSessionSummary(s.outDir, s.sessionId, summary);
     write(`(saved as ${path})`);
-    const alarming = engine.counts.newDistinct + engine.counts.reopened > 0;
+    const alarming = engine.counts.newDistinct + engine.counts.newSignatures + engine.counts.reopened > 0;
     if (allDisabled) {
       process.stderr.write(
         "fuzzfleet: every lane was disabled (timeouts or unexpected generator exits, see above), so the session stopped early" +

@@ -117,9 +117,17 @@ export function firstSessionExit(c: Campaign): number {
   return c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE minimize_state IS NULL").n > 0 ? 1 : 0;
 }
 
-/** The exit code `run` or `coordinate` owes for the session summary in `out`: 1 when it found a newly distinct or reopened failure. */
+/**
+ * The exit code `run` or `coordinate` owes for the session summary in `out`: 1 when it found a
+ * newly distinct or reopened failure, or a find under a signature never seen before.
+ */
 export function exitForSummary(out: string): number {
-  return newlyDistinct(out) > 0 || /REOPENED:/.test(out) ? 1 : 0;
+  return newlyDistinct(out) > 0 || newSignatures(out) > 0 || /REOPENED:/.test(out) ? 1 : 0;
+}
+
+function newSignatures(out: string): number {
+  const m = /\(([\d,]+) under a signature never seen before: exit 1\)/.exec(out);
+  return m ? Number(m[1]!.replace(/,/g, "")) : 0;
 }
 
 function newlyDistinct(out: string): number {
@@ -133,7 +141,8 @@ function newlyDistinct(out: string): number {
  * recorded a distinct failure first or reopened one, else 0. A distinct failure is the session's
  * when one of its chunks recorded it already minimized (the chunk holding its first seed belongs
  * to the session, and no minimize unit made it), or when one of its minimize units made it
- * (minimize_unit.new_failures). Finds pending minimization never count. The session is the one
+ * (minimize_unit.new_failures). A find pending minimization counts only when the session's chunk
+ * recorded it first under a signature no earlier failure row of the generation had. The session is the one
  * whose summary is in `out`, and the summary's "newly distinct" count must be the store's. Exit
  * codes the summary does not decide (4 every lane disabled, 70 lifecycle incomplete) are not owed
  * here: a session that should end so must be asserted so.
@@ -144,6 +153,7 @@ export function exitOwed(store: { dbPath: string }, out: string): number {
   const session = Number(m[1]);
   const db = new Database(store.dbPath, { readonly: true, fileMustExist: true });
   let recorded: number;
+  let signatures: number;
   try {
     const fromChunks = (
       db
@@ -161,9 +171,21 @@ export function exitOwed(store: { dbPath: string }, out: string): number {
       db.prepare("SELECT COALESCE(SUM(new_failures), 0) AS n FROM minimize_unit WHERE session_id = ? AND status = 'complete'").get(session) as { n: number }
     ).n;
     recorded = fromChunks + fromUnits;
+    signatures = (
+      db
+        .prepare(
+          `SELECT COUNT(*) AS n FROM failure f
+            WHERE (f.shrunk = 0 OR EXISTS (SELECT 1 FROM minimize_find m WHERE m.failure_id = f.id))
+              AND NOT EXISTS (SELECT 1 FROM failure g WHERE g.generation_id = f.generation_id AND g.signature = f.signature AND g.id < f.id)
+              AND EXISTS (SELECT 1 FROM failure_seed fs JOIN chunk ch ON ch.id = fs.chunk_id
+                           WHERE fs.failure_id = f.id AND fs.seed = f.first_seed AND ch.session_id = ?)`,
+        )
+        .get(session) as { n: number }
+    ).n;
   } finally {
     db.close();
   }
   assert.equal(newlyDistinct(out), recorded, `session ${m[1]}: the summary's newly distinct failures are the ones it recorded first`);
+  assert.equal(newSignatures(out), signatures, `session ${m[1]}: the summary's finds under a new signature are the ones it recorded first`);
   return exitForSummary(out);
 }
