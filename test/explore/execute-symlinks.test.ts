@@ -39,7 +39,7 @@ function bench(script: (victim: string) => string): { setup: ExecuteSetup; hash:
   return { setup, hash: sha256(input), victim, before: snapshot(victim, true) };
 }
 
-const task = (hash: string, id: number) => ({ task_id: id, hash, fence: "f", timeout: 10 });
+const task = (hash: string, id: number) => ({ id, hash, fence: "f", timeoutSeconds: 10 });
 
 describe("executeTask and a target's symlinks", () => {
   it("a target that replaces SYMCC_OUTPUT_DIR with a symlink gets a corpus-publication error; the link's target keeps every file", async () => {
@@ -47,9 +47,9 @@ describe("executeTask and a target's symlinks", () => {
     try {
       const r = await executeTask(task(b.hash, 1), b.setup, new AbortController().signal);
       assert.deepEqual(snapshot(b.victim, true), b.before);
-      assert.equal(r.protocol_error, "corpus-publication");
+      assert.equal(r.failure, "corpus-publication");
       assert.match(r.detail ?? "", /^the target replaced its SYMCC_OUTPUT_DIR: .*\/out is a symbolic link to '.*victim'; nothing is followed through a symlink$/);
-      assert.deepEqual(r.new_hashes, [], "nothing behind the link was staged");
+      assert.deepEqual(r.children, [], "nothing behind the link was staged");
     } finally {
       disposeScratch(b.setup.scratchRoot);
     }
@@ -59,11 +59,11 @@ describe("executeTask and a target's symlinks", () => {
     const b = bench((v) => `d=$(dirname "$SYMCC_OUTPUT_DIR"); [ -e "${v}.done" ] && exit 0; touch "${v}.done"; mv "$d" "$d.away" && ln -s "${v}" "$d"`);
     try {
       const first = await executeTask(task(b.hash, 1), b.setup, new AbortController().signal);
-      assert.equal(first.protocol_error, "");
+      assert.equal(first.failure, null);
       assert.deepEqual(snapshot(b.victim, true), b.before);
       const second = await executeTask(task(b.hash, 2), b.setup, new AbortController().signal);
-      assert.equal(second.protocol_error, "", second.detail ?? "");
-      assert.equal(second.input_hash, b.hash);
+      assert.equal(second.failure, null, second.detail ?? "");
+      assert.equal(second.inputHash, b.hash);
       assert.deepEqual(snapshot(b.victim, true), b.before);
     } finally {
       disposeScratch(b.setup.scratchRoot);
@@ -74,11 +74,11 @@ describe("executeTask and a target's symlinks", () => {
     const b = bench((v) => `ln -s "${v}/precious" "$SYMCC_OUTPUT_DIR/child"; rm -f "$1"; ln -s "${v}/precious" "$1"`);
     try {
       const r = await executeTask(task(b.hash, 1), b.setup, new AbortController().signal);
-      assert.equal(r.protocol_error, "corpus-publication");
+      assert.equal(r.failure, "corpus-publication");
       assert.match(r.detail ?? "", /child is not a regular file \(it is a symbolic link; nothing is followed through a symlink\)/);
       assert.deepEqual(snapshot(b.victim, true), b.before);
       const again = await executeTask(task(b.hash, 2), b.setup, new AbortController().signal);
-      assert.equal(again.input_hash, b.hash, "the next task's input is a fresh copy, not written through the link");
+      assert.equal(again.inputHash, b.hash, "the next task's input is a fresh copy, not written through the link");
       assert.deepEqual(snapshot(b.victim, true), b.before);
     } finally {
       disposeScratch(b.setup.scratchRoot);

@@ -140,8 +140,8 @@ for (const ranks of [[0], [0, 1]]) {
         const input = readFileSync(join(corpusDir, t.hash));
         notes.push(
           master.consumeResult(executor, {
-            type: "result", task_id: t.task_id, fence: t.fence, input_hash: sha256(input), new_hashes: [sha256(child)], num_generated: 1, staged_bytes: child.length,
-            staging_id: stageId, retcode: 0, elapsed: 0.01, protocol_error: "", budget: null, detail: null, finding: null,
+            taskId: t.id, fence: t.fence, inputHash: sha256(input), children: [sha256(child)], generated: 1, stagedBytes: child.length,
+            stagingId: stageId, retcode: 0, seconds: 0.01, failure: null, budget: null, detail: null, finding: null,
           }),
         );
       }
@@ -177,8 +177,8 @@ function oneStagedResult(child: Buffer) {
   writeFileSync(join(stage, sha256(child)), child);
   const submit = () =>
     master.consumeResult("w1", {
-      type: "result", task_id: t.task_id, fence: t.fence, input_hash: sha256(readFileSync(join(corpusDir, t.hash))), new_hashes: [sha256(child)], num_generated: 1,
-      staged_bytes: child.length, staging_id: stageId, retcode: 0, elapsed: 0.01, protocol_error: "", budget: null, detail: null, finding: null,
+      taskId: t.id, fence: t.fence, inputHash: sha256(readFileSync(join(corpusDir, t.hash))), children: [sha256(child)], generated: 1,
+      stagedBytes: child.length, stagingId: stageId, retcode: 0, seconds: 0.01, failure: null, budget: null, detail: null, finding: null,
     });
   return { master, leases, corpusDir, task: t, submit, published: () => existsSync(join(corpusDir, sha256(child))) };
 }

@@ -9,7 +9,7 @@ import { describe, it } from "node:test";
 import { DEFAULT_BUDGETS } from "../../src/explore/state/corpus.ts";
 import { canonicalManifest, LeaseTable } from "../../src/explore/state/lease-table.ts";
 import { ExploreMaster } from "../../src/explore/master/master.ts";
-import type { ResultFrame, TaskItemT } from "../../src/net/messages.ts";
+import type { Task, TaskResult } from "../../src/explore/task.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
 import { writeSeed } from "../helpers/explore.ts";
 
@@ -60,21 +60,21 @@ function setup(seeds: Record<string, string> = { s: "seed\n" }): Setup {
 }
 
 /** A result for `task` declaring `children` in stage STAGE. */
-function result(task: TaskItemT, children: string[]): ResultFrame {
+function result(task: Task, children: string[]): TaskResult {
   return {
-    type: "result",
-    task_id: task.task_id,
+    taskId: task.id,
     fence: task.fence,
-    input_hash: task.hash,
-    new_hashes: children.map((c) => sha256(c)),
-    num_generated: children.length,
-    staged_bytes: children.reduce((n, c) => n + Buffer.byteLength(c), 0),
-    staging_id: STAGE,
+    inputHash: task.hash,
+    children: children.map((c) => sha256(c)),
+    generated: children.length,
+    stagedBytes: children.reduce((n, c) => n + Buffer.byteLength(c), 0),
+    stagingId: STAGE,
     retcode: 0,
-    elapsed: 0.01,
-    protocol_error: "",
+    seconds: 0.01,
+    failure: null,
     budget: null,
     detail: null,
+    finding: null,
   };
 }
 

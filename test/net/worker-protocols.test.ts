@@ -136,7 +136,7 @@ const explore: Backend = {
       master,
       token: TOKEN,
       nonce,
-      setup: { corpus_dir: corpusDir, target: ["true"], target_cwd: dir, simulate: false, max_children: 16, max_result_bytes: 1 << 20, max_input_bytes: 1 << 20 },
+      setup: { corpusDir, target: ["true"], targetCwd: dir, simulate: false, budgets: { maxChildren: 16, maxResultBytes: 1 << 20, maxInputBytes: 1 << 20 } },
       leaseSeconds: 60,
       heartbeatSeconds: 5,
       read,

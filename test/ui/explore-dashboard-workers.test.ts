@@ -57,7 +57,7 @@ test("a remote worker: alive and holding its tasks while it works, left once it 
     master,
     found: { token: TOKEN, source: "--token", file: null },
     nonce,
-    setup: { corpus_dir: corpusDir, target: [target, "@@"], target_cwd: dir, simulate: false, max_children: DEFAULT_BUDGETS.maxChildren, max_result_bytes: DEFAULT_BUDGETS.maxResultBytes, max_input_bytes: DEFAULT_BUDGETS.maxInputBytes },
+    setup: { corpusDir, target: [target, "@@"], targetCwd: dir, simulate: false, budgets: DEFAULT_BUDGETS },
     leaseTtlMs: 20_000,
     bind: "127.0.0.1",
     port: 0,

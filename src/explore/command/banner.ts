@@ -5,17 +5,10 @@ import { formatDuration } from "../../config/duration.ts";
 import { renderProblems, type Problem } from "../../core/problems.ts";
 import { usesFileMode } from "../executor/execute.ts";
 import type { Ownership } from "../master/master.ts";
-import type { ExploreOptions } from "./run.ts";
-import type { Role } from "./roles.ts";
+import type { ExploreOptions } from "./options.ts";
+import type { MasterRole, Place } from "./role.ts";
 
-/** Where this master stands in the campaign once its epoch is known. */
-export interface Place {
-  epoch: string;
-  rank: number;
-  ranks: number[];
-}
-
-export function banner(write: (line: string) => void, o: ExploreOptions, b: { place: Place; role: Role; ownership: Ownership; corpusDir: string; inputDirs: string[] }): void {
+export function banner(write: (line: string) => void, o: ExploreOptions, b: { place: Place; role: MasterRole; ownership: Ownership; corpusDir: string; inputDirs: string[] }): void {
   const { epoch, rank, ranks } = b.place;
   write(
     `fuzzfleet explore: epoch ${epoch} (${o.resumeEpoch ? "resumed" : b.role.kind === "participant" ? "joined" : "new"})` +

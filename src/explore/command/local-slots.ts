@@ -9,11 +9,11 @@
 //   running  --abort--> the result says "interrupted" and the master requeues the task
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import type { TaskItemT } from "../../net/messages.ts";
 import type { Budgets } from "../defaults.ts";
 import { disposeScratch, executeTask, type ExecuteSetup } from "../executor/execute.ts";
 import type { ExploreMaster } from "../master/master.ts";
 import { problem } from "../../core/problems.ts";
+import type { Task } from "../task.ts";
 
 export interface LocalSlotsOptions {
   slots: number;
@@ -70,7 +70,7 @@ export class LocalSlots {
     rmSync(this.o.scratchDir, { recursive: true, force: true });
   }
 
-  private start(i: number, key: string, task: TaskItemT): void {
+  private start(i: number, key: string, task: Task): void {
     const { master } = this.o;
     const controller = new AbortController();
     this.controllers[i] = controller;
@@ -95,7 +95,7 @@ export class LocalSlots {
           } catch (err) {
             // The slot may hold its next task already, so nothing is released here; the task of
             // this result stays with its lease (committing or leased) for --resume or takeover.
-            master.problems.push(problem("executor", `local slot ${i}: the result of task ${task.task_id} could not be committed: ${(err as Error).message}`));
+            master.problems.push(problem("executor", `local slot ${i}: the result of task ${task.id} could not be committed: ${(err as Error).message}`));
           }
         },
         (err) => {

@@ -1,96 +1,40 @@
 // `explore`: one master of an explore campaign, start to final statistics. A master is alone, the
-// root of several (--masters N, rank 0), or a submaster (--join ROOT:PORT) (roles.ts). The loop
-// itself (rescans, heartbeats, local slots, dispatch) is the same for all three (master-loop.ts);
-// what differs is how it ends (fleet/endings.ts) and how the statistics come together
-// (fleet/stats-round.ts):
+// root of several (--masters N, rank 0), or a submaster (--join ROOT:PORT): one role object each
+// (roles.ts). The steps below and the loop itself (rescans, heartbeats, local slots, dispatch;
+// master-loop.ts) are the same for all three; the role says what differs: the token, the lock,
+// the epoch, how it ends (fleet/endings.ts) and how the statistics come together (role.ts):
 //
 //   check flags and directories -> (submaster: the root's token) -> lock (not a submaster)
 //   -> epoch: new, resumed, or the root's -> master + loop -> the role's ending
 //   -> (--resume: redo commits, take over leases) -> first admission -> loop -> shutdown
 //   -> statistics: a submaster reports to the root; the root or a lone master prints them, and
 //      removes the hidden state after a clean end; the root then releases the submasters
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { formatDuration } from "../../config/duration.ts";
 import { UsageError } from "../../errors.ts";
 import { CampaignLock } from "../../lock/campaign-lock.ts";
-import { serverToken } from "../../net/token.ts";
 import { redactor, secretValues, type Redact } from "../../exec/secrets.ts";
 import { DEFAULT_STOP_GRACE_SECONDS, removeNonce, writeNonce, type Nonce } from "../../net/worker-service.ts";
-import { DEFAULT_BUDGETS, DEFAULT_FINALIZE_SECONDS, type Budgets } from "../defaults.ts";
-import type { EndReason } from "../fleet/endings.ts";
+import { DEFAULT_BUDGETS, type Budgets } from "../defaults.ts";
 import type { CampaignSetup } from "../fleet/peers.ts";
 import { ExploreMaster, type Ownership } from "../master/master.ts";
 import { LeaseTable } from "../state/lease-table.ts";
-import { openEpoch, removeIfEmpty, SHARD_COUNT, stateDir, workDir as workDirOf } from "../state/work-dir.ts";
+import { removeIfEmpty, SHARD_COUNT, stateDir, workDir as workDirOf } from "../state/work-dir.ts";
 import { clearPublishTemps, publishTempDir, setCorpusMode } from "../state/corpus.ts";
 import { AFL_INSTANCE, AflExport } from "./afl-export.ts";
 import { checkInputDirs } from "./input-dirs.ts";
 import { ADMIT_BATCH, MasterLoop } from "./master-loop.ts";
-import { ENDED, exhausted, exitCodeOf } from "./outcome.ts";
-import { JOIN_WAIT_SECONDS, joinRootEpoch, roleOf, rootToken, startEnding, type EndRounds, type Links, type Role, type StartedMaster } from "./roles.ts";
-import { computeStats, renderStats, type ExploreStats } from "./stats.ts";
+import { exhausted } from "./outcome.ts";
+import type { ExploreOptions } from "./options.ts";
+import type { Ended, EndRounds, Links, Place, StartedMaster } from "./role.ts";
+import { roleOf } from "./roles.ts";
+import type { ExploreStats } from "./stats.ts";
 import { findStaleWork, staleWorkLines } from "../state/stale-work.ts";
-import { banner, report, type Place } from "./banner.ts";
-import type { UiAddress } from "../../ui/address.ts";
-import type { DashboardSnapshot } from "../../ui/source.ts";
+import { banner } from "./banner.ts";
 import { ExploreDashboardSource, type ExploreLive } from "./dashboard.ts";
 import type { ServedExploreDashboard } from "./serve-dashboard.ts";
-import type { Problem } from "../../core/problems.ts";
-
-export interface ExploreOptions {
-  /** One input directory, or several (`-i a -i b`): all admitted. */
-  inputDir: string | readonly string[];
-  corpusDir: string;
-  target: string[];
-  slots: number;
-  timeoutSeconds: number;
-  maxIdleSeconds: number;
-  wallTimeoutSeconds: number;
-  simulate: boolean;
-  port: number | null;
-  bind: string | null;
-  token: string | undefined;
-  /** --token-file: the token is read from this file, never created or removed by the campaign. */
-  tokenFile?: string;
-  statsJson: string | null;
-  resumeEpoch: string | null;
-  leaseTtlSeconds: number | null;
-  budgets?: Budgets;
-  ownership?: Ownership;
-  /** Several masters: the root's total (--masters N, with --port). */
-  masters?: number;
-  /** A submaster: the root's address (--join). */
-  join?: { host: string; port: number } | null;
-  /** Lost-master and shutdown grace (seconds); default max(120, 4 x timeout). */
-  graceSeconds?: number | null;
-  /** How long remote workers have to acknowledge the stop (seconds); default DEFAULT_STOP_GRACE_SECONDS. */
-  stopGraceSeconds?: number;
-  /** Run content that earlier campaigns on this corpus already explored again (their ledgers are ignored). */
-  fresh?: boolean;
-  /** How long the root waits for every master to join, and a submaster for the roster. */
-  joinTimeoutSeconds?: number;
-  /** Bound of the final rendezvous (seconds). */
-  finalizeSeconds?: number;
-  /** Which lease-record writes are fsynced (see LeaseTable): default "fence". */
-  durability?: "fence" | "all";
-  /** Keep following the inputs: an idle frontier never ends the campaign (--follow). */
-  follow?: boolean;
-  /** The mode of corpus files this process creates (--corpus-mode); default 0600. */
-  corpusMode?: number | null;
-  /** Export new inputs into this AFL++ sync directory (--afl-sync). */
-  aflSync?: string | null;
-  /** New crashes or hangs make the exit code 1 (--fail-on-findings). */
-  failOnFindings?: boolean;
-  write?: (line: string) => void;
-  /** --ui: serve the live dashboard and /metrics there. */
-  ui?: UiAddress | null;
-  /** The terminal view: given the campaign's snapshot, it takes every line written from then on until it is closed. */
-  view?: ((snapshot: () => DashboardSnapshot) => { line(text: string): void; close(): void }) | null;
-  signal: AbortSignal;
-}
-
 
 export async function explore(o: ExploreOptions): Promise<number> {
   const out = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
@@ -135,18 +79,18 @@ export async function explore(o: ExploreOptions): Promise<number> {
     ownership,
   };
   const joinWaitStart = now();
-  let found = role.kind === "participant" ? await rootToken(role, { flag: o.token, file: o.tokenFile, state, signal: o.signal, write }) : null;
+  const early = await role.campaignToken({ flag: o.token, file: o.tokenFile, state, signal: o.signal, write });
 
   // One exporter per campaign: the root (or a lone master) exports what every master published.
   // Set up before anything else is, so that a sync directory it refuses leaves nothing behind.
   let isExternal: (hash: string) => boolean = () => true;
   const exporter =
-    o.aflSync && role.kind !== "participant"
+    o.aflSync && role.ownsCampaign
       ? new AflExport({ syncDir: resolve(o.aflSync), corpusDir, isExternal: (h) => isExternal(h), maxBytes: budgets.maxInputBytes, log: (line) => write(line) })
       : null;
   const rounds: EndRounds = { inbox: [], lost: null };
   // The root and a single master own the campaign state; a submaster borrows the root's.
-  const lock = role.kind === "participant" ? null : CampaignLock.acquire(state, { command: "explore", port: o.port });
+  const lock = role.ownsCampaign ? CampaignLock.acquire(state, { command: "explore", port: o.port }) : null;
   // The lock holder starts before any master of its campaign publishes: temp files left there
   // belong to a publication that was killed.
   if (lock !== null) clearPublishTemps(corpusDir);
@@ -160,22 +104,14 @@ export async function explore(o: ExploreOptions): Promise<number> {
   try {
     // A master that serves keeps the token in the state directory (created 0600 if absent); the
     // banner names the file, never the secret.
-    if (role.kind !== "participant" && (o.port !== null || role.kind === "root")) {
-      found = serverToken({ flag: o.token, file: o.tokenFile, outDir: state });
-      // Only the state directory's own file is the campaign's to remove; a --token-file is the user's.
-      if (o.tokenFile === undefined) tokenFile = found.file;
-    }
-    let place: Place;
-    if (role.kind === "participant") {
-      const joined = await joinRootEpoch(role, { token: found!.token, setup, state, waitSeconds: JOIN_WAIT_SECONDS - (now() - joinWaitStart) / 1000, options: o, write });
-      links.rootLink = joined.conn;
-      place = joined;
-    } else {
-      place = { epoch: openEpoch(state, o.resumeEpoch), rank: 0, ranks: role.kind === "root" ? Array.from({ length: role.masters }, (_, i) => i) : [0] };
-    }
+    const serving = role.servingToken(state);
+    // Only the state directory's own file is the campaign's to remove; a --token-file is the user's.
+    if (serving !== null && o.tokenFile === undefined) tokenFile = serving.file;
+    const found = serving ?? early;
+    const place: Place = await role.place({ token: found, setup, state, joinWaitStart, now, links, write });
     const { epoch, rank, ranks } = place;
     const workDir = workDirOf(state, epoch);
-    const tag = role.kind === "single" ? "[explore]" : `[explore r${rank}]`;
+    const tag = role.tag(rank);
     const log = (line: string) => write(`${tag} ${line}`);
     const { leases, master } = openMaster({ o, place, workDir, ownership, budgets, corpusDir, inputDirs, leaseTtlMs, log, redact: redactor([found?.token, ...secretValues(process.env)]) });
     banner(write, o, { place, role, ownership, corpusDir, inputDirs });
@@ -199,7 +135,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     });
     nonce = writeNonce(join(workDir, `nonce-r${rank}`));
     const started: StartedMaster = { options: o, budgets, master, loop, found, nonce, setup, epoch, rank, graceMs, leaseTtlMs, now, log, write, rounds };
-    const ending = await startEnding(role, started, links);
+    const ending = await role.startEnding(started, links);
     const live: ExploreLive = {
       master,
       leases,
@@ -212,12 +148,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
       ending: () => ending,
       slots: o.slots,
       remote: () => (links.remote ? { workers: links.remote.server.workers.values(), everyone: links.remote.server.everyone } : null),
-      peers: () =>
-        links.hub
-          ? links.hub.peers.map((p) => ({ rank: p.rank, host: p.host, lost: p.conn.closed }))
-          : links.rootLink
-            ? [{ rank: 0, host: role.kind === "participant" ? role.join.host : null, lost: links.rootLink.closed }]
-            : [],
+      peers: () => role.peers(links),
       maxIdleSeconds: o.maxIdleSeconds,
       wallTimeoutSeconds: o.wallTimeoutSeconds,
       leaseTtlMs,
@@ -262,20 +193,13 @@ export async function explore(o: ExploreOptions): Promise<number> {
     }
     const newFindings = master.findings.list().filter((f) => !knownFindings.has(f.input_hash)).length;
     const ended: Ended = { started, end, elapsed, problems, late, workDir, corpusDir, newFindings, exported: exporter?.count ?? null, leases, masters: ranks.length };
-    if (role.kind === "participant") return await finishParticipant(ended, links);
-    await finalStatistics(ended, links);
-    const clean = problems.length === 0 && exhausted(end);
-    if (clean) {
+    return await role.finish(ended, links, () => {
       keepState = false;
       rmSync(workDir, { recursive: true, force: true });
       // The token file is part of the hidden state: a corpus that is copied or shared later
       // must not carry the secret along.
       if (tokenFile !== null) rmSync(tokenFile, { force: true });
-    }
-    links.hub?.broadcast({ type: "release", token: epoch });
-    if (problems.length > 0) report(write, problems, workDir, epoch);
-    else if (!clean) write(`the frontier is not exhausted (${end}); continue with: --resume ${epoch}`);
-    return exitCodeOf({ end, problems: problems.length, newFindings, failOnFindings: o.failOnFindings ?? false });
+    });
   } finally {
     view?.close();
     view = null;
@@ -334,102 +258,6 @@ function openMaster(m: {
     redact: m.redact,
   });
   return { leases, master };
-}
-
-/** How the loop ended, and what it left to report. */
-interface Ended {
-  started: StartedMaster;
-  end: EndReason;
-  elapsed: number;
-  problems: Problem[];
-  late: number;
-  workDir: string;
-  corpusDir: string;
-  /** Findings recorded (fleet-wide) during this session on inputs never recorded before. */
-  newFindings: number;
-  /** Inputs exported to the AFL++ sync directory (null: no --afl-sync). */
-  exported: number | null;
-  leases: LeaseTable;
-  /** Masters of the campaign. */
-  masters: number;
-}
-
-/** A submaster reports its counts to the root and waits for the release. */
-async function finishParticipant(e: Ended, links: Links): Promise<number> {
-  const { master, rank, graceMs, log, write, rounds, options: o } = e.started;
-  const { participantStats } = await import("../fleet/stats-round.ts");
-  const r = await participantStats({
-    executors: { local_slots: o.slots, remote_workers: links.remote?.server.everyone.length ?? 0 },
-    conn: links.rootLink!,
-    rank,
-    master,
-    late: e.late,
-    graceMs,
-    finalizeMs: (o.finalizeSeconds ?? DEFAULT_FINALIZE_SECONDS) * 1000,
-    inbox: rounds.inbox,
-    lost: () => rounds.lost,
-    log,
-  });
-  e.problems.push(...r.problems);
-  const stale = master.counters.staleResults;
-  write(
-    `rank ${rank}: ${master.counters.observations} observation(s), ${master.counters.generated} generated` +
-      `${stale ? `, ${stale} stale result(s) discarded (their tasks were taken over)` : ""}` +
-      `${e.late ? `, ${e.late} late input file(s) left for the next campaign` : ""}`,
-  );
-  if (o.statsJson) {
-    // A submaster's own view: its share of the work, its executors (the root's file has the fleet's).
-    const c = master.counters;
-    const stats = computeStats({
-      leases: e.leases,
-      master,
-      corpusDir: e.corpusDir,
-      elapsedSeconds: e.elapsed,
-      executors: { local: o.slots, remote: links.remote?.server.everyone.length ?? 0 },
-      masters: e.masters,
-      exchanged: { observations: c.observations, generated: c.generated, late: e.late, byMaster: { [rank]: c.observations } },
-    });
-    writeStatsJson(o.statsJson, stats, { ended: ENDED[e.end], role: "submaster", rank, new_findings: e.newFindings, afl_exported: null });
-  }
-  if (e.problems.length > 0) report(write, e.problems, e.workDir, e.started.epoch);
-  return exitCodeOf({ end: e.end, problems: e.problems.length, newFindings: e.newFindings, failOnFindings: o.failOnFindings ?? false, rendezvousTimedOut: r.timedOut });
-}
-
-function writeStatsJson(path: string, stats: ExploreStats, extra: Record<string, unknown>): void {
-  writeFileSync(path, JSON.stringify({ ...stats, ...extra }, null, 2) + "\n");
-}
-
-/** The root (after the statistics exchange, whose problems join the campaign's) or a lone master prints the final statistics. */
-async function finalStatistics(e: Ended, links: Links): Promise<void> {
-  const { leases, masters } = e;
-  const { master, graceMs, now, log, write, rounds, options: o } = e.started;
-  const executors = { local: o.slots, remote: links.remote?.server.everyone.length ?? 0 };
-  const common = { leases, master, corpusDir: e.corpusDir, elapsedSeconds: e.elapsed, executors };
-  let stats: ExploreStats;
-  if (links.hub) {
-    const { rootStats } = await import("../fleet/stats-round.ts");
-    const own = { local_slots: executors.local, remote_workers: executors.remote };
-    const r = await rootStats({ hub: links.hub, master, late: e.late, graceMs, inbox: rounds.inbox, now, log, executors: own });
-    e.problems.push(...r.problems);
-    // The fleet's executors: every slot and worker of every master that reported.
-    const fleet = { local: r.executors.local_slots, remote: r.executors.remote_workers };
-    stats = computeStats({ ...common, executors: fleet, masters, exchanged: { ...r.totals, byMaster: r.byMaster } });
-  } else {
-    stats = computeStats(common);
-  }
-  const ended = ENDED[e.end];
-  write(renderStats(stats));
-  write(`ended: ${ended}`);
-  if (stats.symlinked_inputs > 0) write(`${stats.symlinked_inputs} symlinked input(s) skipped (never followed: put the files themselves into the input directory)`);
-  if (e.newFindings > 0) write(`${e.newFindings} new crash(es) or hang(s) recorded in this session${o.failOnFindings ? " (--fail-on-findings: exit 1)" : ""}`);
-  if (stats.observations > 0 && stats.generated === 0) {
-    write(
-      "warning: no run produced a child input — check that the target writes its children where fuzzfleet reads them " +
-        "(every file it writes into $SYMCC_OUTPUT_DIR, docs/explore.md) and that its backend generates any (SymCC's simple backend may not)",
-    );
-  }
-  if (o.statsJson) writeStatsJson(o.statsJson, stats, { ended, role: links.hub ? "root" : "single", rank: 0, new_findings: e.newFindings, afl_exported: e.exported });
-  if (stats.late_inputs > 0) write(`${stats.late_inputs} input file(s) arrived after the frontier was declared exhausted: left for the next campaign`);
 }
 
 export type { ExploreStats };

@@ -1,7 +1,7 @@
 // One explore task, worker side (used by remote workers and by the master's local slots alike):
 // copy the assigned input while hashing it, run the target on it the way SymCC runs targets,
 // stage its children in a hidden per-result directory under their hash names, and describe all
-// of it in a `result` frame. Nothing here writes the public corpus; the master verifies and
+// of it in a TaskResult (task.ts; a remote worker sends it on as a frame). Nothing here writes the public corpus; the master verifies and
 // promotes after the parent passed its commit fence. The target may replace anything in its scratch
 // directory with a symlink: after a run, the executor reaches the scratch only through the pin it
 // opened when it created it, so nothing is read, copied or removed through such a link.
@@ -12,14 +12,12 @@ import { join } from "node:path";
 import { runChild } from "../../exec/run-child.ts";
 import { childEnvironment } from "../../exec/secrets.ts";
 import { PinnedDir, type DirIdentity } from "../../files/pinned-dir.ts";
-import type { ResultFrame, TaskItemT } from "../../net/messages.ts";
 import { copyHashing, FileProblem, type Budgets } from "../state/corpus.ts";
 import { lstatOrNull } from "../state/durable.ts";
 import { simulateMutants, seededRandom } from "./simulate.ts";
 import { BudgetError, collectOutputs, stageOutputs } from "../state/staging.ts";
-import { classifyRun, TAIL_BYTES, type ExecutedResult } from "../state/findings.ts";
-
-export type { ExecutedResult } from "../state/findings.ts";
+import { classifyRun, TAIL_BYTES } from "../state/findings.ts";
+import type { Task, TaskResult } from "../task.ts";
 
 /** The scratch file that receives the target's stdout and stderr. */
 const OUTPUT = "output";
@@ -163,21 +161,21 @@ function takeOutput(scratch: Scratch, want: boolean): string {
   }
 }
 
-export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: AbortSignal): Promise<ExecutedResult> {
-  const base: ResultFrame = {
-    type: "result",
-    task_id: task.task_id,
+export async function executeTask(task: Task, s: ExecuteSetup, signal: AbortSignal): Promise<TaskResult> {
+  const base: TaskResult = {
+    taskId: task.id,
     fence: task.fence,
-    input_hash: null,
-    new_hashes: [],
-    num_generated: 0,
-    staged_bytes: 0,
-    staging_id: "",
+    inputHash: null,
+    children: [],
+    generated: 0,
+    stagedBytes: 0,
+    stagingId: "",
     retcode: null,
-    elapsed: 0,
-    protocol_error: "",
+    seconds: 0,
+    failure: null,
     budget: null,
     detail: null,
+    finding: null,
   };
   const scratch = acquireScratch(s.scratchRoot, s.target);
   // The run's output directory, pinned once the target has finished: read, staged and emptied through it.
@@ -188,15 +186,15 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
       copied = copyHashing(join(s.corpusDir, task.hash), scratch.pin.entry("input"), { maxBytes: s.budgets.maxInputBytes, durable: false, reuse: true });
     } catch (err) {
       if (err instanceof FileProblem && err.problem === "too-large") {
-        return { ...base, protocol_error: "input-budget-exceeded", budget: { resource: "input-bytes", observed: err.observed ?? 0, limit: err.limit ?? s.budgets.maxInputBytes }, detail: err.message };
+        return { ...base, failure: "input-budget-exceeded", budget: { resource: "input-bytes", observed: err.observed ?? 0, limit: err.limit ?? s.budgets.maxInputBytes }, detail: err.message };
       }
-      return { ...base, protocol_error: "input-copy-error", detail: (err as Error).message.slice(0, 2000) };
+      return { ...base, failure: "input-copy-error", detail: (err as Error).message.slice(0, 2000) };
     }
     if (copied.hash !== task.hash) {
       // The bytes behind the name are not the assigned content: report them, do not execute.
-      return { ...base, input_hash: copied.hash, protocol_error: "input-copy-error", detail: "the corpus file's content does not match its name" };
+      return { ...base, inputHash: copied.hash, failure: "input-copy-error", detail: "the corpus file's content does not match its name" };
     }
-    const withInput = { ...base, input_hash: copied.hash };
+    const withInput = { ...base, inputHash: copied.hash };
     // A file left by an earlier target under the output's name must not receive this run's output.
     const before = scratch.pin.lstat(OUTPUT);
     if (before !== null && !before.isFile()) scratch.pin.remove(OUTPUT);
@@ -206,7 +204,7 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
       env: scratch.env,
       // The output is kept only until the run is classified: a finding keeps its tail.
       logPath: scratch.output,
-      hardTimeoutMs: task.timeout * 1000,
+      hardTimeoutMs: task.timeoutSeconds * 1000,
       stdin: scratch.fileMode ? "ignore" : scratch.input,
       signal,
       killGraceMs: s.killGraceMs ?? 5000,
@@ -214,15 +212,15 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
     // The tail is read only when the outcome may make the run a finding (a sanitizer's exit needs it to tell).
     const tail = takeOutput(scratch, r.outcome === "timeout" || r.signal !== null || (r.exitCode ?? 0) !== 0);
     const finding = classifyRun(r, () => tail);
-    const ran: ExecutedResult = { ...withInput, retcode: r.exitCode ?? -1, elapsed: r.seconds, ...(finding ? { finding } : {}) };
-    if (r.outcome === "interrupted") return { ...ran, protocol_error: "interrupted", detail: "the execution was interrupted" };
-    if (r.outcome === "error") return { ...ran, protocol_error: "execution-error", detail: (r.error ?? "the target could not run").slice(0, 2000) };
+    const ran: TaskResult = { ...withInput, retcode: r.exitCode ?? -1, seconds: r.seconds, finding };
+    if (r.outcome === "interrupted") return { ...ran, failure: "interrupted", detail: "the execution was interrupted" };
+    if (r.outcome === "error") return { ...ran, failure: "execution-error", detail: (r.error ?? "the target could not run").slice(0, 2000) };
     // A timed-out run still produced whatever children it wrote before the deadline.
     try {
       out = scratch.pin.openDir("out", scratch.out);
     } catch (err) {
       if (!(err instanceof FileProblem)) throw err;
-      return { ...ran, protocol_error: "corpus-publication", detail: `the target replaced its SYMCC_OUTPUT_DIR: ${err.message}`.slice(0, 2000) };
+      return { ...ran, failure: "corpus-publication", detail: `the target replaced its SYMCC_OUTPUT_DIR: ${err.message}`.slice(0, 2000) };
     }
     try {
       let outputs = collectOutputs(out, s.budgets);
@@ -232,12 +230,12 @@ export async function executeTask(task: TaskItemT, s: ExecuteSetup, signal: Abor
       }
       if (outputs.files.length === 0) return ran;
       const staged = stageOutputs(s.stageRoot, outputs, s.budgets);
-      return { ...ran, new_hashes: staged.hashes, num_generated: staged.hashes.length, staged_bytes: staged.stagedBytes, staging_id: staged.stageId };
+      return { ...ran, children: staged.hashes, generated: staged.hashes.length, stagedBytes: staged.stagedBytes, stagingId: staged.stageId };
     } catch (err) {
       if (err instanceof BudgetError) {
-        return { ...ran, protocol_error: "result-budget-exceeded", budget: { resource: err.resource, observed: err.observed, limit: err.limit }, detail: err.message };
+        return { ...ran, failure: "result-budget-exceeded", budget: { resource: err.resource, observed: err.observed, limit: err.limit }, detail: err.message };
       }
-      return { ...ran, protocol_error: "corpus-publication", detail: (err as Error).message.slice(0, 2000) };
+      return { ...ran, failure: "corpus-publication", detail: (err as Error).message.slice(0, 2000) };
     }
   } finally {
     releaseScratch(s.scratchRoot, scratch, out);

@@ -4,19 +4,20 @@
 // secret, unless --token put the secret on the command line.
 import { hostname } from "node:os";
 import type { Connection } from "../../net/connection.ts";
-import type { ExploreSetupT, PeerHelloFrame } from "../../net/messages.ts";
+import type { PeerHelloFrame } from "../../net/messages.ts";
 import type { FoundToken } from "../../net/token.ts";
 import type { ReadService } from "../../net/worker-server.ts";
 import { ENV_TOKEN_NOTE, joinBanner, listenForWorkers, workerTokenFlag, type AddressFlags, type Nonce } from "../../net/worker-service.ts";
 import type { ExploreMaster } from "../master/master.ts";
+import type { WorkerSetup } from "./task-frames.ts";
 import { ExploreWorkerProtocol } from "./worker-protocol.ts";
 
 export interface ListenOptions {
   master: ExploreMaster;
   found: FoundToken;
   nonce: Nonce;
-  /** Everything of `welcome.explore` except the per-worker stage root. */
-  setup: Omit<ExploreSetupT, "stage_root">;
+  /** What every worker runs its tasks with, except its own stage root. */
+  setup: Omit<WorkerSetup, "stageRoot">;
   leaseTtlMs: number;
   /** --bind, else this host's name. */
   bind: string | null;

@@ -1,12 +1,14 @@
 // The explore side of the worker wire: remote workers pull tasks from the master's frontier and
-// report results, which the master consumes exactly like its local slots' results. Connections,
-// the handshake and the tokenised stop are the shared WorkerServer's.
+// report results, which the master consumes exactly like its local slots' results (translated
+// from and to frames by task-frames.ts). Connections, the handshake and the tokenised stop are
+// the shared WorkerServer's.
 import { mkdirSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import type { Connection } from "../../net/connection.ts";
-import type { CoordinatorReplyT, ExploreSetupT, HelloFrame, PeerHelloFrame, WorkerFrameT } from "../../net/messages.ts";
+import type { CoordinatorReplyT, HelloFrame, PeerHelloFrame, TaskItemT, WorkerFrameT } from "../../net/messages.ts";
 import { WorkerServer, type AttachedWorker, type ReadService, type WorkProtocol } from "../../net/worker-server.ts";
 import type { ExploreMaster } from "../master/master.ts";
+import { resultOf, setupFrame, taskFrame, type WorkerSetup } from "./task-frames.ts";
 
 /** How often an idle remote worker asks again (seconds). */
 const POLL_SECONDS = 0.1;
@@ -21,8 +23,8 @@ export interface ExploreWorkerProtocolOptions {
   master: ExploreMaster;
   token: string;
   nonce: { path: string; value: string };
-  /** Everything of `welcome.explore` except the per-worker stage root. */
-  setup: Omit<ExploreSetupT, "stage_root">;
+  /** What every worker runs its tasks with, except its own stage root. */
+  setup: Omit<WorkerSetup, "stageRoot">;
   leaseSeconds: number;
   heartbeatSeconds: number;
   read: ReadService;
@@ -91,7 +93,7 @@ export class ExploreWorkerProtocol implements WorkProtocol<ExploreWorker> {
       generation: 0,
       lease_seconds: this.o.leaseSeconds,
       heartbeat_seconds: this.o.heartbeatSeconds,
-      explore: { ...this.o.setup, stage_root: this.o.master.stageRoot(w.key) },
+      explore: setupFrame({ ...this.o.setup, stageRoot: this.o.master.stageRoot(w.key) }),
     };
   }
 
@@ -102,11 +104,11 @@ export class ExploreWorkerProtocol implements WorkProtocol<ExploreWorker> {
         if (this.closing) return { type: "drain", reason: this.closing };
         const held = master.activeOn(w.key).length;
         const free = Math.min(f.slots, w.slots - held);
-        const tasks = [];
+        const tasks: TaskItemT[] = [];
         for (let i = 0; i < free; i++) {
           const t = master.nextTask(w.key);
           if (!t) break;
-          tasks.push(t);
+          tasks.push(taskFrame(t));
         }
         if (tasks.length === 0) return { type: "wait", seconds: POLL_SECONDS };
         w.tasks += tasks.length;
@@ -117,7 +119,7 @@ export class ExploreWorkerProtocol implements WorkProtocol<ExploreWorker> {
         return { type: "ack", drain: this.closing !== null, known: f.ids.filter((id) => mine.has(id)), note: null };
       }
       case "result": {
-        const note = master.consumeResult(w.key, f);
+        const note = master.consumeResult(w.key, resultOf(f));
         this.o.onProgress();
         return { type: "ack", drain: this.closing !== null, known: null, note };
       }

@@ -21,10 +21,10 @@
 import type { CommitManifest } from "../state/lease-table.ts";
 import { fsyncDir, fsyncDirAsync } from "../state/durable.ts";
 import { verifyPublic } from "../state/corpus.ts";
-import type { ExecutedResult } from "../state/findings.ts";
 import { promoteChildren } from "../state/promotion.ts";
 import type { OpenStage } from "../state/staging.ts";
 import { syncStagedChildren, type FileIdentity } from "../state/child-sync.ts";
+import type { TaskResult } from "../task.ts";
 import type { CommitContext, CommitOutcome } from "./commits.ts";
 import type { ActiveTask } from "./dispatch.ts";
 
@@ -45,7 +45,7 @@ export const MAX_QUEUED_COMMITS = 512;
 
 export interface QueuedCommit {
   task: ActiveTask;
-  result: ExecutedResult;
+  result: TaskResult;
   /** The verified stage, pinned; closed by the batch. */
   stage: OpenStage;
   manifest: CommitManifest;

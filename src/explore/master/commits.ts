@@ -10,12 +10,12 @@
 //                                                          any master's replay, or by --resume)
 // The stage is removed once the outcome is known, except for a deferred commit, whose replay
 // still needs it. What the master holds and counts is the master's (master.ts).
-import type { ResultFrame } from "../../net/messages.ts";
 import type { PinnedDir } from "../../files/pinned-dir.ts";
 import { FileProblem } from "../state/corpus.ts";
 import { canonicalManifest, type LeaseTable } from "../state/lease-table.ts";
 import { promoteChildren } from "../state/promotion.ts";
 import type { OpenStage, StagingArea } from "../state/staging.ts";
+import type { TaskResult } from "../task.ts";
 
 export interface CommitContext {
   leases: LeaseTable;
@@ -40,11 +40,11 @@ export type CommitOutcome =
  */
 export function commitResult(
   ctx: CommitContext,
-  c: { executor: string; task: { hash: string; fence: string }; result: ResultFrame; stage: PinnedDir | null; removeStage: () => void; isVerified: (hash: string) => boolean },
+  c: { executor: string; task: { hash: string; fence: string }; result: TaskResult; stage: PinnedDir | null; removeStage: () => void; isVerified: (hash: string) => boolean },
 ): CommitOutcome {
   const { task, result: r, stage, removeStage } = c;
   const now = ctx.wallNow();
-  const manifest = canonicalManifest({ worker: c.executor, staging_id: r.staging_id, hashes: r.new_hashes, num_generated: r.num_generated });
+  const manifest = canonicalManifest({ worker: c.executor, staging_id: r.stagingId, hashes: r.children, num_generated: r.generated });
   if (manifest.hashes.length === 0) {
     const outcome = ctx.leases.commitEmpty(task.hash, task.fence, manifest, now);
     removeStage();
@@ -76,13 +76,13 @@ export function commitResult(
  * budget error is a property of the input, not of the worker. Nothing happens under a stale fence.
  * Returns the problem to report.
  */
-export function completeOverBudget(ctx: CommitContext, task: { hash: string; fence: string }, r: ResultFrame): string {
+export function completeOverBudget(ctx: CommitContext, task: { hash: string; fence: string }, r: TaskResult): string {
   const manifest = canonicalManifest({ worker: "budget", staging_id: "", hashes: [], num_generated: 0 });
   if (ctx.leases.beginCommit(task.hash, task.fence, manifest, ctx.wallNow())) {
     ctx.leases.complete(task.hash, task.fence, ctx.wallNow());
   }
   const b = r.budget;
-  return `task ${task.hash.slice(0, 12)}: ${r.protocol_error}${b ? ` (${b.resource}: ${b.observed} > ${b.limit})` : ""}; it is completed without children`;
+  return `task ${task.hash.slice(0, 12)}: ${r.failure}${b ? ` (${b.resource}: ${b.observed} > ${b.limit})` : ""}; it is completed without children`;
 }
 
 /**

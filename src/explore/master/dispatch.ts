@@ -10,7 +10,7 @@
 //
 // Task ids are this master's own, never reused within a campaign. No I/O: the lease table and the
 // counters are the master's.
-import type { TaskItemT } from "../../net/messages.ts";
+import type { Task } from "../task.ts";
 
 export interface ActiveTask {
   taskId: number;
@@ -52,13 +52,13 @@ export class Dispatch {
   }
 
   /** The next pending task under a current fence, now active on `executor`. */
-  next(executor: string): TaskItemT | null {
+  next(executor: string): Task | null {
     while (this.pending.length > 0) {
       const p = this.pending.shift()!;
       if (this.held.get(p.hash) !== p.fence) continue;
       const taskId = this.nextTaskId++;
       this.active.set(taskId, { taskId, hash: p.hash, fence: p.fence, executor });
-      return { task_id: taskId, hash: p.hash, fence: p.fence, timeout: this.timeoutSeconds };
+      return { id: taskId, hash: p.hash, fence: p.fence, timeoutSeconds: this.timeoutSeconds };
     }
     return null;
   }

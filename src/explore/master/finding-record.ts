@@ -1,12 +1,13 @@
 // Recording the finding of a committed run (a crash or a hang) in the findings store, once per
 // commit fence: the store refuses a repeated fence ("already"), so a replayed commit records
 // nothing twice. A store that cannot be written is a problem of the campaign, not of the run.
-import { describeFinding, type ExecutedResult, type FindingsStore } from "../state/findings.ts";
+import { describeFinding, type FindingsStore } from "../state/findings.ts";
+import type { TaskResult } from "../task.ts";
 
 export function recordRunFinding(
   m: { findings: FindingsStore; found: { recorded: number; newInputs: number }; wallNow: () => number; log: (line: string) => void; problem: (message: string) => void },
   task: { hash: string; fence: string },
-  r: ExecutedResult,
+  r: TaskResult,
 ): void {
   if (!r.finding) return;
   let outcome: "new" | "again" | "already";

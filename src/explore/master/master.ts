@@ -19,15 +19,15 @@
 import { join } from "node:path";
 import { printable } from "../../core/log-lines.ts";
 import { owner as rendezvousOwner } from "../../core/rendezvous.ts";
-import type { ResultFrame, TaskItemT } from "../../net/messages.ts";
 import type { Budgets } from "../defaults.ts";
 import { FileProblem, IntegrityError, listCorpus, STAGE_ID_RE, verifyPublic } from "../state/corpus.ts";
-import { type ExecutedResult, FindingsStore, findingsDir } from "../state/findings.ts";
+import { FindingsStore, findingsDir } from "../state/findings.ts";
 import type { Redact } from "../../exec/secrets.ts";
 import { campaignBaseline, ExploredLedger, ledgerDir } from "../state/ledger.ts";
 import { stateDir, workDir } from "../state/work-dir.ts";
 import { canonicalManifest, type LeaseTable, type Origin } from "../state/lease-table.ts";
 import { type OpenStage, StagingArea, verifyStage } from "../state/staging.ts";
+import type { Task, TaskResult } from "../task.ts";
 import { InputAdmission } from "./admission.ts";
 import { CorpusDiscovery } from "./discovery.ts";
 import { noCounts, type MasterCounters } from "./counters.ts";
@@ -293,7 +293,7 @@ export class ExploreMaster {
   // ---- dispatch ---------------------------------------------------------------------------------
 
   /** The next task for `executor`, if it may work and there is one under a current fence. */
-  nextTask(executor: string): TaskItemT | null {
+  nextTask(executor: string): Task | null {
     if (this.quarantined.has(executor)) return null;
     return this.tasks.next(executor);
   }
@@ -325,26 +325,26 @@ export class ExploreMaster {
    * Consumes one result (also during shutdown: late results are never dropped). Returns the note
    * for the worker's ack.
    */
-  consumeResult(executor: string, r: ExecutedResult): string {
-    const stageId = STAGE_ID_RE.test(r.staging_id) ? r.staging_id : null;
+  consumeResult(executor: string, r: TaskResult): string {
+    const stageId = STAGE_ID_RE.test(r.stagingId) ? r.stagingId : null;
     // Before the stage is opened it is removed through a fresh walk, after that through its pin.
     let stage: OpenStage | null = null;
     const removeStage = () => {
       if (stage) stage.remove();
       else if (stageId) this.staging.remove(executor, stageId);
     };
-    const task = this.tasks.take(r.task_id, executor);
+    const task = this.tasks.take(r.taskId, executor);
     if (!task) {
       removeStage();
-      this.invalid(executor, `result for task ${r.task_id}, which it does not hold`);
+      this.invalid(executor, `result for task ${r.taskId}, which it does not hold`);
       return "unknown task";
     }
-    if (r.protocol_error === "interrupted") {
+    if (r.failure === "interrupted") {
       removeStage();
       this.requeueFront(task);
       return "requeued";
     }
-    if (r.protocol_error === "result-budget-exceeded" || r.protocol_error === "input-budget-exceeded") {
+    if (r.failure === "result-budget-exceeded" || r.failure === "input-budget-exceeded") {
       removeStage();
       return this.budgetFailure(task, r);
     }
@@ -360,11 +360,11 @@ export class ExploreMaster {
     }
     try {
       if (stage) {
-        const verdict = verifyStage(stage.dir, r.new_hashes, r.staged_bytes, this.o.budgets.maxInputBytes);
+        const verdict = verifyStage(stage.dir, r.children, r.stagedBytes, this.o.budgets.maxInputBytes);
         if (!verdict.ok) return this.refuseResult(executor, task, `stage ${stageId}: ${verdict.reason}`, removeStage);
-        if (r.new_hashes.length > 0 && batchable(executor, this.onCommitted !== null)) {
+        if (r.children.length > 0 && batchable(executor, this.onCommitted !== null)) {
           // Committed with the other results of this turn (commit-batch.ts), which now owns the stage.
-          const manifest = canonicalManifest({ worker: executor, staging_id: r.staging_id, hashes: r.new_hashes, num_generated: r.num_generated });
+          const manifest = canonicalManifest({ worker: executor, staging_id: r.stagingId, hashes: r.children, num_generated: r.generated });
           this.batches.add({ task, result: r, stage, manifest });
           stage = null;
           return "committed";
@@ -378,12 +378,12 @@ export class ExploreMaster {
   }
 
   /** What the master holds and counts after the commit of `r` came out as `outcome`; the note for the ack. */
-  private settle(task: ActiveTask, r: ExecutedResult, outcome: CommitOutcome): string {
+  private settle(task: ActiveTask, r: TaskResult, outcome: CommitOutcome): string {
     this.tasks.forget(task.hash);
     switch (outcome.kind) {
       case "committed":
         this.counters.observations++;
-        this.counters.generated += r.num_generated;
+        this.counters.generated += r.generated;
         this.ledger.add(task.hash);
         this.recordFinding(task, r);
         for (const child of outcome.children) this.claimChild(child);
@@ -402,7 +402,7 @@ export class ExploreMaster {
   }
 
   /** Records the finding of a committed run, once per fence (the store refuses a repeated fence). */
-  private recordFinding(task: ActiveTask, r: ExecutedResult): void {
+  private recordFinding(task: ActiveTask, r: TaskResult): void {
     recordRunFinding({ findings: this.findings, found: this.found, wallNow: this.o.wallNow, log: this.o.log, problem: (m) => this.problem(m) }, task, r);
   }
 
@@ -423,7 +423,7 @@ export class ExploreMaster {
     return "refused";
   }
 
-  private budgetFailure(task: ActiveTask, r: ResultFrame): string {
+  private budgetFailure(task: ActiveTask, r: TaskResult): string {
     this.counters.budgetErrors++;
     this.problems.push(problem("budget", completeOverBudget(this.commits, task, r)));
     this.ledger.add(task.hash);

@@ -22,7 +22,7 @@ import { join } from "node:path";
 import { HEX64 } from "../../core/message-checks.ts";
 import { redactNothing, type Redact } from "../../exec/secrets.ts";
 import { PinnedDir } from "../../files/pinned-dir.ts";
-import type { ResultFrame } from "../../net/messages.ts";
+import type { FindingKind, RunFinding } from "../task.ts";
 import { mkdirDurable, writeFileAtomic } from "./durable.ts";
 import { withFileLock } from "./file-lock.ts";
 
@@ -33,24 +33,7 @@ const MAX_FENCES = 64;
 const SCHEMA = "fuzzfleet-finding-v1";
 const RECORD_BYTES = 64 * 1024;
 
-export type FindingKind = "crash" | "hang";
-
-/** What an executor reports about a run that crashed or hung (validated by the master). */
-export interface RunFinding {
-  kind: FindingKind;
-  /** The signal number that ended the target (crash), else null. */
-  signal: number | null;
-  /** The exit code of a sanitizer's error exit, else null. */
-  exit_code: number | null;
-  /** The last TAIL_BYTES bytes of the run's output (stdout and stderr), as UTF-8 (invalid bytes replaced). */
-  stderr_tail: string;
-}
-
-/**
- * A result as an executor produces it: the wire's result frame and, for a run that crashed or
- * hung, its finding (carried to the master by local slots directly, by workers on the wire).
- */
-export type ExecutedResult = ResultFrame & { finding?: RunFinding | null };
+export type { FindingKind, RunFinding } from "../task.ts";
 
 export interface FindingRecord extends RunFinding {
   schema: typeof SCHEMA;
