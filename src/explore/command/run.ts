@@ -9,7 +9,7 @@
 //   -> (--resume: redo commits, take over leases) -> first admission -> loop -> shutdown
 //   -> statistics: a submaster reports to the root; the root or a lone master prints them, and
 //      removes the hidden state after a clean end; the root then releases the submasters
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { formatDuration } from "../../config/duration.ts";
@@ -29,7 +29,7 @@ import { checkInputDirs } from "./input-dirs.ts";
 import { ADMIT_BATCH, MasterLoop } from "./master-loop.ts";
 import { ENDED, exhausted, exitCodeOf } from "./outcome.ts";
 import { JOIN_WAIT_SECONDS, joinRootEpoch, roleOf, rootToken, startEnding, type EndRounds, type Links, type Role, type StartedMaster } from "./roles.ts";
-import { computeStats, renderStats, type ExploreStats } from "./stats.ts";
+import { checkStatsJson, computeStats, renderStats, writeStatsJson, type ExploreStats } from "./stats.ts";
 import { findStaleWork, staleWorkLines } from "../state/stale-work.ts";
 import { banner, report, type Place } from "./banner.ts";
 import type { UiAddress } from "../../ui/address.ts";
@@ -111,6 +111,8 @@ export async function explore(o: ExploreOptions): Promise<number> {
         `so nothing would be explored; ask for a shorter -t (below ${formatDuration(o.wallTimeoutSeconds)}) or a longer --wall-timeout`,
     );
   }
+  // Written at the end: a path that cannot take it is refused before anything runs.
+  if (o.statsJson) checkStatsJson(o.statsJson, corpusDir);
   mkdirSync(corpusDir, { recursive: true });
   if (o.corpusMode != null) setCorpusMode(o.corpusMode);
   const state = stateDir(corpusDir);
@@ -383,14 +385,10 @@ async function finishParticipant(e: Ended, links: Links): Promise<number> {
       masters: e.masters,
       exchanged: { observations: c.observations, generated: c.generated, late: e.late, byMaster: { [rank]: c.observations } },
     });
-    writeStatsJson(o.statsJson, stats, { ended: ENDED[e.end], role: "submaster", rank, new_findings: e.newFindings, afl_exported: null });
+    writeStatsJson(o.statsJson, e.corpusDir, stats, { ended: ENDED[e.end], role: "submaster", rank, new_findings: e.newFindings, afl_exported: null });
   }
   if (e.problems.length > 0) report(write, e.problems, e.workDir, e.started.epoch);
   return exitCodeOf({ end: e.end, problems: e.problems.length, newFindings: e.newFindings, failOnFindings: o.failOnFindings ?? false, rendezvousTimedOut: r.timedOut });
-}
-
-function writeStatsJson(path: string, stats: ExploreStats, extra: Record<string, unknown>): void {
-  writeFileSync(path, JSON.stringify({ ...stats, ...extra }, null, 2) + "\n");
 }
 
 /** The root (after the statistics exchange, whose problems join the campaign's) or a lone master prints the final statistics. */
@@ -422,7 +420,7 @@ async function finalStatistics(e: Ended, links: Links): Promise<void> {
         "(every file it writes into $SYMCC_OUTPUT_DIR, docs/explore.md) and that its backend generates any (SymCC's simple backend may not)",
     );
   }
-  if (o.statsJson) writeStatsJson(o.statsJson, stats, { ended, role: links.hub ? "root" : "single", rank: 0, new_findings: e.newFindings, afl_exported: e.exported });
+  if (o.statsJson) writeStatsJson(o.statsJson, e.corpusDir, stats, { ended, role: links.hub ? "root" : "single", rank: 0, new_findings: e.newFindings, afl_exported: e.exported });
   if (stats.late_inputs > 0) write(`${stats.late_inputs} input file(s) arrived after the frontier was declared exhausted: left for the next campaign`);
 }
 
