@@ -24,7 +24,7 @@ import { ExploreMaster, type Ownership } from "../master/master.ts";
 import { LeaseTable } from "../state/lease-table.ts";
 import { openEpoch, removeIfEmpty, SHARD_COUNT, stateDir, workDir as workDirOf } from "../state/work-dir.ts";
 import { clearPublishTemps, publishTempDir, setCorpusMode } from "../state/corpus.ts";
-import { AFL_INSTANCE, AflExport } from "./afl-export.ts";
+import { AflExport } from "./afl-export.ts";
 import { checkInputDirs } from "./input-dirs.ts";
 import { ADMIT_BATCH, MasterLoop } from "./master-loop.ts";
 import { ENDED, exhausted, exitCodeOf } from "./outcome.ts";
@@ -256,7 +256,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     const late = exhausted(end) ? master.countLateInputs() : 0;
     if (exporter) {
       exporter.flush();
-      write(`  exported ${exporter.count} new input(s) to ${exporter.queue} (AFL++ syncs them as the instance '${AFL_INSTANCE}')`);
+      write(`  ${exporter.summary()}`);
     }
     const newFindings = master.findings.list().filter((f) => !knownFindings.has(f.input_hash)).length;
     const ended: Ended = { started, end, elapsed, problems, late, workDir, corpusDir, newFindings, exported: exporter?.count ?? null, leases, masters: ranks.length };
