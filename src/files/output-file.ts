@@ -97,7 +97,7 @@ function landing(path: string): string {
  * Refuses a destination inside a directory kept out (also one not created yet, also by way of a
  * symlink on its path). A file's own name is not followed: a symlink there is replaced.
  */
-function refuseKeptOut(path: string, shown: string, r: OutputRules, followLast: boolean): void {
+export function refuseKeptOut(path: string, shown: string, r: OutputRules, followLast: boolean): void {
   const abs = resolve(path);
   const lands = followLast ? landing(abs) : join(landing(dirname(abs)), basename(abs));
   for (const k of r.keepOut ?? []) {
