@@ -207,9 +207,9 @@ export class AflExport {
   private exportOne(pins: Pins, hash: string): boolean {
     // A leftover of a killed export (or anything planted under the name) goes first: the copy
     // creates the file anew, never writing through a link.
-    pins.incoming.remove(hash);
     const temp = pins.incoming.entry(hash);
     try {
+      pins.incoming.remove(hash);
       const copied = copyHashing(join(this.o.corpusDir, hash), temp, { maxBytes: this.o.maxBytes ?? DEFAULT_BUDGETS.maxInputBytes, durable: false });
       if (copied.hash !== hash) {
         unlinkQuiet(temp);
