@@ -1,7 +1,7 @@
 // Read-only commands: status, failures, export. They open the store read-only (never creating or
 // migrating it), take no lock, and refuse to read a store that another host's campaign owns.
 // Without a store they say that nothing was swept yet and exit 0.
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { Option, type Command } from "commander";
 import type { Config } from "../config/load.ts";
 import { loadConfig } from "../config/load.ts";
@@ -9,10 +9,11 @@ import { campaignPaths, type CampaignPaths } from "../config/paths.ts";
 import { refuseIfRemoteCampaign } from "../lock/campaign-lock.ts";
 import { openStore, type Db } from "../store/db.ts";
 import { FAILURE_STATES } from "../store/failures.ts";
-import { exportBundle } from "../report/export.ts";
+import { exportBundle, exploreKeptOut, sweepKeptOut } from "../report/export.ts";
+import { writeOutputFile, type KeptOut } from "../files/output-file.ts";
 import { effectiveFilters, failuresData, NOTHING_RECORDED, renderFailures, type FailureFilters } from "../report/failures.ts";
 import { emptyStatus, renderStatus, statusData, type StatusContext } from "../report/status.ts";
-import { ConfigError, RuntimeFailure, UsageError } from "../errors.ts";
+import { ConfigError, UsageError } from "../errors.ts";
 import { appBuildId, tryGenerationHash } from "../generator/identity.ts";
 import { action, intAtLeast } from "./action.ts";
 import { parseHostPort } from "../net/address.ts";
@@ -216,7 +217,7 @@ export function registerReportCommands(program: Command): void {
             process.stderr.write(`no findings recorded on ${o.corpus}\n`);
             return EXIT.ok;
           }
-          writeBundle(o.output, bundle.text, `${bundle.findings} finding(s)`);
+          writeBundle(o.output, bundle.text, `${bundle.findings} finding(s)`, exploreKeptOut(o.corpus));
           return EXIT.ok;
         }
         const paths = campaignPaths(o);
@@ -251,24 +252,19 @@ export function registerReportCommands(program: Command): void {
           process.stderr.write("no matching failures\n");
           return EXIT.ok;
         }
-        writeBundle(o.output, bundle.text, `${bundle.failures} failure(s)`);
+        writeBundle(o.output, bundle.text, `${bundle.failures} failure(s)`, sweepKeptOut(paths.outDir));
         return EXIT.ok;
       }),
     );
 }
 
 /** The bundle to stdout, or to the file -o names (saying so on stderr). */
-function writeBundle(output: string | undefined, text: string, what: string): void {
+function writeBundle(output: string | undefined, text: string, what: string, keepOut: readonly KeptOut[]): void {
   if (!output) {
     process.stdout.write(text);
     return;
   }
-  try {
-    writeFileSync(output, text);
-  } catch (err) {
-    const reason = (err as Error).message.replace(/, \w+ '.*'$/, "");
-    throw new RuntimeFailure(`cannot write the export to ${output} (${reason}); pick a writable path for -o`, { cause: err });
-  }
+  writeOutputFile(output, text, { flag: "-o", what: "the export", keepOut });
   process.stderr.write(`wrote ${output} (${what}, ${Buffer.byteLength(text)} bytes)\n`);
 }
 

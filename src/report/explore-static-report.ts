@@ -6,14 +6,15 @@
 //
 // Nothing is written into the corpus: a DIR that is, or lies below, the corpus directory (also by
 // way of a symbolic link) is refused before anything is created.
-import { existsSync, lstatSync, realpathSync } from "node:fs";
-import { basename, dirname, join, relative, resolve, sep } from "node:path";
+import { lstatSync } from "node:fs";
 import { UsageError } from "../errors.ts";
+import { refuseKeptOut } from "../files/output-file.ts";
 import { ExploreDashboardSource } from "../explore/command/dashboard.ts";
 import { stateDir } from "../explore/state/work-dir.ts";
 import { pageHtml } from "../ui/page.ts";
 import type { FailureDetail } from "../ui/source.ts";
 import { ExploreCampaignFiles } from "./explore-files.ts";
+import { exploreKeptOut } from "./export.ts";
 import { inlinedUplot } from "./static-report.ts";
 
 /** Signatures whose detail (input, output tail) is embedded; the table lists them all up to the page's cap. */
@@ -36,24 +37,9 @@ export function refuseNonExploreCorpus(corpusDir: string, flag = "--corpus"): vo
   }
 }
 
-/** Where `path` would land once created: its nearest existing ancestor's real path, and the rest. */
-function landing(path: string): string {
-  let at = resolve(path);
-  const rest: string[] = [];
-  while (!existsSync(at) && dirname(at) !== at) {
-    rest.unshift(basename(at));
-    at = dirname(at);
-  }
-  return join(realpathSync(at), ...rest);
-}
-
-/** Refuses an output directory that is, or lies below, the corpus (even by way of a link). */
+/** Refuses an output directory that is, or lies below, the corpus or its state (even by way of a link). */
 export function refuseOutputInCorpus(outDir: string, corpusDir: string): void {
-  const corpus = realpathSync(corpusDir);
-  const rel = relative(corpus, landing(outDir));
-  if (rel === "" || (rel !== ".." && !rel.startsWith(`..${sep}`) && !rel.startsWith(sep))) {
-    throw new UsageError(`-o ${outDir} lies in the corpus ${corpusDir}, which a report never writes into; choose a directory outside it`);
-  }
+  refuseKeptOut(outDir, outDir, { flag: "-o", what: "the report", keepOut: exploreKeptOut(corpusDir) }, true);
 }
 
 /** The page for the explore campaign whose corpus is `corpusDir`, everything embedded. */

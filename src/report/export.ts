@@ -13,6 +13,8 @@ import { isoNow, type Db } from "../store/db.ts";
 import { currentGeneration } from "../store/generations.ts";
 import { failureSeeds, listFailures, pendingGroups, type FailureState } from "../store/failures.ts";
 import { resolveStorePath } from "../generator/ingest.ts";
+import type { KeptOut } from "../files/output-file.ts";
+import { stateDir } from "../explore/state/work-dir.ts";
 import { checkCommand, laneArgs } from "../generator/command.ts";
 import { effectiveFilters, failureTotals, oneLine, totalsLine } from "./failures.ts";
 
@@ -43,6 +45,22 @@ const RULE = "=".repeat(72);
 /** The longest message, repro or check line shown. */
 const TEXT_MAX_CHARS = 4000;
 const SEEDS_SHOWN = 8;
+
+/** Where a sweep's export never lands: the artifacts it is made from. */
+export function sweepKeptOut(outDir: string): KeptOut[] {
+  return [
+    { dir: join(outDir, "failures"), what: "the failure artifacts" },
+    { dir: join(outDir, "quarantine"), what: "the quarantine" },
+  ];
+}
+
+/** Where an explore campaign's export, report or statistics never land: its corpus and the state beside it. */
+export function exploreKeptOut(corpusDir: string): KeptOut[] {
+  return [
+    { dir: corpusDir, what: "the corpus" },
+    { dir: stateDir(corpusDir), what: "the campaign state" },
+  ];
+}
 
 export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
   const gen = currentGeneration(db);

@@ -1,10 +1,11 @@
 // The end-of-session summary, shared by `run` and `coordinate`: printed, and saved as
 // <out>/sessions/session-NNNN.txt so an unattended sweep leaves a readable record.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { formatDuration } from "../config/duration.ts";
 import { formatInt } from "../config/format.ts";
 import { printable } from "../core/log-lines.ts";
+import { writeOutputFile } from "../files/output-file.ts";
 import type { Db } from "../store/db.ts";
 import { failureGroups, pendingGroups } from "../store/failures.ts";
 import { reasonList, sessionQuarantineGroups } from "../store/quarantine.ts";
@@ -106,7 +107,8 @@ export function saveSessionSummary(outDir: string, sessionId: number, text: stri
   const dir = join(outDir, "sessions");
   mkdirSync(dir, { recursive: true });
   const path = join(dir, `session-${String(sessionId).padStart(4, "0")}.txt`);
-  writeFileSync(path, text.replace(/^\n/, ""));
+  // A new file renamed in: a link left at the name is replaced, never written through.
+  writeOutputFile(path, text.replace(/^\n/, ""), { flag: "--out", what: "the session summary" });
   return path;
 }
 

@@ -2,10 +2,10 @@
 // store alone — the snapshot, the first failures' reports and uPlot inlined, no server and no network —
 // so it can be attached to a bug report or a paper, like afl-plot's output. An explore campaign's
 // counterpart (`report --corpus`) is src/report/explore-static-report.ts.
-import { closeSync, constants, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { RuntimeFailure } from "../errors.ts";
+import { openOutputDir, writeOutputEntry, type KeptOut } from "../files/output-file.ts";
 import type { Db } from "../store/db.ts";
 import { pageHtml } from "../ui/page.ts";
 import type { FailureDetail } from "../ui/source.ts";
@@ -32,24 +32,17 @@ export function inlinedUplot(): { uplotJs: string; uplotCss: string } {
   return { uplotJs: readFileSync(join(uplot, "uPlot.iife.min.js"), "utf8"), uplotCss: readFileSync(join(uplot, "uPlot.min.css"), "utf8") };
 }
 
-/** Writes DIR/index.html (DIR created if missing); an index.html that is a symlink is refused, never followed. */
-export function writeStaticReport(dir: string, html: string): string {
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, "index.html");
-  let fd: number;
+/**
+ * Writes DIR/index.html (DIR created if missing, its parent must exist). index.html is a new file
+ * renamed in: a symlink or a hard link planted there is replaced, never written through; a FIFO or
+ * a directory there, a dangling symlink as DIR, or a DIR inside `keepOut` is a UsageError.
+ */
+export function writeStaticReport(dir: string, html: string, keepOut: readonly KeptOut[] = []): string {
+  const rules = { flag: "-o", what: "the report", keepOut, mode: 0o644 };
+  const out = openOutputDir(dir, rules);
   try {
-    fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new RuntimeFailure(
-      code === "ELOOP" ? `${path} is a symbolic link; nothing is written through one — remove it or choose another -o` : `cannot write ${path}: ${(err as Error).message}`,
-      { cause: err },
-    );
-  }
-  try {
-    writeSync(fd, html);
+    return writeOutputEntry(out, "index.html", html, rules);
   } finally {
-    closeSync(fd);
+    out.close();
   }
-  return path;
 }

@@ -91,11 +91,11 @@ describe("reports on a swept campaign", () => {
     assert.match(one.stderr, /wrote .*bug\.txt \(1 failure\(s\)/);
   });
 
-  test("export -o to a path that cannot be written is a runtime error naming the path and the OS error", () => {
+  test("export -o in a directory that does not exist is a usage error naming the path and the fix", () => {
     const target = join(c.dir, "no-such-dir", "bug.txt");
     const r = c.cli(["export", "-o", target]);
-    assert.equal(r.code, 4);
-    assert.equal(r.stderr, `fuzzfleet: cannot write the export to ${target} (ENOENT: no such file or directory); pick a writable path for -o\n`);
+    assert.equal(r.code, 2);
+    assert.equal(r.stderr, `fuzzfleet: -o ${target}: ${join(c.dir, "no-such-dir")} does not exist; create the directory first or choose another path for -o\n`);
     assert.equal(r.stdout, "");
   });
 

@@ -155,7 +155,7 @@ describe("fuzzfleet report --corpus", () => {
     for (const o of [join(e.corpus, "report"), e.corpus, join(link, "sub", "report")]) {
       const inside = cli(["report", "--corpus", e.corpus, "-o", o], e.dir);
       assert.equal(inside.code, 2, `${o}: ${inside.stderr}`);
-      assert.match(inside.stderr, /lies in the corpus .*a report never writes into; choose a directory outside it/);
+      assert.match(inside.stderr, /^fuzzfleet: -o .* lies in the corpus .*, which fuzzfleet never writes the report into; choose a path outside it\n$/);
     }
     assert.deepEqual(snapshotTree(e.corpus), before, "nothing was written into the corpus");
   });

@@ -1,19 +1,14 @@
 // How a master that owns the campaign (a lone master, or the root) ends it, once its statistics
 // are computed: prints them with what they call for, removes the hidden state after a clean end,
 // lets the submasters go, says what is left to do, and turns the outcome into the exit code.
-import { writeFileSync } from "node:fs";
 import { report } from "./banner.ts";
 import { ENDED, exhausted, exitCodeOf } from "./outcome.ts";
 import type { Ended, Links } from "./role.ts";
-import { renderStats, type ExploreStats } from "./stats.ts";
+import { renderStats, writeStatsJson, type ExploreStats } from "./stats.ts";
 
 /** This master's executors: its local slots and every remote worker that attached. */
 export function ownExecutors(e: Ended, links: Links): { local: number; remote: number } {
   return { local: e.started.options.slots, remote: links.remote?.server.everyone.length ?? 0 };
-}
-
-export function writeStatsJson(path: string, stats: ExploreStats, extra: Record<string, unknown>): void {
-  writeFileSync(path, JSON.stringify({ ...stats, ...extra }, null, 2) + "\n");
 }
 
 /**
@@ -33,7 +28,7 @@ export function closeCampaign(e: Ended, stats: ExploreStats, c: { role: "root" |
         "(every file it writes into $SYMCC_OUTPUT_DIR, docs/explore.md) and that its backend generates any (SymCC's simple backend may not)",
     );
   }
-  if (o.statsJson) writeStatsJson(o.statsJson, stats, { ended, role: c.role, rank: 0, new_findings: e.newFindings, afl_exported: e.exported });
+  if (o.statsJson) writeStatsJson(o.statsJson, e.corpusDir, stats, { ended, role: c.role, rank: 0, new_findings: e.newFindings, afl_exported: e.exported });
   if (stats.late_inputs > 0) write(`${stats.late_inputs} input file(s) arrived after the frontier was declared exhausted: left for the next campaign`);
   const clean = e.problems.length === 0 && exhausted(e.end);
   if (clean) c.removeState();

@@ -9,7 +9,7 @@ import { DEFAULT_FINALIZE_SECONDS, DEFAULT_JOIN_TIMEOUT_SECONDS } from "../defau
 import { ParticipantEnding, type Ending } from "../fleet/endings.ts";
 import type { JoinedRoot } from "../fleet/peers.ts";
 import { epochVisible, workDir } from "../state/work-dir.ts";
-import { writeStatsJson } from "./campaign-end.ts";
+import { writeStatsJson } from "./stats.ts";
 import { report } from "./banner.ts";
 import type { ExploreOptions } from "./options.ts";
 import { ENDED, exitCodeOf } from "./outcome.ts";
@@ -151,7 +151,7 @@ export class ParticipantMaster implements MasterRole {
         masters: e.masters,
         exchanged: { observations: c.observations, generated: c.generated, late: e.late, byMaster: { [rank]: c.observations } },
       });
-      writeStatsJson(o.statsJson, stats, { ended: ENDED[e.end], role: "submaster", rank, new_findings: e.newFindings, afl_exported: null });
+      writeStatsJson(o.statsJson, e.corpusDir, stats, { ended: ENDED[e.end], role: "submaster", rank, new_findings: e.newFindings, afl_exported: null });
     }
     if (e.problems.length > 0) report(write, e.problems, e.workDir, e.started.epoch);
     return exitCodeOf({ end: e.end, problems: e.problems.length, newFindings: e.newFindings, failOnFindings: o.failOnFindings ?? false, rendezvousTimedOut: r.timedOut });

@@ -23,14 +23,14 @@ import { ExploreMaster, type Ownership } from "../master/master.ts";
 import { LeaseTable } from "../state/lease-table.ts";
 import { removeIfEmpty, SHARD_COUNT, stateDir, workDir as workDirOf } from "../state/work-dir.ts";
 import { clearPublishTemps, publishTempDir, setCorpusMode } from "../state/corpus.ts";
-import { AFL_INSTANCE, AflExport } from "./afl-export.ts";
+import { AflExport } from "./afl-export.ts";
 import { checkInputDirs } from "./input-dirs.ts";
 import { ADMIT_BATCH, MasterLoop } from "./master-loop.ts";
 import { exhausted } from "./outcome.ts";
 import type { ExploreOptions } from "./options.ts";
 import type { Ended, EndRounds, Links, Place, StartedMaster } from "./role.ts";
 import { roleOf } from "./roles.ts";
-import type { ExploreStats } from "./stats.ts";
+import { checkStatsJson, type ExploreStats } from "./stats.ts";
 import { findStaleWork, staleWorkLines } from "../state/stale-work.ts";
 import { banner } from "./banner.ts";
 import { ExploreDashboardSource, type ExploreLive } from "./dashboard.ts";
@@ -58,6 +58,8 @@ export async function explore(o: ExploreOptions): Promise<number> {
         `so nothing would be explored; ask for a shorter -t (below ${formatDuration(o.wallTimeoutSeconds)}) or a longer --wall-timeout`,
     );
   }
+  // Written at the end: a path that cannot take it is refused before anything runs.
+  if (o.statsJson) checkStatsJson(o.statsJson, corpusDir);
   mkdirSync(corpusDir, { recursive: true });
   if (o.corpusMode != null) setCorpusMode(o.corpusMode);
   const state = stateDir(corpusDir);
@@ -189,7 +191,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     const late = exhausted(end) ? master.countLateInputs() : 0;
     if (exporter) {
       exporter.flush();
-      write(`  exported ${exporter.count} new input(s) to ${exporter.queue} (AFL++ syncs them as the instance '${AFL_INSTANCE}')`);
+      write(`  ${exporter.summary()}`);
     }
     const newFindings = master.findings.list().filter((f) => !knownFindings.has(f.input_hash)).length;
     const ended: Ended = { started, end, elapsed, problems, late, workDir, corpusDir, newFindings, exported: exporter?.count ?? null, leases, masters: ranks.length };

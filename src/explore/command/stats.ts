@@ -4,9 +4,11 @@
 // (by any master, in any campaign). Throughput is this session's: the work of this process (or,
 // at the root of several masters, what every master reported) over this session's time.
 import { printable } from "../../core/log-lines.ts";
+import { checkOutputFile, writeOutputFile, type OutputRules } from "../../files/output-file.ts";
 import { listCorpus } from "../state/corpus.ts";
 import type { FindingKind } from "../state/findings.ts";
 import type { LeaseTable } from "../state/lease-table.ts";
+import { stateDir } from "../state/work-dir.ts";
 import type { ExploreMaster } from "../master/master.ts";
 
 export interface ExploreStats {
@@ -190,4 +192,25 @@ function renderFindings(f: FindingsStats): string[] {
   }
   if (f.groups.length > 20) lines.push(`    … ${f.groups.length - 20} more signature(s)`);
   return lines;
+}
+
+function statsJsonRules(corpusDir: string): OutputRules {
+  return {
+    flag: "--stats-json",
+    what: "the statistics file",
+    keepOut: [
+      { dir: corpusDir, what: "the corpus" },
+      { dir: stateDir(corpusDir), what: "the campaign state" },
+    ],
+  };
+}
+
+/** Refuses a --stats-json path that could not be written, before the campaign runs rather than at its end. */
+export function checkStatsJson(path: string, corpusDir: string): void {
+  checkOutputFile(path, statsJsonRules(corpusDir));
+}
+
+/** Writes --stats-json as a new file renamed in (a symlink or hard link there is replaced, never written through). */
+export function writeStatsJson(path: string, corpusDir: string, stats: ExploreStats, extra: Record<string, unknown>): void {
+  writeOutputFile(path, JSON.stringify({ ...stats, ...extra }, null, 2) + "\n", statsJsonRules(corpusDir));
 }
