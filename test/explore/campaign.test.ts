@@ -156,7 +156,7 @@ test("bad flags are usage errors that name the flag", () => {
     assert.match(noTarget.stderr, /no target command: put it after --/);
     const badTimeout = e.run(["-t", "soon"], ["/bin/true"]);
     assert.equal(badTimeout.code, 2);
-    assert.match(badTimeout.stderr, /-t wants a number of seconds/);
+    assert.match(badTimeout.stderr, /^fuzzfleet: -t wants seconds >= 0\.001 or a duration such as 45s, 2m or 1h30m \(got .soon.\)$/m);
     const missingInput = e.run(["-i", join(e.dir, "nope")], ["/bin/true"]);
     assert.equal(missingInput.code, 2);
     const badResume = e.run(["--resume", "XYZ"], ["/bin/true"]);
