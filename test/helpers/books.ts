@@ -141,8 +141,9 @@ function newlyDistinct(out: string): number {
  * recorded a distinct failure first or reopened one, else 0. A distinct failure is the session's
  * when one of its chunks recorded it already minimized (the chunk holding its first seed belongs
  * to the session, and no minimize unit made it), or when one of its minimize units made it
- * (minimize_unit.new_failures). A find pending minimization counts only when the session's chunk
- * recorded it first under a signature no earlier failure row of the generation had. The session is the one
+ * (minimize_unit.new_failures). A find pending minimization counts only when it is the generation's
+ * first row of its signature and its first seed lies in a chunk the session completed (a minimize
+ * unit moves a find's seeds to the failure it merges into, so the seed rows cannot tell). The session is the one
  * whose summary is in `out`, and the summary's "newly distinct" count must be the store's. Exit
  * codes the summary does not decide (4 every lane disabled, 70 lifecycle incomplete) are not owed
  * here: a session that should end so must be asserted so.
@@ -177,8 +178,8 @@ export function exitOwed(store: { dbPath: string }, out: string): number {
           `SELECT COUNT(*) AS n FROM failure f
             WHERE (f.shrunk = 0 OR EXISTS (SELECT 1 FROM minimize_find m WHERE m.failure_id = f.id))
               AND NOT EXISTS (SELECT 1 FROM failure g WHERE g.generation_id = f.generation_id AND g.signature = f.signature AND g.id < f.id)
-              AND EXISTS (SELECT 1 FROM failure_seed fs JOIN chunk ch ON ch.id = fs.chunk_id
-                           WHERE fs.failure_id = f.id AND fs.seed = f.first_seed AND ch.session_id = ?)`,
+              AND EXISTS (SELECT 1 FROM chunk ch WHERE ch.lane_id = f.lane_id AND ch.status = 'complete'
+                           AND f.first_seed BETWEEN ch.seed_from AND ch.seed_to AND ch.session_id = ?)`,
         )
         .get(session) as { n: number }
     ).n;
