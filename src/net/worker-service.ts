@@ -6,7 +6,7 @@
 //
 //   nonce written -> listen -> banner -> serve (the command's) -> stop with the grace -> outcome
 //   words -> nonce removed
-import { closeSync, constants, fchmodSync, openSync, rmSync, writeSync } from "node:fs";
+import { closeSync, constants, fchmodSync, openSync, rmSync, unlinkSync, writeSync } from "node:fs";
 import { isIP, type AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import type { StopOutcome } from "../core/lifecycle.ts";
@@ -32,10 +32,18 @@ export function writeNonce(path: string): Nonce {
   const value = randomHex(16);
   let fd: number;
   try {
-    fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
+    // Whatever holds the name (an earlier nonce, a hard link, a FIFO, a symlink) is unlinked, never
+    // opened: the nonce is always a new file, so nothing is written through and nothing blocks.
+    unlinkIfPresent(path);
+    fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const why = code === "ELOOP" ? "it is a symbolic link, which is never written through: remove it" : `${code ?? (err as Error).message}: check the directory's permissions`;
+    const why =
+      code === "EISDIR" || code === "EPERM"
+        ? "a directory holds its name: remove it"
+        : code === "EEXIST"
+          ? "another process created it meanwhile: is another coordinator or master using this directory?"
+          : `${code ?? (err as Error).message}: check the directory's permissions`;
     throw new RuntimeFailure(`cannot write the nonce file ${path} (${why})`, { cause: err });
   }
   try {
@@ -45,6 +53,14 @@ export function writeNonce(path: string): Nonce {
     closeSync(fd);
   }
   return { path, value };
+}
+
+function unlinkIfPresent(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
 }
 
 export function removeNonce(nonce: Nonce | null): void {
