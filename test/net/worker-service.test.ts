@@ -1,7 +1,8 @@
 // The worker service both serving commands share: listening and its errors (a real socket on
 // 127.0.0.1 holding the port), the join banner, the nonce file, and the words for the stop.
 import assert from "node:assert/strict";
-import { lstatSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { linkSync, lstatSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 import { createServer, type AddressInfo, type Server } from "node:net";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -125,7 +126,7 @@ test("the stop's words: every worker acknowledged, or who did not within the gra
   assert.deepEqual(stopOutcomeWords({ ...base, complete: true, acked: [], pending: [], gone: [] }, 15), { summary: null, problems: [] });
 });
 
-test("the nonce file is fresh, 0600, replaces a crashed run's leftover, and is never written through a link", () => {
+test("the nonce file is fresh, 0600, replaces a crashed run's leftover, and is never written through a link or opened on a FIFO", () => {
   const path = join(dir, "nonce-1");
   writeFileSync(path, "left by a crashed run, much longer than a nonce\n", { mode: 0o644 });
   const nonce = writeNonce(path);
@@ -141,6 +142,19 @@ test("the nonce file is fresh, 0600, replaces a crashed run's leftover, and is n
   writeFileSync(target, "not yours to overwrite\n");
   const link = join(dir, "nonce-2");
   symlinkSync(target, link);
-  assert.throws(() => writeNonce(link), (err: Error) => err instanceof RuntimeFailure && err.message === `cannot write the nonce file ${link} (it is a symbolic link, which is never written through: remove it)`);
+  const viaLink = writeNonce(link);
+  assert.ok(lstatSync(link).isFile(), "the symlink was replaced by the nonce file");
+  assert.equal(readFileSync(link, "utf8"), viaLink.value + "\n");
   assert.equal(readFileSync(target, "utf8"), "not yours to overwrite\n");
+
+  const hard = join(dir, "nonce-3");
+  linkSync(target, hard);
+  writeNonce(hard);
+  assert.equal(readFileSync(target, "utf8"), "not yours to overwrite\n", "a hard link is replaced, not written through");
+
+  const fifo = join(dir, "nonce-4");
+  execFileSync("mkfifo", [fifo]);
+  const viaFifo = writeNonce(fifo);
+  assert.ok(lstatSync(fifo).isFile(), "the FIFO was replaced, never opened");
+  assert.equal(readFileSync(fifo, "utf8"), viaFifo.value + "\n");
 });
