@@ -252,7 +252,7 @@ export function registerReportCommands(program: Command): void {
           process.stderr.write("no matching failures\n");
           return EXIT.ok;
         }
-        writeBundle(o.output, bundle.text, `${bundle.failures} failure(s)`, sweepKeptOut(paths.outDir));
+        writeBundle(o.output, bundle.text, `${bundle.failures} failure(s)`, [...sweepKeptOut(paths.outDir), { dir: paths.dbPath, what: "the store" }]);
         return EXIT.ok;
       }),
     );

@@ -21,6 +21,7 @@ import { ExploreCampaignFiles } from "../report/explore-files.ts";
 import { openStore } from "../store/db.ts";
 import { exploreStaticReportHtml, refuseNonExploreCorpus, refuseOutputInCorpus } from "../report/explore-static-report.ts";
 import { staticReportHtml, writeStaticReport } from "../report/static-report.ts";
+import { sweepKeptOut } from "../report/export.ts";
 import { parseUiAddress } from "../ui/address.ts";
 import { accessLines, isLoopbackHost, startDashboard } from "../ui/server.ts";
 import { action } from "./action.ts";
@@ -110,7 +111,8 @@ export function registerUiCommands(program: Command): void {
         storeOrRefuse(paths.dbPath);
         const db = openStore(paths.dbPath, { readonly: true });
         try {
-          const path = writeStaticReport(o.output, staticReportHtml(db, paths.outDir, `fuzzfleet report — ${paths.configPath.replace(/\/[^/]*$/, "")}`));
+          const keepOut = [...sweepKeptOut(paths.outDir), { dir: paths.dbPath, what: "the store" }];
+          const path = writeStaticReport(o.output, staticReportHtml(db, paths.outDir, `fuzzfleet report — ${paths.configPath.replace(/\/[^/]*$/, "")}`), keepOut);
           process.stdout.write(`wrote ${path}\n`);
           return EXIT.ok;
         } finally {

@@ -82,6 +82,16 @@ describe("export -o and report -o on a swept campaign", () => {
     assert.deepEqual(readdirSync(failures).sort(), before);
   });
 
+  test("export -o and report -o naming the store, or a report inside the failure artifacts, are refused; the store is unchanged", () => {
+    const before = readFileSync(c.dbPath);
+    const onStore = c.cli(["export", "-o", c.dbPath], { timeoutMs: HANG_MS });
+    oneLineRefusal(onStore, /^fuzzfleet: -o .*fuzzfleet\.db lies in the store .*; choose a path outside it$/);
+    assert.ok(readFileSync(c.dbPath).equals(before), "the store was not replaced");
+    const reportInArtifacts = c.cli(["report", "-o", join(c.outDir, "failures", "plots")], { timeoutMs: HANG_MS });
+    oneLineRefusal(reportInArtifacts, /^fuzzfleet: -o .*fuzzfleet-out\/failures\/plots lies in the failure artifacts .*; choose a path outside it$/);
+    assert.ok(!existsSync(join(c.outDir, "failures", "plots")));
+  });
+
   test("export -o in a directory that is missing or a dangling symlink is one line, exit 2", () => {
     const missing = c.cli(["export", "-o", join(c.dir, "no-such-dir", "bug.txt")], { timeoutMs: HANG_MS });
     oneLineRefusal(missing, /^fuzzfleet: -o .*no-such-dir\/bug\.txt: .*no-such-dir does not exist; create the directory first or choose another path for -o$/);
