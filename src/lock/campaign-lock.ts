@@ -4,7 +4,9 @@
 //   line      `HOST PID ISO-START MODE PORT|-\n`; the mtime is a heartbeat, touched every 30 s.
 //   live      a lock naming another host is always live, however old: this host cannot judge
 //             another host's pids, and a wrong guess lets two coordinators write one store.
-//             A lock naming this host is live while its pid is (a zombie counts as dead).
+//             A lock naming this host is live while its pid is (a zombie counts as dead), except
+//             one naming this very process that this process does not hold: it was left by an
+//             earlier process that had the same pid (a restarted container's pid 1).
 //   reclaim   a dead same-host lock, or a malformed one, is replaced without asking;
 //             a live one only with --force-unlock.
 //
@@ -134,12 +136,16 @@ function thisHost(hostname: string | undefined): string {
   return (hostname ?? osHostname()).replace(/\s+/g, "_") || "localhost";
 }
 
-function holderFrom(file: LockFile, host: string): LockHolder | null {
+/** The lock files this process holds now (a lock naming this pid and not among them is a leftover). */
+const heldHere = new Set<string>();
+
+function holderFrom(file: LockFile, host: string, path: string): LockHolder | null {
   if (file.kind !== "present") return null;
   const line = parseLockLine(file.raw);
   if (line === null) return null;
   const local = line.host === host;
   if (local && !isPidAlive(line.pid)) return null;
+  if (local && line.pid === process.pid && !heldHere.has(path)) return null;
   const ageSeconds = Math.max(0, Math.floor((Date.now() - file.mtimeMs) / 1000));
   return { ...line, ageSeconds, local };
 }
@@ -151,7 +157,8 @@ function holderFrom(file: LockFile, host: string): LockHolder | null {
  * however old.
  */
 export function readLock(outDir: string, opts: { hostname?: string } = {}): LockHolder | null {
-  return holderFrom(readLockFile(lockPath(outDir)), thisHost(opts.hostname));
+  const path = lockPath(outDir);
+  return holderFrom(readLockFile(path), thisHost(opts.hostname), path);
 }
 
 /** A lock's age: formatDuration's form, with days for a lock left behind long ago. */
@@ -296,7 +303,7 @@ export class CampaignLock {
       if (current.kind === "absent") {
         outcome = createExclusive(file, line) ? "done" : "lost";
       } else {
-        const holder = holderFrom(current, host);
+        const holder = holderFrom(current, host, file);
         if (holder !== null) {
           if (!opts.forceUnlock || (forcedContent !== null && forcedContent !== current.raw)) throw refusal(holder, file);
           if (forcedContent === null) {
@@ -308,6 +315,7 @@ export class CampaignLock {
       }
       if (outcome === "done" && readRaw(file) === line) {
         const lock = new CampaignLock(outDir, host, line);
+        heldHere.add(file);
         lock.#startHeartbeat(opts.heartbeatMs ?? HEARTBEAT_MS);
         return lock;
       }
@@ -342,6 +350,7 @@ export class CampaignLock {
   release(): void {
     if (this.#released) return;
     this.#released = true;
+    heldHere.delete(this.path);
     this.#stopHeartbeat();
     try {
       this.#change(null);

@@ -143,6 +143,20 @@ describe("same-host liveness", () => {
     assert.deepEqual(readdirSync(out), [], "no claim or temp file is left behind");
   });
 
+  it("reclaims a lock naming this host and this very pid that this process does not hold (a restarted container's pid 1)", () => {
+    const out = freshDir();
+    writeLockLine(out, `${HOST} ${process.pid} 2026-07-25T11:52:33Z explore 9999\n`);
+    assert.equal(readLock(out), null, "an earlier process with this pid left it");
+    const lock = CampaignLock.acquire(out, { command: "explore" });
+    try {
+      assert.match(readFileSync(lock.path, "utf8"), new RegExp(`^${HOST} ${process.pid} \\S+ explore -\\n$`));
+      assert.notEqual(readLock(out), null, "now held here, it is live");
+      assert.throws(() => CampaignLock.acquire(out, { command: "run" }), RefusedError);
+    } finally {
+      lock.release();
+    }
+  });
+
   it("refuses a lock naming this host and a live pid", async () => {
     const out = freshDir();
     const holder = sleeper();
