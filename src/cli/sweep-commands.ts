@@ -1,5 +1,6 @@
 // Commands that write the sweep store: init, run, resweep, reset.
-import { existsSync, writeFileSync } from "node:fs";
+import { lstatSync } from "node:fs";
+import { writeOutputFile } from "../files/output-file.ts";
 import { availableParallelism } from "node:os";
 import { dirname, relative } from "node:path";
 import type { Command } from "commander";
@@ -22,13 +23,14 @@ export function registerSweepCommands(program: Command): void {
     .action(
       action<{ force?: boolean }>((o) => {
         const { configPath } = campaignPaths(o);
-        if (existsSync(configPath) && !o.force) {
+        // lstat, not exists: a symlink there (dangling or not) is something, never written through.
+        if (lstatSync(configPath, { throwIfNoEntry: false }) !== undefined && !o.force) {
           throw new RefusedError(`${configPath} already exists (--force to overwrite)`);
         }
         let example = relative(dirname(configPath), bundledExample("planted/planted.mjs"));
         if (!example.startsWith(".")) example = `./${example}`;
         const exampleDir = example.replace(/planted\.mjs$/, "");
-        writeFileSync(configPath, initTemplate().replaceAll("examples/planted/", exampleDir));
+        writeOutputFile(configPath, initTemplate().replaceAll("examples/planted/", exampleDir), { flag: "--config", what: "the config", mode: 0o644 });
         process.stdout.write(
           `wrote ${configPath}\n` +
             "  edit [generator] and the [lanes.NAME] tables for your generator, then:  fuzzfleet run --for 2h\n",

@@ -17,7 +17,10 @@ test("a worker rank's generator does not see the job's token", { timeout: 120_00
   try {
     c.writeConfig({ generator: envDumpingGenerator(c), extra: distributedTable() });
     const env = (rank: number) => ({ ...Object.fromEntries(Object.keys(process.env).filter((k) => FOREIGN.test(k)).map((k) => [k, undefined])), ...MPI(rank) });
-    const args = ["launch", "--bind", "127.0.0.1", "-j", "1", "--wait", "60", "--", "sweep", "--for", "5s"];
+    // The worker rank starts first and waits for the rendezvous, as under a real mpirun, so it is
+    // there when rank 0 starts its budget however slowly this machine starts processes.
+    const args = ["launch", "--bind", "127.0.0.1", "-j", "1", "--wait", "60", "--", "sweep", "--for", "15s"];
+    const rank1 = start(c, args, env(1));
     const rank0 = start(c, args, env(0));
     const jobs = join(c.outDir, "launch");
     // Read while the job runs: rank 0 removes its rendezvous at the end.
@@ -26,7 +29,6 @@ test("a worker rank's generator does not see the job's token", { timeout: 120_00
       return dir !== undefined && existsSync(join(jobs, dir, "fuzzfleet.token")) ? join(jobs, dir, "fuzzfleet.token") : undefined;
     });
     const token = readFileSync(tokenFile, "utf8").trim();
-    const rank1 = start(c, args, env(1));
     const [r0, r1] = await Promise.all([finished(rank0, 90_000, "rank 0"), finished(rank1, 90_000, "rank 1")]);
     assert.equal(r0.code, 0, r0.stdout + r0.stderr);
     assert.equal(r1.code, 0, r1.stdout + r1.stderr);

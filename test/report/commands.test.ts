@@ -1,7 +1,7 @@
 // status, failures, export and init as a user runs them; read commands never write.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { exitOwed } from "../helpers/books.ts";
@@ -197,7 +197,8 @@ describe("init", () => {
   test("init writes a starter config that runs as is, and refuses to overwrite without --force", () => {
     const path = join(c.dir, "fresh", "fuzzfleet.toml");
     const r = c.cli(["--config", path, "init"]);
-    assert.notEqual(r.code, 0, "the directory does not exist yet");
+    assert.equal(r.code, 2, "the directory does not exist yet");
+    assert.match(r.stderr, /^fuzzfleet: --config .*fresh\/fuzzfleet\.toml: .*fresh does not exist; create the directory first or choose another path for --config\n/);
     const dir = join(c.dir, "fresh");
     mkdirSync(dir);
     const ok = c.cli(["--config", path, "init"]);
@@ -205,6 +206,15 @@ describe("init", () => {
     assert.match(ok.stdout, /wrote .*fuzzfleet\.toml/);
     assert.equal(c.cli(["--config", path, "init"]).code, 3);
     assert.equal(c.cli(["--config", path, "init", "--force"]).code, 0);
+    // A symlink in the config's place, even a dangling one, is something: refused, and with --force
+    // replaced; never written through.
+    const linked = join(dir, "linked.toml");
+    const target = join(c.dir, "never-created.toml");
+    symlinkSync(target, linked);
+    assert.equal(c.cli(["--config", linked, "init"]).code, 3);
+    assert.equal(c.cli(["--config", linked, "init", "--force"]).code, 0);
+    assert.ok(lstatSync(linked).isFile(), "the link was replaced by the config");
+    assert.ok(!existsSync(target), "nothing was created through the link");
     // Its 10-minute chunks are cut to the time left: a 6 s budget sweeps (the deadline floor is 5 s).
     const run = c.cli(["--config", path, "run", "--for", "6s"], { env: { PLANTED_COST_MS: "0" } });
     assert.ok(existsSync(join(dir, "fuzzfleet.db")));

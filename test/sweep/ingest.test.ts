@@ -184,6 +184,6 @@ describe("ingestChunk", () => {
 
   test("a chunk without failures/ or quarantine/ ingests as clean", () => {
     const r = ingestChunk(db, target(join(out, "tmp", "nothing-here"), 1, 10));
-    assert.deepEqual(r, { finds: 0, newFailures: 0, newDistinct: 0, newFailureIds: [], reopened: 0, reopenedIds: [], unshrunk: 0, quarantine: 0, quarantineReasons: [], malformed: [], refused: null });
+    assert.deepEqual(r, { finds: 0, newFailures: 0, newDistinct: 0, newSignatures: 0, newFailureIds: [], reopened: 0, reopenedIds: [], unshrunk: 0, quarantine: 0, quarantineReasons: [], malformed: [], refused: null });
   });
 });
