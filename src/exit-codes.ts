@@ -10,7 +10,7 @@ export const EXIT = {
   newFailures: 1,
   usage: 2,
   refused: 3,
-  /** Also `run` when every lane got disabled and nothing new was found: the sweep stopped sweeping. */
+  /** Also `run`/`coordinate` when every lane got disabled and nothing new was found: the sweep stopped sweeping. */
   runtime: 4,
   /** explore: the wall budget ran out before the frontier was exhausted (the state is kept for --resume). */
   budgetReached: 5,

@@ -1,8 +1,9 @@
-// LocalExecutor: runs the engine's chunks one at a time in this process (the generator's own
-// -j is where single-host parallelism belongs). Interruption (Ctrl-C) stops the running chunk;
-// the engine books it as aborted:interrupted and the range is re-swept by a later session.
-// Every change to the books goes through the CommitQueue: while the store refuses writes, the
-// executor waits for it (the queue retries and says so) instead of running ahead of the disk.
+// The local slots, `run`'s executor (sweep/run.ts hands them to the session runner): the engine's
+// chunks run one at a time in this process (the generator's own -j is where single-host
+// parallelism belongs). Interruption (Ctrl-C) stops the running chunk; the engine books it as
+// aborted:interrupted and the range is re-swept by a later session. Every change to the books
+// goes through the session's CommitQueue: while the store refuses writes, the slots wait for it
+// (the queue retries and says so) instead of running ahead of the disk.
 //
 // With `[generator] minimize`, a second slot runs minimize units beside the chunks, with its
 // share of the jobs ({jobs} = round(share x jobs), at least 1); with share 0 it runs only while no

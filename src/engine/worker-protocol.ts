@@ -1,20 +1,19 @@
 // SweepWorkerProtocol: the sweep's half of the worker wire (net/work-protocol.ts; explore's half
 // is explore/fleet/worker-protocol.ts). The SweepEngine decides what each remote worker runs and books what it
 // reports; the shared WorkerServer does the connections, the handshake and the tokenised stop.
-// Every store write goes through one CommitQueue (group commit, memory rolled back with a refused
-// transaction).
+// Every store write goes through the session's one CommitQueue (sweep/session-runner.ts builds it:
+// group commit, memory rolled back with a refused transaction).
 //
 // A store that refuses writes never stalls a worker: heartbeats are answered from memory, `want`
 // gets `wait`, a `done` is acknowledged as queued (it is booked when the store takes writes
 // again, from the queue, not from the worker), and leases are not expired meanwhile (reissuing
 // would need a write; the holders are alive and answering).
 //
-// Session: serving -> draining (deadline floor or Ctrl-C: every ack says drain, no new chunks)
-//          -> drained (nothing in flight, or drain grace over: the rest is reissued, re-swept next
-//          session) -> stopping (WorkerServer.stopAll) -> closed
-// run() sleeps until something can start or end a drain: the floor's or the drain grace's
-// deadline, Ctrl-C, a chunk that lands or is taken back, a worker that leaves, the store failing
-// or taking writes again. Only the lease-expiry scan runs on a timer.
+// How the session ends is core/session-drain.ts's machine (serving -> draining -> drained ->
+// stopping -> closed); run() drives it and sleeps until something can start or end a drain: the
+// floor's or the drain grace's deadline, Ctrl-C, a chunk that lands or is taken back, a lane
+// disabled on a worker, a worker that leaves, the store failing or taking writes again. Only the
+// lease-expiry scan runs on a timer.
 //
 // Minimize units (engine.minimize) ride in the same `assign` and `done` as chunks, under their
 // wire ids (net/messages.ts, minimizeWireId). A want is served units first, within the share of
@@ -35,15 +34,14 @@ import type { Config } from "../config/schema.ts";
 import type { Db } from "../store/db.ts";
 import type { Assignment, MinimizeAssignment, SweepEngine, WorkerView } from "./sweep-engine.ts";
 import { removeSessionScratch, wireChunk, wireUnit } from "./chunk-files.ts";
-import { CommitQueue, StoreBlocked, type Durability } from "./commit-queue.ts";
+import { StoreBlocked, type CommitQueue } from "./commit-queue.ts";
 import type { EngineMark } from "./sweep-engine.ts";
+import { fleetSweepsNothing, SessionDrain } from "../core/session-drain.ts";
 import { WakeablePause } from "../util/pause.ts";
 
 const IDLE_POLL_SECONDS = 1;
 /** How often held chunks are checked for an expired lease. */
 const LEASE_SCAN_MS = 200;
-/** The longest single sleep of run() (setTimeout's limit is about 24.8 days). */
-const MAX_SLEEP_MS = 3_600_000;
 
 export interface SweepWorker extends AttachedWorker, WorkerView {
   readonly workerId: number;
@@ -63,13 +61,13 @@ export interface ServedSession {
   generationId: number;
   genHash: string;
   appBuild: string | null;
-  /** Commits made durable off the event loop (a store in WAL mode), or null: durable at COMMIT. */
-  walSync?: Durability | null;
 }
 
 export interface SweepWorkerProtocolOptions {
   session: ServedSession;
   engine: SweepEngine;
+  /** The session's commit queue over the engine's books; its onFail must call storeFailed(). */
+  books: CommitQueue<EngineMark>;
   token: string;
   leaseSeconds: number;
   heartbeatSeconds: number;
@@ -79,8 +77,6 @@ export interface SweepWorkerProtocolOptions {
   now: () => number;
   read: ReadService;
   log: (line: string) => void;
-  /** Where the store is, for the lines about a store that refuses writes. */
-  storePath: string;
 }
 
 export interface ShutdownReport {
@@ -102,14 +98,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
   private readonly sleeper = new WakeablePause();
 
   constructor(private readonly o: SweepWorkerProtocolOptions) {
-    this.books = new CommitQueue(o.session.db, o.engine, {
-      giveUpMs: o.session.config.store.giveUpSeconds * 1000,
-      now: o.now,
-      log: o.log,
-      path: o.storePath,
-      onFail: () => this.sleeper.wake(),
-      durability: o.session.walSync,
-    });
+    this.books = o.books;
     this.server = new WorkerServer<SweepWorker>({
       token: o.token,
       protocol: this,
@@ -150,47 +139,48 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
       if (wasBlocked) wake();
       wasBlocked = false;
     }, LEASE_SCAN_MS);
-    let drainDeadline: number | null = null;
+    const drain = new SessionDrain({ drainGraceMs: this.o.drainGraceSeconds * 1000 });
     let abandoned = 0;
     try {
-      for (;;) {
-        if (this.books.failed) break;
-        if (signal.aborted && !engine.draining) {
-          engine.drain("interrupted");
-          this.o.log("interrupted: draining — no new chunks; chunks in flight that do not land will be re-swept");
-        }
+      while (drain.state !== "drained") {
         // One reading of the clock per turn: a second one could find the deadline passed that the
         // first did not, and the turn would then sleep as if the store were blocked.
         const now = this.o.now();
-        const remaining = engine.remainingSeconds();
-        if (!engine.draining && remaining < engine.floorSeconds) {
-          engine.drain("deadline");
-          this.o.log("deadline: draining — waiting for the chunks in flight");
-        }
-        let sleepMs: number;
-        if (engine.draining) {
-          drainDeadline ??= now + this.o.drainGraceSeconds * 1000;
-          const left = engine.inFlightChunks();
-          if (left.length === 0) break;
-          if (now >= drainDeadline && !this.books.blocked) {
-            abandoned = left.length;
-            for (const f of left) this.reissue(f.chunkId, "drain grace expired");
-            await this.books.settled();
-            this.o.log(`${abandoned} chunk(s) were still running when the drain grace expired — not counted; the next session re-sweeps them`);
-            break;
+        for (const action of drain.turn({
+          now,
+          remainingSeconds: engine.remainingSeconds(),
+          floorSeconds: engine.floorSeconds,
+          interrupted: signal.aborted,
+          engineDraining: engine.draining,
+          chunksInFlight: engine.inFlightChunks().length,
+          storeBlocked: this.books.blocked !== null,
+          storeFailed: this.books.failed !== null,
+          fleetSweepsNothing: this.fleetSweepsNothing(),
+        })) {
+          switch (action.kind) {
+            case "drain":
+              engine.drain(action.reason);
+              this.o.log(action.line);
+              break;
+            case "abandon":
+              abandoned = action.chunks;
+              for (const f of engine.inFlightChunks()) this.reissue(f.chunkId, "drain grace expired");
+              await this.books.settled();
+              this.o.log(`${abandoned} chunk(s) were still running when the drain grace expired — not counted; the next session re-sweeps them`);
+              break;
+            case "sleep":
+              await this.sleeper.pause(action.ms);
+              break;
           }
-          // Past the drain deadline only while the store is blocked: then only events wake it.
-          sleepMs = now >= drainDeadline ? MAX_SLEEP_MS : Math.max(1, drainDeadline - now);
-        } else {
-          sleepMs = Math.max(1, (remaining - engine.floorSeconds) * 1000);
         }
-        await this.sleeper.pause(Math.min(sleepMs, MAX_SLEEP_MS));
       }
     } finally {
       clearInterval(leaseScan);
       signal.removeEventListener("abort", wake);
     }
+    drain.stop();
     const outcome = await this.server.stopAll(this.o.stopGraceSeconds * 1000);
+    drain.stopped();
     this.server.close();
     // Units not reported by the end of the stop: their finds wait for a later session's units.
     for (const u of [...engine.minimize.inFlight.values()]) this.reissueUnit(u.unitId, "the session ended");
@@ -199,9 +189,26 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
     return { outcome, abandoned, scratchRemoved: removeSessionScratch(this.o.session.db, this.o.session.outDir, this.o.session.sessionId) };
   }
 
-  /** Something that can end a drain happened (a chunk landed or was taken back, a worker left, a drain began). */
-  private drainMayEnd(): void {
-    if (this.o.engine.draining) this.sleeper.wake();
+  /** The commit queue gave up on the store: run() ends the session. */
+  storeFailed(): void {
+    this.sleeper.wake();
+  }
+
+  /**
+   * Something that can start or end a drain happened: a chunk landed or was taken back (a lane may
+   * have been disabled on its worker), a worker left, a drain began.
+   */
+  private sessionMayEnd(): void {
+    if (this.o.engine.draining || this.fleetSweepsNothing()) this.sleeper.wake();
+  }
+
+  /** The attached workers, as they are, can sweep nothing (core/session-drain.ts). */
+  private fleetSweepsNothing(): boolean {
+    const lanes = this.o.engine
+      .engineLanes()
+      .filter((l) => l.config.enabled)
+      .map((l) => ({ name: l.config.name, hasWork: l.state.hasWork() }));
+    return fleetSweepsNothing(lanes, [...this.server.workers.values()]);
   }
 
   private reissue(chunkId: number, why: string): void {
@@ -212,7 +219,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
       .catch(() => undefined)
       .finally(() => {
         this.reissuing.delete(chunkId);
-        this.drainMayEnd();
+        this.sessionMayEnd();
       });
   }
 
@@ -238,9 +245,9 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
    */
   private book<T>(fn: () => T): Promise<{ value: T } | null> {
     const committed = this.books.run(fn, "hold").then((value) => ({ value }));
-    // A chunk booked as finished or taken back can end a drain, also when booked late (a blocked
-    // store); a failure of the whole queue is handled by run(), nobody else waits on this promise.
-    committed.then(() => this.drainMayEnd(), () => undefined);
+    // A chunk booked as finished or taken back can start or end a drain, also when booked late (a
+    // blocked store); a failure of the whole queue is handled by run(), nobody else waits on this promise.
+    committed.then(() => this.sessionMayEnd(), () => undefined);
     // Not a race with whenBlocked(): a wait left pending on the queue per booked change would
     // hold memory for every change of the session while the store takes writes.
     return new Promise((resolve, reject) => {
@@ -258,10 +265,9 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
     });
   }
 
-  /** Stops listening, drops every connection, and refuses later store writes (the session is closing). */
+  /** Stops listening and drops every connection (the session is closing; its runner closes the books). */
   close(): void {
     this.server.close();
-    this.books.close();
   }
 
   // ---- WorkProtocol ----------------------------------------------------------------------------
@@ -376,7 +382,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
           throw err;
         }
         // Looking for a chunk may have found the deadline floor: the drain starts now.
-        this.drainMayEnd();
+        this.sessionMayEnd();
         if (result.chunks.length + result.units.length > 0) {
           return {
             type: "assign",

@@ -1,11 +1,12 @@
 // A sweep coordinator in-process, for tests that talk to it over 127.0.0.1: a real session (lock,
-// SQLite store, generation, lanes) of the bundled planted generator, the SweepEngine as
-// `coordinate` builds it, and the SweepWorkerProtocol serving it. No generator ever runs: the
+// SQLite store, generation, lanes) of the bundled planted generator, the SweepEngine and its
+// CommitQueue as the session runner builds them, and the SweepWorkerProtocol serving it. No generator ever runs: the
 // workers are doubles that report what they were given.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { SweepEngine, type EngineEvents } from "../../src/engine/sweep-engine.ts";
+import { CommitQueue } from "../../src/engine/commit-queue.ts";
+import { SweepEngine, type EngineEvents, type EngineMark } from "../../src/engine/sweep-engine.ts";
 import { SweepWorkerProtocol } from "../../src/engine/worker-protocol.ts";
 import type { ReadService } from "../../src/net/worker-server.ts";
 import { closeSweepSession, openSweepSession, type SweepSession } from "../../src/sweep/session.ts";
@@ -15,6 +16,7 @@ export interface ServedSweep {
   campaign: Campaign;
   session: SweepSession;
   engine: SweepEngine;
+  books: CommitQueue<EngineMark>;
   protocol: SweepWorkerProtocol;
   nonce: { path: string; value: string };
   close(): Promise<void>;
@@ -58,9 +60,18 @@ export async function servedSweep(o: {
     deadlineMs: performance.now() + (o.budgetSeconds ?? 3600) * 1000,
     events: quiet,
   });
+  const books: CommitQueue<EngineMark> = new CommitQueue(session.db, engine, {
+    giveUpMs: session.config.store.giveUpSeconds * 1000,
+    now: () => performance.now(),
+    log: o.log,
+    path: campaign.dbPath,
+    onFail: () => protocol.storeFailed(),
+    durability: session.walSync,
+  });
   const protocol = new SweepWorkerProtocol({
     session,
     engine,
+    books,
     token: o.token,
     leaseSeconds: o.leaseSeconds ?? 60,
     heartbeatSeconds: 5,
@@ -70,16 +81,17 @@ export async function servedSweep(o: {
     now: () => performance.now(),
     read: READ,
     log: o.log,
-    storePath: campaign.dbPath,
   });
   return {
     campaign,
     session,
     engine,
+    books,
     protocol,
     nonce,
     async close() {
       protocol.close();
+      books.close();
       await closeSweepSession(session, "interrupted");
       campaign.cleanup();
     },

@@ -157,3 +157,36 @@ test("an idle fleet finds out that a blocked store takes writes again: a worker'
   assert.ok(c.lines.some((l) => /takes writes again/.test(l)), c.lines.join("\n"));
   w.conn.destroy();
 });
+
+test("every lane disabled on the only worker attached drains the session as 'all lanes disabled' at once, and the worker is stopped", TEST, async () => {
+  const c = await coordinator();
+  const w = await holder(c.port);
+  const run = c.protocol.run(new AbortController().signal);
+  // The generator exited 3: the chunk is aborted and its lane (the campaign's only one) disabled on this worker.
+  const ack = await request(w, { type: "done", chunk_id: w.chunk.chunk_id, elapsed: 1, rc: 3, outcome: "complete", error: null });
+  assert.deepEqual([ack.type, (ack as { note?: string }).note], ["ack", "aborted"]);
+  await answerStop(w);
+  const report = await run;
+  assert.equal(c.engine.draining, "all lanes disabled");
+  assert.deepEqual([report.abandoned, report.outcome.complete, report.outcome.acked], [0, true, ["holder#1"]]);
+  assert.ok(c.lines.includes("every lane is disabled on every worker attached: draining — the sweep stopped sweeping"), c.lines.join("\n"));
+});
+
+test("a lane disabled on one worker while another still sweeps it does not drain; the drain comes when the other leaves", TEST, async () => {
+  const c = await coordinator();
+  const broken = await holder(c.port);
+  const healthy = await fakeWorker(c.port, TOKEN, "healthy");
+  const run = c.protocol.run(new AbortController().signal);
+  await request(broken, { type: "done", chunk_id: broken.chunk.chunk_id, elapsed: 1, rc: 3, outcome: "complete", error: null });
+  // The healthy worker still gets chunks: the session serves on.
+  const reply = await request(healthy, { type: "want", slots: 1 });
+  assert.equal(reply.type, "assign", JSON.stringify(reply));
+  assert.equal(c.engine.draining, null);
+  // It leaves with its chunk (taken back): only the broken worker is left, and it sweeps nothing.
+  healthy.conn.destroy();
+  await answerStop(broken);
+  const report = await run;
+  assert.equal(c.engine.draining, "all lanes disabled");
+  assert.deepEqual(report.outcome.acked, ["holder#1"]);
+  assert.equal(c.engine.inFlightChunks().length, 0);
+});

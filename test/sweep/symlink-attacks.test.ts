@@ -7,7 +7,6 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { exitOwed } from "../helpers/books.ts";
 import { Campaign, distributedTable, PLANTED, startCoordinator, waitFor } from "../helpers/campaign.ts";
 import { campaignToken, fakeWorker, send } from "../helpers/wire.ts";
 import { snapshot, writeFailure } from "./ingest-fixture.ts";
@@ -74,9 +73,15 @@ test("a worker with the token that swaps its scratch directory for a symlink and
     assert.equal(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n, 0);
     assert.deepEqual(readdirSync(join(c.outDir, "failures")), []);
     await waitFor("the refusal on the coordinator's console", () => (refusal(chunk.scratch_dir).test(coord.output()) ? true : undefined));
-    attacker.conn.destroy();
+    // The lane is disabled on the only worker attached: the sweep stopped sweeping, as `run`'s above.
+    // The coordinator drains and stops it; it acknowledges, so the exit is 4, not 70.
+    let stop = (await send(attacker.conn, { type: "heartbeat", ids: [] })) as { type: string; token?: string };
+    while (stop.type !== "stop") stop = (await send(attacker.conn, { type: "heartbeat", ids: [] })) as { type: string; token?: string };
+    assert.deepEqual(await send(attacker.conn, { type: "stop_ack", token: stop.token! }), { type: "bye", reason: "stopped" });
     const rc = await coord.result;
-    assert.equal(rc.code, exitOwed(c, rc.stdout), rc.stdout + rc.stderr);
+    assert.equal(rc.code, 4, rc.stdout + rc.stderr);
+    assert.match(rc.stdout, /every lane is disabled on every worker attached: draining — the sweep stopped sweeping/);
+    assert.equal(c.one<{ status: string }>("SELECT status FROM session").status, "disabled");
     assert.deepEqual(snapshot(v.dir, true), v.before, "and still so after the coordinator removed the chunk's scratch");
   } finally {
     c.cleanup();
