@@ -4,7 +4,7 @@
 // Handlers queued in one turn of the event loop share one transaction (group commit: one fsync),
 // each in its own savepoint. A handler's promise settles only after the transaction that ran it
 // committed. Before each attempt the queue takes a checkpoint of the in-memory books; when the
-// attempt fails, SQLite has rolled the transaction back and the queue puts memory back to the
+// attempt fails, the store has rolled the transaction back and the queue puts memory back to the
 // checkpoint, so memory again says exactly what the store holds. What happens next depends on why
 // it failed:
 //

@@ -25,6 +25,7 @@ import { removeBelow } from "../files/pinned-dir.ts";
 import type { LaneConfig } from "../config/schema.ts";
 import { chunkTarget, deadlineFloor, halveRate, hardTimeout, pickLane, sizeChunk, updateRate } from "../core/schedule.ts";
 import type { SweepStore } from "../store/port.ts";
+import { sweepStoreOf } from "../store/sqlite/index.ts";
 import { chunkCommand, resultsDir } from "../generator/command.ts";
 import { contractBreach, outputTail, resultsMissing } from "../generator/contract.ts";
 import { LAST_SEED } from "../core/ranges.ts";
@@ -35,7 +36,6 @@ import { rememberWorker, restoreWorker, type EngineMark } from "./engine-memory.
 import { MinimizeUnits } from "./minimize-units.ts";
 import {
   abortWording,
-  engineStore,
   type Assignment,
   type AssignResult,
   type ChunkReport,
@@ -104,7 +104,7 @@ export class SweepEngine implements Books<EngineMark> {
   readonly store: SweepStore;
 
   constructor(private readonly o: EngineOptions) {
-    this.store = engineStore(o);
+    this.store = "store" in o ? o.store : sweepStoreOf(o.db);
     for (const lane of o.lanes) {
       this.lanes.set(lane.config.name, lane);
       this.lanesById.set(lane.laneId, lane);

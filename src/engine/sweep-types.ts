@@ -6,7 +6,7 @@ import type { LaneState } from "../core/lane-state.ts";
 import type { ChildOutcome } from "../exec/run-child.ts";
 import type { IngestResult } from "../generator/ingest.ts";
 import type { SweepStore, Transport } from "../store/port.ts";
-import { sweepStoreOf, type StoreHandle } from "../store/sqlite/index.ts";
+import type { StoreHandle } from "../store/sqlite/index.ts";
 
 /** A lane taking part in this session. */
 export interface EngineLane {
@@ -142,11 +142,6 @@ export interface InFlight {
  * (src/sweep/) still pass; `db` goes once they pass a SweepStore.
  */
 export type EngineOptions = EngineSettings & ({ store: SweepStore } | { db: StoreHandle });
-
-/** The store an engine was given, whichever way. */
-export function engineStore(o: EngineOptions): SweepStore {
-  return "store" in o ? o.store : sweepStoreOf(o.db);
-}
 
 export interface EngineSettings {
   config: Config;

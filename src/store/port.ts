@@ -201,8 +201,6 @@ export interface SessionBook {
 
 /** A campaign's books. */
 export interface SweepStore extends StoreTransactions, GenerationBook, LaneBook, ChunkBook, FailureBook, MinimizeBook, QuarantineBook, SessionBook {
-  /** Where the books are, for messages ("the store /x/fuzzfleet.db is locked …"). */
-  readonly location: string;
   /** Closes the store; a store obtained from a connection someone else owns leaves it open. */
   close(): void;
 }

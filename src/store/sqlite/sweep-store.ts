@@ -25,10 +25,6 @@ export class SqliteSweepStore implements SweepStore {
     private readonly owned: boolean,
   ) {}
 
-  get location(): string {
-    return this.db.name;
-  }
-
   close(): void {
     if (this.owned) this.db.close();
   }
