@@ -7,7 +7,7 @@ import type { Command } from "commander";
 import { parseDuration } from "../config/duration.ts";
 import { campaignPaths } from "../config/paths.ts";
 import { RefusedError, UsageError } from "../errors.ts";
-import { openStore } from "../store/db.ts";
+import { openSweepStore } from "../store/sqlite/index.ts";
 import { failuresData, renderFailures } from "../report/failures.ts";
 import { renderStatus, statusData } from "../report/status.ts";
 import { runSweep } from "../sweep/run.ts";
@@ -131,14 +131,14 @@ export function registerDemo(program: Command): void {
           live: process.stdout.isTTY === true && (process.stdout.columns ?? 0) > 0,
           quarantineNote: PLANTED_QUARANTINE,
         }));
-        const db = openStore(paths.dbPath, { readonly: true });
+        const store = openSweepStore(paths.dbPath, { readonly: true });
         try {
           say(`\n$ fuzzfleet --config ${configPath} status`);
-          process.stdout.write(renderStatus(statusData(db, { genHashNow: null, appBuildNow: null, outDir: paths.outDir }), { quarantineNote: PLANTED_QUARANTINE }));
+          process.stdout.write(renderStatus(statusData(store, { genHashNow: null, appBuildNow: null, outDir: paths.outDir }), { quarantineNote: PLANTED_QUARANTINE }));
           say(`\n$ fuzzfleet --config ${configPath} failures`);
-          process.stdout.write(renderFailures(failuresData(db, paths.outDir, { state: "open", bucket: null, allGenerations: false }), { verbose: false, lines: 30 }));
+          process.stdout.write(renderFailures(failuresData(store, paths.outDir, { state: "open", bucket: null, allGenerations: false }), { verbose: false, lines: 30 }));
         } finally {
-          db.close();
+          store.close();
         }
         say(`\nNext: run it again to resume at the cursors, or try  fuzzfleet --config ${configPath} failures -v`);
         say(`      PLANTED_FIX=crash fuzzfleet --config ${configPath} resweep   closes the 'crash' failures`);

@@ -7,8 +7,8 @@ import type { Config } from "../config/load.ts";
 import { loadConfig } from "../config/load.ts";
 import { campaignPaths, type CampaignPaths } from "../config/paths.ts";
 import { refuseIfRemoteCampaign } from "../lock/campaign-lock.ts";
-import { openStore, type Db } from "../store/db.ts";
-import { FAILURE_STATES } from "../store/failures.ts";
+import { FAILURE_STATES, type SweepStore } from "../store/port.ts";
+import { openSweepStore } from "../store/sqlite/index.ts";
 import { exportBundle, exploreKeptOut, sweepKeptOut } from "../report/export.ts";
 import { writeOutputFile, type KeptOut } from "../files/output-file.ts";
 import { effectiveFilters, failuresData, NOTHING_RECORDED, renderFailures, type FailureFilters } from "../report/failures.ts";
@@ -108,10 +108,10 @@ export function registerReportCommands(program: Command): void {
         const data = withReadStore(
           paths.dbPath,
           () => emptyStatus(ctx),
-          (db) => {
+          (store) => {
             // Hashing the generator's files is only worth it when there is a generation to compare.
             ctx.genHashNow = config ? tryGenerationHash(config) : null;
-            return statusData(db, ctx);
+            return statusData(store, ctx);
           },
         );
         process.stdout.write(o.json ? JSON.stringify(data, null, 2) + "\n" : renderStatus(data));
@@ -176,8 +176,8 @@ export function registerReportCommands(program: Command): void {
           const text = withReadStore(
             paths.dbPath,
             () => (o.json ? JSON.stringify({ generation: null, filters, failures: [] }, null, 2) + "\n" : `${NOTHING_RECORDED}\n`),
-            (db) => {
-              const data = failuresData(db, paths.outDir, filters);
+            (store) => {
+              const data = failuresData(store, paths.outDir, filters);
               return o.json ? JSON.stringify(data, null, 2) + "\n" : renderFailures(data, { verbose: o.verbose ?? false, lines: o.lines });
             },
           );
@@ -227,8 +227,8 @@ export function registerReportCommands(program: Command): void {
         const bundle = withReadStore(
           paths.dbPath,
           () => null,
-          (db) =>
-            exportBundle(db, {
+          (store) =>
+            exportBundle(store, {
               id: o.id ?? null,
               state: o.state,
               bucket: o.bucket ?? null,
@@ -283,12 +283,12 @@ function refuseSweepFilters<T extends object>(opts: T, keys: (keyof typeof SWEEP
  * Runs `read` on the store opened read-only, in one transaction (a consistent snapshot, held only
  * while the report is built), or `missing` when there is no store yet.
  */
-function withReadStore<T>(dbPath: string, missing: () => T, read: (db: Db) => T): T {
+function withReadStore<T>(dbPath: string, missing: () => T, read: (store: SweepStore) => T): T {
   if (!existsSync(dbPath)) return missing();
-  const db = openStore(dbPath, { readonly: true });
+  const store = openSweepStore(dbPath, { readonly: true });
   try {
-    return db.transaction(() => read(db))();
+    return store.transaction(() => read(store));
   } finally {
-    db.close();
+    store.close();
   }
 }

@@ -18,7 +18,7 @@ import { ExploreDashboardSource } from "../explore/command/dashboard.ts";
 import { stateDir } from "../explore/state/work-dir.ts";
 import { SweepDashboardSource } from "../report/dashboard-sweep.ts";
 import { ExploreCampaignFiles } from "../report/explore-files.ts";
-import { openStore } from "../store/db.ts";
+import { openSweepStore } from "../store/sqlite/index.ts";
 import { exploreStaticReportHtml, refuseNonExploreCorpus, refuseOutputInCorpus } from "../report/explore-static-report.ts";
 import { staticReportHtml, writeStaticReport } from "../report/static-report.ts";
 import { sweepKeptOut } from "../report/export.ts";
@@ -74,9 +74,9 @@ export function registerUiCommands(program: Command): void {
           storeOrRefuse(paths.dbPath);
           tokenDir = paths.outDir;
           if (!loopback) token = tokenFrom(tokenDir);
-          const db = openStore(paths.dbPath, { readonly: true });
-          close = () => db.close();
-          source = new SweepDashboardSource({ db, outDir: paths.outDir, title: `fuzzfleet — ${paths.configPath.replace(/\/[^/]*$/, "")}`, live: null });
+          const store = openSweepStore(paths.dbPath, { readonly: true });
+          close = () => store.close();
+          source = new SweepDashboardSource({ store, outDir: paths.outDir, title: `fuzzfleet — ${paths.configPath.replace(/\/[^/]*$/, "")}`, live: null });
         }
         try {
           const server = await startDashboard({ host: address.host, port: address.port, source, token, scrapeTokenDir: tokenDir, log: (line) => process.stderr.write(`fuzzfleet: ${line}\n`) });
@@ -109,14 +109,14 @@ export function registerUiCommands(program: Command): void {
         const paths = campaignPaths(o);
         refuseIfRemoteCampaign(paths.outDir, "report");
         storeOrRefuse(paths.dbPath);
-        const db = openStore(paths.dbPath, { readonly: true });
+        const store = openSweepStore(paths.dbPath, { readonly: true });
         try {
           const keepOut = [...sweepKeptOut(paths.outDir), { dir: paths.dbPath, what: "the store" }];
-          const path = writeStaticReport(o.output, staticReportHtml(db, paths.outDir, `fuzzfleet report — ${paths.configPath.replace(/\/[^/]*$/, "")}`), keepOut);
+          const path = writeStaticReport(o.output, staticReportHtml(store, paths.outDir, `fuzzfleet report — ${paths.configPath.replace(/\/[^/]*$/, "")}`), keepOut);
           process.stdout.write(`wrote ${path}\n`);
           return EXIT.ok;
         } finally {
-          db.close();
+          store.close();
         }
       }),
     );

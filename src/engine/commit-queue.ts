@@ -4,11 +4,11 @@
 // Handlers queued in one turn of the event loop share one transaction (group commit: one fsync),
 // each in its own savepoint. A handler's promise settles only after the transaction that ran it
 // committed. Before each attempt the queue takes a checkpoint of the in-memory books; when the
-// attempt fails, SQLite has rolled the transaction back and the queue puts memory back to the
+// attempt fails, the store has rolled the transaction back and the queue puts memory back to the
 // checkpoint, so memory again says exactly what the store holds. What happens next depends on why
 // it failed:
 //
-//   the store refused the write (locked, full, read-only, I/O error)   -> blocked
+//   the store refused the write (busy, full, read-only, I/O error)     -> blocked
 //   a handler threw anything else (a bug, an assertion)                 -> that handler alone is
 //                                                                          rejected; the others run
 //                                                                          again at once
@@ -26,7 +26,8 @@
 import assert from "node:assert/strict";
 import { formatDuration } from "../config/duration.ts";
 import { StoreError } from "../errors.ts";
-import { setBusyTimeout, sqliteCode, type Db } from "../store/db.ts";
+import type { RefusalCode, StoreRefusal, SweepStore } from "../store/port.ts";
+import { sweepStoreOf, type StoreHandle } from "../store/sqlite/index.ts";
 
 /** The in-memory books a transaction changes: taken before each attempt, put back after a failed one. */
 export interface Books<Mark> {
@@ -86,7 +87,9 @@ interface Pending {
 
 interface Blocked {
   sinceMs: number;
-  code: string;
+  /** Why, in the port's words, and the store's own name for it (for the operator). */
+  code: RefusalCode;
+  detail: string;
   retryInMs: number;
   timer: NodeJS.Timeout | null;
 }
@@ -106,18 +109,22 @@ export class CommitQueue<Mark> {
   /** Transactions committed, handlers run, attempts refused and syncs made, for the benchmarks and the summary. */
   readonly stats = { commits: 0, handlers: 0, refused: 0, syncs: 0 };
 
+  private readonly store: SweepStore;
+
+  /** `store` may still be the sweep session drivers' SQLite connection (src/sweep/). */
   constructor(
-    private readonly db: Db,
+    store: StoreHandle,
     private readonly books: Books<Mark>,
     private readonly o: CommitQueueOptions,
   ) {
+    this.store = sweepStoreOf(store);
     this.retryFirstMs = o.retryFirstMs ?? 100;
     this.retryMaxMs = o.retryMaxMs ?? 2_000;
-    setBusyTimeout(db, o.busyMs ?? 25);
+    this.store.setLockWait(o.busyMs ?? 25);
   }
 
   /** Non-null while the store refuses writes. */
-  get blocked(): { sinceMs: number; code: string; retryInMs: number } | null {
+  get blocked(): { sinceMs: number; code: RefusalCode; detail: string; retryInMs: number } | null {
     return this.blockedState;
   }
 
@@ -233,17 +240,17 @@ export class CommitQueue<Mark> {
     const values: unknown[] = [];
     let culprit = -1;
     try {
-      this.db.transaction(() => {
+      this.store.transaction(() => {
         for (let i = 0; i < batch.length; i++) {
           try {
-            values.push(this.db.transaction(batch[i]!.fn)());
+            values.push(this.store.transaction(batch[i]!.fn));
           } catch (err) {
             // A refused write ends the whole attempt; anything else is this handler's own fault.
-            if (storeRefusal(err) === null) culprit = i;
+            if (this.store.refusalOf(err) === null) culprit = i;
             throw err;
           }
         }
-      })();
+      });
     } catch (err) {
       this.books.rollback(mark);
       this.refused(batch, culprit, err);
@@ -296,7 +303,8 @@ export class CommitQueue<Mark> {
   }
 
   private refused(batch: Pending[], culprit: number, err: unknown): void {
-    if (culprit < 0 && storeRefusal(err) === null) {
+    const refusal = this.store.refusalOf(err);
+    if (culprit < 0 && refusal === null) {
       // Neither a handler nor the store: the transaction itself could not run (a bug, a closed connection).
       this.queue = [...batch, ...this.queue];
       this.fail(new StoreError(`cannot write the store ${this.o.path}: ${(err as Error).message}`, { cause: err }));
@@ -311,10 +319,10 @@ export class CommitQueue<Mark> {
       return;
     }
     this.stats.refused++;
-    const code = sqliteCode(err) ?? "SQLITE_ERROR";
-    if (storeRefusal(err) === "corrupt") {
+    assert.ok(refusal !== null, "a refused attempt with no culprit is the store's refusal");
+    if (refusal.code === "corrupt") {
       this.queue = [...batch, ...this.queue];
-      this.fail(new StoreError(`the store ${this.o.path} is damaged (${code}): ${(err as Error).message}; nothing more is written to it`, { cause: err }));
+      this.fail(new StoreError(`the store ${this.o.path} is damaged (${refusal.detail}): ${(err as Error).message}; nothing more is written to it`, { cause: err }));
       return;
     }
     const kept = batch.filter((item) => item.whenBlocked === "hold");
@@ -322,11 +330,12 @@ export class CommitQueue<Mark> {
     this.queue = [...kept, ...this.queue];
     const first = this.blockedState === null;
     if (first) {
-      this.blockedState = { sinceMs: this.o.now(), code, retryInMs: this.retryFirstMs, timer: null };
-      this.o.log(`${describeRefusal(this.o.path, code)} — retrying; nothing is lost (giving up after ${formatMinutes(this.o.giveUpMs)})`);
+      this.blockedState = { sinceMs: this.o.now(), code: refusal.code, detail: refusal.detail, retryInMs: this.retryFirstMs, timer: null };
+      this.o.log(`${describeRefusal(this.o.path, refusal)} — retrying; nothing is lost (giving up after ${formatMinutes(this.o.giveUpMs)})`);
       this.wakeBlocked();
     } else {
-      this.blockedState!.code = code;
+      this.blockedState!.code = refusal.code;
+      this.blockedState!.detail = refusal.detail;
       this.blockedState!.retryInMs = Math.min(this.blockedState!.retryInMs * 2, this.retryMaxMs);
     }
     for (const item of dropped) item.reject(this.blockedError());
@@ -334,7 +343,7 @@ export class CommitQueue<Mark> {
     if (this.o.now() - this.blockedState!.sinceMs >= this.o.giveUpMs) {
       this.fail(
         new StoreError(
-          `${describeRefusal(this.o.path, code)} for ${formatMinutes(this.o.now() - this.blockedState!.sinceMs)}; giving up. ` +
+          `${describeRefusal(this.o.path, refusal)} for ${formatMinutes(this.o.now() - this.blockedState!.sinceMs)}; giving up. ` +
             "The store holds every chunk that completed before; what was waiting is swept again next session. " +
             "Raise [store] give_up_minutes to wait longer.",
           { cause: err },
@@ -364,7 +373,7 @@ export class CommitQueue<Mark> {
 
   private blockedError(): StoreBlocked {
     const b = this.blockedState!;
-    return new StoreBlocked(b.retryInMs, `${describeRefusal(this.o.path, b.code)}; try again shortly`);
+    return new StoreBlocked(b.retryInMs, `${describeRefusal(this.o.path, b)}; try again shortly`);
   }
 
   private fail(error: StoreError): void {
@@ -377,37 +386,17 @@ export class CommitQueue<Mark> {
   }
 }
 
-/**
- * Why the store refused a write, or null when the error is not the store's refusal (a constraint
- * violation, a bug in a handler). Refusals are retried; "corrupt" is not.
- */
-export function storeRefusal(err: unknown): Refusal | null {
-  const code = sqliteCode(err);
-  return code === null ? null : refusalOf(code);
-}
-
-export type Refusal = "locked" | "full" | "readonly" | "io" | "corrupt";
-
-function refusalOf(code: string): Refusal | null {
-  if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) return "locked";
-  if (code === "SQLITE_FULL") return "full";
-  if (code.startsWith("SQLITE_READONLY")) return "readonly";
-  if (code.startsWith("SQLITE_IOERR") || code.startsWith("SQLITE_CANTOPEN") || code === "SQLITE_PROTOCOL" || code === "SQLITE_NOMEM") return "io";
-  if (code.startsWith("SQLITE_CORRUPT") || code === "SQLITE_NOTADB") return "corrupt";
-  return null;
-}
-
 /** One line saying what blocks the store, for the operator. */
-export function describeRefusal(path: string, code: string): string {
-  switch (refusalOf(code)) {
-    case "locked":
+export function describeRefusal(path: string, r: StoreRefusal): string {
+  switch (r.code) {
+    case "busy":
       return `the store ${path} is locked by another process (a reader holding a transaction? a writer outside fuzzfleet?)`;
     case "full":
-      return `the disk holding the store ${path} is full (${code}): free some space`;
+      return `the disk holding the store ${path} is full (${r.detail}): free some space`;
     case "readonly":
-      return `the store ${path} has become read-only (${code}): a read-only remount, or its permissions changed`;
+      return `the store ${path} has become read-only (${r.detail}): a read-only remount, or its permissions changed`;
     default:
-      return `the store ${path} cannot be written (${code})`;
+      return `the store ${path} cannot be written (${r.detail})`;
   }
 }
 

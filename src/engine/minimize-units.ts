@@ -15,7 +15,7 @@ import { join, relative } from "node:path";
 import { removeBelow } from "../files/pinned-dir.ts";
 import { laneArgs, minimizeCommand } from "../generator/command.ts";
 import { ingestMinimized } from "../generator/minimize.ts";
-import { getMinimizeUnit, insertMinimizeUnit, markFindFailed, markUnitEnded, nextPendingFinds, releaseUnitFinds, unitFinds } from "../store/minimize.ts";
+import type { SweepStore } from "../store/port.ts";
 import { laneIdentity } from "../config/schema.ts";
 import {
   abortWording,
@@ -48,6 +48,7 @@ export class MinimizeUnits {
 
   constructor(
     private readonly o: EngineOptions,
+    private readonly store: SweepStore,
     private readonly lanesById: ReadonlyMap<number, EngineLane>,
     private readonly host: MinimizeHost,
   ) {}
@@ -89,11 +90,11 @@ export class MinimizeUnits {
     const remainingSeconds = this.host.remainingSeconds();
     if (!m || this.host.draining || remainingSeconds < this.host.floorSeconds) return null;
     const lanes = [...this.lanesById.values()].filter((l) => l.config.enabled && !worker.disabled.has(l.config.name));
-    const finds = nextPendingFinds(this.o.db, this.o.generationId, lanes.map((l) => l.laneId), m.batch);
+    const finds = this.store.nextPendingFinds(this.o.generationId, lanes.map((l) => l.laneId), m.batch);
     if (finds.length === 0) return null;
     const lane = this.lanesById.get(finds[0]!.lane_id)!;
     const seeds = finds.map((f) => f.first_seed);
-    const unitId = insertMinimizeUnit(this.o.db, {
+    const unitId = this.store.bookMinimizeUnit({
       sessionId: this.o.sessionId,
       laneId: lane.laneId,
       workerId: worker.workerId,
@@ -124,7 +125,7 @@ export class MinimizeUnits {
 
   /** Books a unit's outcome. Idempotent on unit id: a report not this worker's to make, or booked before, changes nothing. */
   finish(worker: WorkerView, unitId: number, report: ChunkReport): FinishResult {
-    const row = getMinimizeUnit(this.o.db, unitId);
+    const row = this.store.minimizeUnit(unitId);
     if (!row || row.session_id !== this.o.sessionId || row.worker_id !== worker.workerId) return { note: "unknown chunk", seeds: 0 };
     const flight = this.inFlight.get(unitId);
     this.inFlight.delete(unitId);
@@ -142,15 +143,15 @@ export class MinimizeUnits {
       cutBySessionEnd: false,
       lastBeatMs: this.o.now(),
     };
-    const db = this.o.db;
+    const store = this.store;
     const counts = this.host.counts;
     const ok = report.outcome === "complete" && (report.exitCode === 0 || report.exitCode === 1);
-    const finds = unitFinds(db, unitId);
+    const finds = store.unitFinds(unitId);
     let outcome = { merged: 0, newFailures: 0, failed: 0, aborted: null as string | null };
     let note: FinishResult["note"] = "recorded";
     let keepLog = false;
     if (ok) {
-      const r = ingestMinimized(db, {
+      const r = ingestMinimized(store, {
         generationId: this.o.generationId,
         genHash: this.o.genHash,
         laneId: row.lane_id,
@@ -164,8 +165,8 @@ export class MinimizeUnits {
       if (r.refused !== null) {
         // Results that cannot be read safely (a symlink where a directory belongs) decide nothing:
         // the finds wait for another unit, and this executor takes no more work of the lane.
-        markUnitEnded(db, unitId, "aborted:results refused", report.seconds, { merged: 0, newFailures: 0, failed: 0 });
-        releaseUnitFinds(db, unitId);
+        store.endMinimizeUnit(unitId, "aborted:results refused", report.seconds, { merged: 0, newFailures: 0, failed: 0 });
+        store.releaseUnitFinds(unitId);
         this.host.touch(worker);
         worker.disabled.add(u.lane);
         outcome.aborted = `results refused: ${r.refused}`;
@@ -173,7 +174,7 @@ export class MinimizeUnits {
         keepLog = true;
         this.host.laneDisabled(u.lane, worker, `a minimize unit's results could not be read: ${r.refused}`);
       } else {
-        markUnitEnded(db, unitId, "complete", report.seconds, { merged: r.merged, newFailures: r.newFailures, failed: r.failed });
+        store.endMinimizeUnit(unitId, "complete", report.seconds, { merged: r.merged, newFailures: r.newFailures, failed: r.failed });
         outcome = { merged: r.merged, newFailures: r.newFailures, failed: r.failed, aborted: null };
         counts.minimizeUnits++;
         counts.minimized += finds.length - r.failed;
@@ -187,15 +188,15 @@ export class MinimizeUnits {
       // The sweep ended (or Ctrl-C), or the unit was killed at the session's end, before its own
       // timeout: nothing was decided about these finds; a later unit takes them.
       const why = report.outcome === "interrupted" ? "interrupted" : "session ended";
-      markUnitEnded(db, unitId, `aborted:${why}`, report.seconds, { merged: 0, newFailures: 0, failed: 0 });
-      releaseUnitFinds(db, unitId);
+      store.endMinimizeUnit(unitId, `aborted:${why}`, report.seconds, { merged: 0, newFailures: 0, failed: 0 });
+      store.releaseUnitFinds(unitId);
       outcome.aborted = why;
       note = "aborted";
     } else {
       // The minimizer itself failed on them: final, so a minimizer that always fails cannot loop.
       const { why, status, generatorDid } = abortWording(report);
-      markUnitEnded(db, unitId, status, report.seconds, { merged: 0, newFailures: 0, failed: finds.length });
-      for (const f of finds) markFindFailed(db, f.id, `the minimizer ${generatorDid}; see ${u.logPath}`);
+      store.endMinimizeUnit(unitId, status, report.seconds, { merged: 0, newFailures: 0, failed: finds.length });
+      for (const f of finds) store.markFindFailed(f.id, `the minimizer ${generatorDid}; see ${u.logPath}`);
       counts.minimizeFailed += finds.length;
       outcome = { merged: 0, newFailures: 0, failed: finds.length, aborted: why };
       note = "aborted";
@@ -221,10 +222,10 @@ export class MinimizeUnits {
     const flight = this.inFlight.get(unitId);
     if (!flight) return;
     this.inFlight.delete(unitId);
-    const row = getMinimizeUnit(this.o.db, unitId);
+    const row = this.store.minimizeUnit(unitId);
     if (!row || (row.status !== "running" && row.status !== "leased")) return;
-    markUnitEnded(this.o.db, unitId, "reissued", null, { merged: 0, newFailures: 0, failed: 0 });
-    releaseUnitFinds(this.o.db, unitId);
+    this.store.endMinimizeUnit(unitId, "reissued", null, { merged: 0, newFailures: 0, failed: 0 });
+    this.store.releaseUnitFinds(unitId);
     this.host.whenCommitted(() => this.o.events.minimizeReissued?.(flight, why));
   }
 

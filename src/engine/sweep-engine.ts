@@ -24,9 +24,8 @@ import { relative } from "node:path";
 import { removeBelow } from "../files/pinned-dir.ts";
 import type { LaneConfig } from "../config/schema.ts";
 import { chunkTarget, deadlineFloor, halveRate, hardTimeout, pickLane, sizeChunk, updateRate } from "../core/schedule.ts";
-import { getChunk, insertChunk, markChunkComplete, markChunkEnded } from "../store/chunks.ts";
-import { saveLaneProgress, saveLaneRate } from "../store/lanes.ts";
-import { upsertWorkerRate } from "../store/workers.ts";
+import type { SweepStore } from "../store/port.ts";
+import { sweepStoreOf } from "../store/sqlite/index.ts";
 import { chunkCommand, resultsDir } from "../generator/command.ts";
 import { contractBreach, outputTail, resultsMissing } from "../generator/contract.ts";
 import { LAST_SEED } from "../core/ranges.ts";
@@ -101,13 +100,17 @@ export class SweepEngine implements Books<EngineMark> {
   /** The second kind of unit: finds pending minimization (minimize-units.ts). */
   readonly minimize: MinimizeUnits;
 
+  /** The books this engine keeps in memory are the ones this store holds. */
+  readonly store: SweepStore;
+
   constructor(private readonly o: EngineOptions) {
+    this.store = "store" in o ? o.store : sweepStoreOf(o.db);
     for (const lane of o.lanes) {
       this.lanes.set(lane.config.name, lane);
       this.lanesById.set(lane.laneId, lane);
     }
     const engine = this;
-    this.minimize = new MinimizeUnits(o, this.lanesById, {
+    this.minimize = new MinimizeUnits(o, this.store, this.lanesById, {
       get draining() {
         return engine.drainReason;
       },
@@ -228,7 +231,7 @@ export class SweepEngine implements Books<EngineMark> {
     const rate = worker.rates.get(laneName) ?? null;
     const n = sizeChunk(rate, worker.lastCount.get(laneName) ?? null, target, c.bootstrapSeeds);
     const [seedFrom, seedTo] = lane.state.take(n);
-    const chunkId = insertChunk(this.o.db, {
+    const chunkId = this.store.bookChunk({
       sessionId: this.o.sessionId,
       laneId: lane.laneId,
       seedFrom,
@@ -272,7 +275,7 @@ export class SweepEngine implements Books<EngineMark> {
   /** Books the outcome of a chunk. Idempotent on chunk id. */
   finish(worker: WorkerView, chunkId: number, report: ChunkReport): FinishResult {
     const flight = this.inFlight.get(chunkId);
-    const row = getChunk(this.o.db, chunkId);
+    const row = this.store.chunk(chunkId);
     // A worker may only report chunks it was given: a done for someone else's chunk is ignored.
     if (!row || row.session_id !== this.o.sessionId || row.worker_id !== worker.workerId) return { note: "unknown chunk", seeds: 0 };
     if (row.status === "complete") {
@@ -296,7 +299,7 @@ export class SweepEngine implements Books<EngineMark> {
     this.inFlight.delete(chunkId);
     this.counts.chunkSeconds += report.seconds;
     if (!lane) {
-      markChunkEnded(this.o.db, chunkId, "aborted:lane-gone", report.seconds);
+      this.store.endChunk(chunkId, "aborted:lane-gone", report.seconds);
       this.whenCommitted(() => discardChunkFiles(this.o.outDir, { scratchDir, logPath }, true));
       return { note: "lane no longer active", seeds: 0 };
     }
@@ -314,9 +317,9 @@ export class SweepEngine implements Books<EngineMark> {
     const flight = this.inFlight.get(chunkId);
     if (!flight) return;
     this.inFlight.delete(chunkId);
-    const row = getChunk(this.o.db, chunkId);
+    const row = this.store.chunk(chunkId);
     if (!row || row.status === "complete") return;
-    markChunkEnded(this.o.db, chunkId, "reissued", null);
+    this.store.endChunk(chunkId, "reissued", null);
     this.lanes.get(flight.lane)?.state.requeue(flight.seedFrom, flight.seedTo);
     this.whenCommitted(() => this.o.events.chunkReissued(flight, why));
   }
@@ -327,7 +330,6 @@ export class SweepEngine implements Books<EngineMark> {
    * instead, since booking it complete would cover seeds whose failures were never recorded.
    */
   private record(lane: EngineLane, f: InFlight, worker: WorkerView, exitCode: number, seconds: number, alreadyQueued: boolean): boolean {
-    const db = this.o.db;
     const n = f.seedTo - f.seedFrom + 1;
     const results = resultsDir(this.o.config, f.scratchDir);
     const missing = resultsMissing(f.scratchDir, results);
@@ -338,10 +340,10 @@ export class SweepEngine implements Books<EngineMark> {
     let booked!: Booked;
     try {
       // A savepoint inside the caller's transaction: a broken run's rows are taken back alone.
-      this.o.db.transaction(() => {
+      this.store.transaction(() => {
         booked = this.book(lane, f, n, results, seconds, exitCode);
         if (booked.breach !== null) throw TAKE_BACK;
-      })();
+      });
     } catch (err) {
       if (err !== TAKE_BACK) throw err;
     }
@@ -357,7 +359,7 @@ export class SweepEngine implements Books<EngineMark> {
     this.touch(worker);
     const rate = updateRate(worker.rates.get(f.lane) ?? null, n, seconds);
     worker.rates.set(f.lane, rate);
-    if (worker.workerId !== null) upsertWorkerRate(db, worker.workerId, lane.laneId, rate);
+    if (worker.workerId !== null) this.store.saveWorkerRate(worker.workerId, lane.laneId, rate);
     worker.lastCount.set(f.lane, n);
     worker.strikes.set(f.lane, 0);
     worker.broken.set(f.lane, 0);
@@ -387,8 +389,7 @@ export class SweepEngine implements Books<EngineMark> {
    * changes no memory; the caller takes its rows back (TAKE_BACK).
    */
   private book(lane: EngineLane, f: InFlight, n: number, results: string, seconds: number, exitCode: number): Booked {
-    const db = this.o.db;
-    const ingest = ingestChunk(db, {
+    const ingest = ingestChunk(this.store, {
       generationId: this.o.generationId,
       genHash: this.o.genHash,
       laneId: lane.laneId,
@@ -403,7 +404,7 @@ export class SweepEngine implements Books<EngineMark> {
     const breach = contractBreach({ exitCode, seeds: n, finds: ingest.finds, quarantine: ingest.quarantine, malformed: ingest.malformed.length });
     if (breach !== null) return { ingest, breach, clean: 0, fresh: 0 };
     const clean = Math.max(0, n - ingest.finds - ingest.quarantine - ingest.malformed.length);
-    markChunkComplete(db, f.chunkId, seconds, {
+    this.store.completeChunk(f.chunkId, seconds, {
       clean,
       finds: ingest.finds,
       quarantine: ingest.quarantine,
@@ -411,7 +412,7 @@ export class SweepEngine implements Books<EngineMark> {
     });
     const fresh = lane.state.complete(f.seedFrom, f.seedTo);
     lane.rate = updateRate(lane.rate, n, seconds);
-    saveLaneProgress(db, lane.laneId, lane.state.cursor, lane.rate);
+    this.store.saveLaneProgress(lane.laneId, lane.state.cursor, lane.rate);
     return { ingest, breach: null, clean, fresh };
   }
 
@@ -421,7 +422,7 @@ export class SweepEngine implements Books<EngineMark> {
    * chunks in a row disable the lane for this executor.
    */
   private breakChunk(lane: EngineLane, f: InFlight, worker: WorkerView, seconds: number, breach: string, malformed: number, alreadyQueued: boolean): void {
-    markChunkEnded(this.o.db, f.chunkId, "aborted:broken", seconds);
+    this.store.endChunk(f.chunkId, "aborted:broken", seconds);
     if (!alreadyQueued) lane.state.requeue(f.seedFrom, f.seedTo);
     this.counts.chunks++;
     this.counts.malformed += malformed;
@@ -443,7 +444,7 @@ export class SweepEngine implements Books<EngineMark> {
   /** A chunk whose results were refused (a symlink where a directory belongs): aborted, swept again, the lane disabled for this executor. */
   private refuseResults(lane: EngineLane, f: InFlight, worker: WorkerView, seconds: number, ingest: IngestResult, alreadyQueued: boolean): void {
     const reason = ingest.refused!;
-    markChunkEnded(this.o.db, f.chunkId, "aborted:results refused", seconds);
+    this.store.endChunk(f.chunkId, "aborted:results refused", seconds);
     if (!alreadyQueued) lane.state.requeue(f.seedFrom, f.seedTo);
     this.counts.chunks++;
     this.counts.malformed += ingest.malformed.length;
@@ -458,7 +459,7 @@ export class SweepEngine implements Books<EngineMark> {
 
   private abort(lane: EngineLane, f: InFlight, worker: WorkerView, r: ChunkReport, alreadyQueued: boolean): void {
     const { why, status, generatorDid } = abortWording(r);
-    markChunkEnded(this.o.db, f.chunkId, status, r.seconds);
+    this.store.endChunk(f.chunkId, status, r.seconds);
     if (!alreadyQueued) lane.state.requeue(f.seedFrom, f.seedTo);
     this.counts.chunks++;
     const keepLog = r.outcome !== "interrupted";
@@ -474,7 +475,7 @@ export class SweepEngine implements Books<EngineMark> {
       worker.rates.set(f.lane, halved);
       if (this.o.transport === "local") {
         lane.rate = halved;
-        saveLaneRate(this.o.db, lane.laneId, halved);
+        this.store.saveLaneRate(lane.laneId, halved);
       }
       const strikes = (worker.strikes.get(f.lane) ?? 0) + 1;
       worker.strikes.set(f.lane, strikes);

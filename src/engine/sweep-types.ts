@@ -5,8 +5,8 @@ import type { Config, LaneConfig } from "../config/schema.ts";
 import type { LaneState } from "../core/lane-state.ts";
 import type { ChildOutcome } from "../exec/run-child.ts";
 import type { IngestResult } from "../generator/ingest.ts";
-import type { Db } from "../store/db.ts";
-import type { Transport } from "../store/sessions.ts";
+import type { SweepStore, Transport } from "../store/port.ts";
+import type { StoreHandle } from "../store/sqlite/index.ts";
 
 /** A lane taking part in this session. */
 export interface EngineLane {
@@ -137,8 +137,13 @@ export interface InFlight {
   lastBeatMs: number;
 }
 
-export interface EngineOptions {
-  db: Db;
+/**
+ * The engine's books: `store`, or `db`, the SQLite connection the sweep session drivers
+ * (src/sweep/) still pass; `db` goes once they pass a SweepStore.
+ */
+export type EngineOptions = EngineSettings & ({ store: SweepStore } | { db: StoreHandle });
+
+export interface EngineSettings {
   config: Config;
   outDir: string;
   generationId: number;

@@ -24,8 +24,8 @@ import { RuntimeFailure } from "../errors.ts";
 import { FileProblem } from "../files/file-problem.ts";
 import { PinnedDir } from "../files/pinned-dir.ts";
 import { placeFile, placeNote, placeTree, scanTree, scannedFile, type TreeNode } from "../files/tree.ts";
-import { atomically, type Db } from "../store/db.ts";
-import { addFailureSeed, failureById, failureByKey, insertFailure, reopenFailure, signatureSeen } from "../store/failures.ts";
+import type { SweepStore } from "../store/port.ts";
+import { sweepStoreOf, type StoreHandle } from "../store/sqlite/index.ts";
 import { recordQuarantineReasons, type QuarantineReason } from "./quarantine-reasons.ts";
 import { artifactNames, numbered, storePath } from "./ingest-files.ts";
 import { problemReason, readFailureEntry, type ParsedFailure } from "./failure-entry.ts";
@@ -85,7 +85,9 @@ export interface IngestResult {
   refused: string | null;
 }
 
-export function ingestChunk(db: Db, t: IngestTarget): IngestResult {
+/** Ingests one chunk's results into `books` (a SweepStore, or a SQLite connection the sweep drivers still hold), atomically. */
+export function ingestChunk(books: StoreHandle, t: IngestTarget): IngestResult {
+  const store = sweepStoreOf(books);
   const result: IngestResult = {
     finds: 0,
     newFailures: 0,
@@ -107,7 +109,7 @@ export function ingestChunk(db: Db, t: IngestTarget): IngestResult {
   if (inside && absent(join(t.resultsDir, "failures")) && absent(join(t.resultsDir, "quarantine"))) return result;
   const out = PinnedDir.open(t.outDir);
   try {
-    atomically(db, () => new ChunkIngest(db, t, out, result).run(inside ? below.split(sep).filter((c) => c !== "") : null));
+    store.atomically(() => new ChunkIngest(store, t, out, result).run(inside ? below.split(sep).filter((c) => c !== "") : null));
   } finally {
     out.close();
   }
@@ -130,7 +132,7 @@ class ChunkIngest {
   private malformedDest: PinnedDir | null = null;
 
   constructor(
-    private readonly db: Db,
+    private readonly store: SweepStore,
     private readonly t: IngestTarget,
     private readonly out: PinnedDir,
     private readonly result: IngestResult,
@@ -257,22 +259,22 @@ class ChunkIngest {
       t.minimize.record(p, place);
       return;
     }
-    let existing = failureByKey(this.db, t.generationId, p.dedupKey);
+    let existing = this.store.failureByKey(t.generationId, p.dedupKey);
     // A find minimized earlier: its seeds now belong to the distinct failure it merged into.
-    if (existing?.merged_into != null) existing = failureById(this.db, existing.merged_into) ?? existing;
+    if (existing?.merged_into != null) existing = this.store.failureById(existing.merged_into) ?? existing;
     let failureId: number;
     if (existing) {
       failureId = existing.id;
       if (existing.state === "fixed") {
-        reopenFailure(this.db, failureId);
+        this.store.reopenFailure(failureId);
         this.result.reopened++;
         this.result.reopenedIds.push(failureId);
       }
     } else {
       // Placed before the row exists: a source file that changed meanwhile makes the entry malformed instead.
       const artifactDir = place();
-      if (!p.shrunk && !signatureSeen(this.db, t.generationId, p.signature)) this.result.newSignatures++;
-      failureId = insertFailure(this.db, {
+      if (!p.shrunk && !this.store.signatureSeen(t.generationId, p.signature)) this.result.newSignatures++;
+      failureId = this.store.recordFailure({
         generationId: t.generationId,
         laneId: t.laneId,
         dedupKey: p.dedupKey,
@@ -291,7 +293,7 @@ class ChunkIngest {
     }
     this.result.finds++;
     if (!p.shrunk) this.result.unshrunk++;
-    addFailureSeed(this.db, failureId, p.seed, t.chunkId);
+    this.store.addFailureSeed(failureId, p.seed, t.chunkId);
   }
 
   /** Counts quarantined tests and keeps up to QUARANTINE_SAMPLES of them per generation. */
@@ -299,7 +301,7 @@ class ChunkIngest {
     const entries = q.list().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const files = entries.filter((e) => e.kind === "file").map((e) => e.name);
     this.result.quarantine = files.length;
-    this.result.quarantineReasons = recordQuarantineReasons(this.db, this.t.chunkId, q, files);
+    this.result.quarantineReasons = recordQuarantineReasons(this.store, this.t.chunkId, q, files);
     const odd = entries.filter((e) => e.kind === "symlink" || e.kind === "special").map((e) => ({ name: e.name, detail: q.refusal(e.name).detail }));
     if (odd.length > 0) {
       // One note for them all: a generator that writes links writes many.

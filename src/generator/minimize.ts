@@ -6,9 +6,7 @@
 // for, or wrote as unshrunk, is final as 'failed': every find is minimized at most once. Results
 // refused as a whole (a symlink where a directory belongs) decide nothing about any find.
 // Replayable like a chunk's ingest: it runs inside the caller's transaction.
-import { atomically, type Db } from "../store/db.ts";
-import { failureById, failureByKey, insertFailure } from "../store/failures.ts";
-import { markFindFailed, mergeFind, promoteFind } from "../store/minimize.ts";
+import type { SweepStore } from "../store/port.ts";
 import { ingestChunk, type IngestResult, type ParsedFailure } from "./ingest.ts";
 
 export interface MinimizeTarget {
@@ -36,13 +34,13 @@ export interface MinimizeResult {
   refused: string | null;
 }
 
-export function ingestMinimized(db: Db, t: MinimizeTarget): MinimizeResult {
+export function ingestMinimized(store: SweepStore, t: MinimizeTarget): MinimizeResult {
   const r: MinimizeResult = { merged: 0, newFailures: 0, newFailureIds: [], reopened: 0, failed: 0, malformed: [], refused: null };
   const bySeed = new Map(t.finds.map((f) => [f.seed, f.id]));
   const handled = new Set<number>();
   const seeds = [...bySeed.keys()];
-  atomically(db, () => {
-    const ingest = ingestChunk(db, {
+  store.atomically(() => {
+    const ingest = ingestChunk(store, {
       generationId: t.generationId,
       genHash: t.genHash,
       laneId: t.laneId,
@@ -59,15 +57,15 @@ export function ingestMinimized(db: Db, t: MinimizeTarget): MinimizeResult {
           if (handled.has(findId)) return; // a second entry for one seed: the first one counts
           handled.add(findId);
           if (!p.shrunk) {
-            markFindFailed(db, findId, "the minimizer wrote it as not minimized (shrunk: false)");
+            store.markFindFailed(findId, "the minimizer wrote it as not minimized (shrunk: false)");
             r.failed++;
             return;
           }
-          let target = failureByKey(db, t.generationId, p.dedupKey);
-          if (target?.merged_into != null) target = failureById(db, target.merged_into) ?? target;
+          let target = store.failureByKey(t.generationId, p.dedupKey);
+          if (target?.merged_into != null) target = store.failureById(target.merged_into) ?? target;
           let targetId: number;
           if (!target) {
-            targetId = insertFailure(db, {
+            targetId = store.recordFailure({
               generationId: t.generationId,
               laneId: t.laneId,
               dedupKey: p.dedupKey,
@@ -86,14 +84,14 @@ export function ingestMinimized(db: Db, t: MinimizeTarget): MinimizeResult {
             targetId = target.id;
             if (target.minimize_state !== null) {
               // Another find's whole input is this minimized input: that find is the distinct failure.
-              promoteFind(db, target.id);
+              store.promoteFind(target.id);
               r.newFailures++;
               r.newFailureIds.push(target.id);
             } else {
               r.merged++;
             }
           }
-          if (mergeFind(db, findId, targetId)) r.reopened++;
+          if (store.mergeFind(findId, targetId)) r.reopened++;
         },
       },
     });
@@ -107,7 +105,7 @@ export function ingestMinimized(db: Db, t: MinimizeTarget): MinimizeResult {
         ingest.malformed.length > 0
             ? `the minimizer wrote no valid failure entry for seed ${f.seed} (${ingest.malformed.length} malformed, kept under malformed/)`
             : `the minimizer wrote no failure entry for seed ${f.seed} (it no longer fails?)`;
-      markFindFailed(db, f.id, why);
+      store.markFindFailed(f.id, why);
       r.failed++;
     }
   });

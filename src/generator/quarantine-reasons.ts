@@ -3,7 +3,9 @@
 // reason written as "inconclusive: …" is a test with no verdict, not an invalid one.
 import { FileProblem } from "../files/file-problem.ts";
 import type { PinnedDir } from "../files/pinned-dir.ts";
-import { stmt, type Db } from "../store/db.ts";
+import type { QuarantineReason, SweepStore } from "../store/port.ts";
+
+export type { QuarantineReason } from "../store/port.ts";
 
 const REASON_MAX_BYTES = 4096;
 const REASON_MAX_CHARS = 200;
@@ -12,19 +14,12 @@ export const INCONCLUSIVE_PREFIX = "inconclusive:";
 /** The reason of a quarantined test whose generator gave none. */
 export const NO_REASON = "no reason given";
 
-export interface QuarantineReason {
-  reason: string;
-  /** An inconclusive test (no verdict: a reference that ran too long), not an invalid one. */
-  inconclusive: boolean;
-  count: number;
-}
-
 /**
  * Why each file was quarantined: the first line of quarantine/why/<name>, when the generator
  * wrote one (a regular file, read without following a symlink); else NO_REASON. Counted per
  * reason and recorded with the chunk.
  */
-export function recordQuarantineReasons(db: Db, chunkId: number, q: PinnedDir, files: readonly string[]): QuarantineReason[] {
+export function recordQuarantineReasons(store: SweepStore, chunkId: number, q: PinnedDir, files: readonly string[]): QuarantineReason[] {
   let why: PinnedDir | null = null;
   try {
     why = q.openDirIfPresent("why");
@@ -53,13 +48,8 @@ export function recordQuarantineReasons(db: Db, chunkId: number, q: PinnedDir, f
   } finally {
     why?.close();
   }
-  for (const r of byReason.values()) {
-    stmt(
-      db,
-      `INSERT INTO quarantine_reason (chunk_id, reason, inconclusive, count) VALUES (?, ?, ?, ?)
-         ON CONFLICT (chunk_id, reason) DO UPDATE SET count = excluded.count, inconclusive = excluded.inconclusive`,
-    ).run(chunkId, r.reason, r.inconclusive ? 1 : 0, r.count);
-  }
-  return [...byReason.values()];
+  const reasons = [...byReason.values()];
+  store.saveQuarantineReasons(chunkId, reasons);
+  return reasons;
 }
 

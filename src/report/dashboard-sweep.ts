@@ -11,12 +11,8 @@ import { PinnedDir } from "../files/pinned-dir.ts";
 import { FileProblem } from "../files/file-problem.ts";
 import { resolveStorePath } from "../generator/ingest.ts";
 import type { InFlight, SessionCounts, EngineLane, DrainReason } from "../engine/sweep-engine.ts";
-import type { Db } from "../store/db.ts";
-import { completeTotals, findsByLane as findsByLaneOf, sessionWorkers } from "../store/dashboard-queries.ts";
-import { FAILURE_STATES, listFailures } from "../store/failures.ts";
-import { currentGeneration, seedsSwept } from "../store/generations.ts";
-import { activeLanes, doneAheadOfCursor } from "../store/lanes.ts";
-import { recentSessions } from "../store/sessions.ts";
+import { FAILURE_STATES, type SessionRow, type SweepStore } from "../store/port.ts";
+import { sweepStoreOf, type StoreHandle } from "../store/sqlite/index.ts";
 import type { MetricFamily } from "../ui/metrics.ts";
 import type { DashboardSnapshot, DashboardSource, FailureDetail, LaneView, SweepView, WorkerRow } from "../ui/source.ts";
 import { sweepMetrics } from "./dashboard-metrics.ts";
@@ -45,8 +41,13 @@ export interface LiveSweep {
   };
 }
 
-export interface SweepSourceOptions {
-  db: Db;
+/**
+ * The campaign's books: `store`, or `db`, the SQLite connection the sweep session drivers
+ * (src/sweep/) still pass; `db` goes once they pass a SweepStore.
+ */
+export type SweepSourceOptions = SweepSourceSettings & ({ store: SweepStore } | { db: StoreHandle });
+
+export interface SweepSourceSettings {
   outDir: string;
   title: string;
   live: LiveSweep | null;
@@ -59,13 +60,15 @@ export interface SweepSourceOptions {
 export class SweepDashboardSource implements DashboardSource {
   private last: DashboardSnapshot | null = null;
   private readonly wallNow: () => number;
+  private readonly store: SweepStore;
 
   constructor(private readonly o: SweepSourceOptions) {
     this.wallNow = o.wallNow ?? Date.now;
+    this.store = "store" in o ? o.store : sweepStoreOf(o.db);
   }
 
   snapshot(): DashboardSnapshot {
-    if (this.o.db.inTransaction && this.last) return this.last;
+    if (this.store.inTransaction && this.last) return this.last;
     this.last = this.take();
     return this.last;
   }
@@ -75,7 +78,7 @@ export class SweepDashboardSource implements DashboardSource {
   }
 
   failureDetail(id: number): FailureDetail | null {
-    const f = listFailures(this.o.db, { state: "all", generationId: null, id })[0];
+    const f = this.store.listFailures({ state: "all", generationId: null, id })[0];
     if (!f) return null;
     return { id: f.id, bucket: f.bucket, repro: f.repro, report: f.artifact_dir === null ? "(no artifact directory recorded)" : this.readReport(f.artifact_dir) };
   }
@@ -101,10 +104,10 @@ export class SweepDashboardSource implements DashboardSource {
   }
 
   private take(): DashboardSnapshot {
-    const db = this.o.db;
+    const store = this.store;
     const live = this.o.live;
-    const gen = currentGeneration(db);
-    const sessions = recentSessions(db, SESSIONS_SHOWN);
+    const gen = store.currentGeneration();
+    const sessions = store.recentSessions(SESSIONS_SHOWN);
     const base: DashboardSnapshot = {
       kind: "sweep",
       title: this.o.title,
@@ -120,12 +123,12 @@ export class SweepDashboardSource implements DashboardSource {
     if (!gen) return base;
     const flights = live ? live.engine.inFlightChunks() : [];
     const engineLanes = new Map((live?.engine.engineLanes() ?? []).map((l) => [l.laneId, l]));
-    const findsByLane = findsByLaneOf(db);
-    const lanes: LaneView[] = activeLanes(db, gen.id).map((row) => ({
+    const findsByLane = store.findsByLane();
+    const lanes: LaneView[] = store.activeLanes(gen.id).map((row) => ({
       name: row.name,
       baseSeed: row.base_seed,
       cursor: row.cursor,
-      doneAhead: doneAheadOfCursor(db, row.id, row.cursor),
+      doneAhead: store.doneAheadOfCursor(row.id, row.cursor),
       queued: engineLanes.get(row.id)?.state.queued() ?? null,
       seedsPerSecond: row.seeds_per_sec,
       finds: findsByLane.get(row.id) ?? 0,
@@ -133,13 +136,13 @@ export class SweepDashboardSource implements DashboardSource {
         .filter((f) => f.laneId === row.id)
         .map((f) => ({ chunkId: f.chunkId, seedFrom: f.seedFrom, seedTo: f.seedTo, runningSeconds: Math.max(0, (live!.now() - f.startedMs) / 1000), worker: f.worker.label })),
     }));
-    const failures = listFailures(db, { state: "all", generationId: gen.id });
-    const totals = completeTotals(db, gen.id);
+    const failures = store.listFailures({ state: "all", generationId: gen.id });
+    const totals = store.completeTotals(gen.id);
     const sweep: SweepView = {
       generation: gen.id,
       lanes,
       totals: {
-        seedsSwept: seedsSwept(db, gen.id),
+        seedsSwept: store.seedsSwept(gen.id),
         finds: totals.finds,
         distinct: failures.length,
         open: failures.filter((f) => f.state === "open").length,
@@ -147,7 +150,7 @@ export class SweepDashboardSource implements DashboardSource {
         hits: failures.reduce((n, f) => n + f.hits, 0),
         byState: Object.fromEntries(FAILURE_STATES.map((state) => [state, failures.filter((f) => f.state === state).length])),
       },
-      series: sweepSeries(db, gen.id, lanes.map((l) => l.name), live ? this.wallNow() : null),
+      series: sweepSeries(store, gen.id, lanes.map((l) => l.name), live ? this.wallNow() : null),
       failures: failures.slice(0, FAILURES_SHOWN).map((f) => ({
         id: f.id,
         bucket: f.bucket,
@@ -174,12 +177,12 @@ export class SweepDashboardSource implements DashboardSource {
   }
 
   /** The workers of the running session (or, read-only, the last one); null for a session that swept in its own process. */
-  private workers(sessions: ReturnType<typeof recentSessions>): WorkerRow[] | null {
+  private workers(sessions: readonly SessionRow[]): WorkerRow[] | null {
     const live = this.o.live;
     const session = live ? sessions.find((s) => s.id === live.sessionId) : sessions[0];
     if (!session || session.mode === "local") return null;
     const lease = this.o.leaseSeconds ?? 120;
-    return workerRows(sessionWorkers(this.o.db, session.id), {
+    return workerRows(this.store.sessionWorkers(session.id), {
       nowMs: this.wallNow(),
       heartbeatSeconds: Math.min(5, lease / 4),
       leaseSeconds: lease,

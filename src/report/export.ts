@@ -9,9 +9,7 @@ import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { printable } from "../core/log-lines.ts";
-import { isoNow, type Db } from "../store/db.ts";
-import { currentGeneration } from "../store/generations.ts";
-import { failureSeeds, listFailures, pendingGroups, type FailureState } from "../store/failures.ts";
+import { isoNow, type FailureState, type SweepStore } from "../store/port.ts";
 import { resolveStorePath } from "../generator/ingest.ts";
 import type { KeptOut } from "../files/output-file.ts";
 import { stateDir } from "../explore/state/work-dir.ts";
@@ -62,13 +60,13 @@ export function exploreKeptOut(corpusDir: string): KeptOut[] {
   ];
 }
 
-export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
-  const gen = currentGeneration(db);
+export function exportBundle(store: SweepStore, o: ExportOptions): ExportResult | null {
+  const gen = store.currentGeneration();
   if (!gen) return null;
   const filter = { id: o.id, state: o.state, bucket: o.bucket, generationId: effectiveFilters(o).allGenerations ? null : gen.id };
   // Finds pending minimization are no distinct failure: the bundle counts them by signature.
-  const pending = o.id != null ? [] : pendingGroups(db, filter);
-  const rows = listFailures(db, filter).sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : b.hits - a.hits || a.id - b.id));
+  const pending = o.id != null ? [] : store.pendingGroups(filter);
+  const rows = store.listFailures(filter).sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : b.hits - a.hits || a.id - b.id));
   const out: string[] = [];
   let truncated = 0;
   out.push("fuzzfleet failure export");
@@ -85,7 +83,7 @@ export function exportBundle(db: Db, o: ExportOptions): ExportResult | null {
   out.push("# for a delimiter: the input itself may contain any text.");
   for (const f of rows) {
     // One more than shown tells whether there are more.
-    const seeds = failureSeeds(db, f.id, SEEDS_SHOWN + 1);
+    const seeds = store.failureSeeds(f.id, SEEDS_SHOWN + 1);
     const dir = f.artifact_dir === null ? null : resolveStorePath(o.outDir, f.artifact_dir);
     out.push("");
     out.push(RULE);

@@ -8,9 +8,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { printable } from "../core/log-lines.ts";
-import type { Db } from "../store/db.ts";
-import { currentGeneration } from "../store/generations.ts";
-import { failureSeeds, listFailures, pendingGroups, type FailureState, type PendingGroup } from "../store/failures.ts";
+import type { FailureState, PendingGroup } from "../store/port.ts";
+import { sweepStoreOf, type StoreHandle } from "../store/sqlite/index.ts";
 import { resolveStorePath } from "../generator/ingest.ts";
 
 export interface FailureFilters {
@@ -83,13 +82,15 @@ export function failureTotals(failures: readonly { hits: number; distinct?: numb
 
 const SEEDS_SHOWN = 20;
 
-export function failuresData(db: Db, outDir: string, requested: FailureFilters): FailuresData {
+/** `books`: a SweepStore, or the SQLite connection the sweep session drivers still pass. */
+export function failuresData(books: StoreHandle, outDir: string, requested: FailureFilters): FailuresData {
+  const store = sweepStoreOf(books);
   const filters = effectiveFilters(requested);
-  const gen = currentGeneration(db);
+  const gen = store.currentGeneration();
   const generationId = filters.allGenerations ? null : (gen?.id ?? -1);
   const filter = { state: filters.state, bucket: filters.bucket, generationId };
-  const rows = gen ? listFailures(db, filter) : [];
-  const pending = gen ? pendingGroups(db, filter) : [];
+  const rows = gen ? store.listFailures(filter) : [];
+  const pending = gen ? store.pendingGroups(filter) : [];
   return {
     generation: gen?.id ?? null,
     filters,
@@ -112,7 +113,7 @@ export function failuresData(db: Db, outDir: string, requested: FailureFilters):
       last_seen: r.last_seen,
       first_app_build: r.first_app_build,
       resolved_at: r.resolved_at,
-      seeds: failureSeeds(db, r.id, SEEDS_SHOWN),
+      seeds: store.failureSeeds(r.id, SEEDS_SHOWN),
     })),
   };
 }

@@ -6,11 +6,8 @@ import { formatDuration } from "../config/duration.ts";
 import { formatInt } from "../config/format.ts";
 import { printable } from "../core/log-lines.ts";
 import { writeOutputFile } from "../files/output-file.ts";
-import type { Db } from "../store/db.ts";
-import { failureGroups, pendingGroups } from "../store/failures.ts";
-import { reasonList, sessionQuarantineGroups } from "../store/quarantine.ts";
-import { activeLanes, doneAheadOfCursor } from "../store/lanes.ts";
-import type { SessionEnd } from "../store/sessions.ts";
+import { reasonList, type SessionEnd } from "../store/port.ts";
+import { sweepStoreOf, type StoreHandle } from "../store/sqlite/index.ts";
 import type { SessionCounts } from "../engine/sweep-engine.ts";
 import { LAST_SEED, SEED_LIMIT } from "../core/ranges.ts";
 
@@ -34,7 +31,9 @@ export interface SummaryInput {
   outDir: string;
 }
 
-export function sessionSummary(db: Db, s: SummaryInput): string {
+/** `books`: a SweepStore, or the SQLite connection the sweep session drivers still pass. */
+export function sessionSummary(books: StoreHandle, s: SummaryInput): string {
+  const store = sweepStoreOf(books);
   const c = s.counts;
   const out: string[] = [];
   out.push("");
@@ -61,7 +60,7 @@ export function sessionSummary(db: Db, s: SummaryInput): string {
     out.push(`  REOPENED:      ${formatInt(c.reopened)} failure(s) marked fixed were hit again — a regression; they are open again`);
   }
   if (c.quarantine > 0) {
-    const groups = sessionQuarantineGroups(db, s.sessionId);
+    const groups = store.sessionQuarantineGroups(s.sessionId);
     const invalid = groups.filter((g) => !g.inconclusive);
     const inconclusive = groups.filter((g) => g.inconclusive);
     const n = (gs: typeof groups) => formatInt(gs.reduce((k, g) => k + g.count, 0));
@@ -78,8 +77,8 @@ export function sessionSummary(db: Db, s: SummaryInput): string {
     out.push(`  MALFORMED:     ${formatInt(c.malformed)} failure entr(ies) did not follow the generator contract; kept in ${join(s.outDir, "malformed")}`);
   }
   out.push(...s.extra);
-  const open = failureGroups(db, s.generationId).filter((g) => g.state === "open");
-  const pending = pendingGroups(db, { state: "open", generationId: s.generationId });
+  const open = store.failureGroups(s.generationId).filter((g) => g.state === "open");
+  const pending = store.pendingGroups({ state: "open", generationId: s.generationId });
   if (open.length > 0 || pending.length > 0) {
     const finds = pending.reduce((k, g) => k + g.finds, 0);
     const parts = [
@@ -91,8 +90,8 @@ export function sessionSummary(db: Db, s: SummaryInput): string {
   }
   out.push("");
   out.push("lane cursors:");
-  for (const lane of activeLanes(db, s.generationId)) {
-    const ahead = doneAheadOfCursor(db, lane.id, lane.cursor);
+  for (const lane of store.activeLanes(s.generationId)) {
+    const ahead = store.doneAheadOfCursor(lane.id, lane.cursor);
     out.push(
       `  ${lane.name.padEnd(16)} ${formatInt(lane.cursor - lane.base_seed)} covered ${
         lane.cursor >= SEED_LIMIT ? "— EXHAUSTED, nothing left to sweep" : `(next seed ${formatInt(lane.cursor)})`

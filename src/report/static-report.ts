@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { openOutputDir, writeOutputEntry, type KeptOut } from "../files/output-file.ts";
-import type { Db } from "../store/db.ts";
+import type { SweepStore } from "../store/port.ts";
 import { pageHtml } from "../ui/page.ts";
 import type { FailureDetail } from "../ui/source.ts";
 import { SweepDashboardSource } from "./dashboard-sweep.ts";
@@ -14,8 +14,8 @@ import { SweepDashboardSource } from "./dashboard-sweep.ts";
 /** Failures whose report text is embedded; the table lists them all up to the page's cap. */
 const DETAILS_EMBEDDED = 50;
 
-export function staticReportHtml(db: Db, outDir: string, title: string): string {
-  const source = new SweepDashboardSource({ db, outDir, title, live: null });
+export function staticReportHtml(store: SweepStore, outDir: string, title: string): string {
+  const source = new SweepDashboardSource({ store, outDir, title, live: null });
   const snapshot = source.snapshot();
   const details: FailureDetail[] = (snapshot.sweep?.failures ?? [])
     .slice(0, DETAILS_EMBEDDED)

@@ -6,13 +6,8 @@ import { join } from "node:path";
 import { printable } from "../core/log-lines.ts";
 import { formatDuration } from "../config/duration.ts";
 import { counted, formatInt, formatRate } from "../config/format.ts";
-import { type Db, stmt } from "../store/db.ts";
-import { failureGroups, pendingGroups, staleFailureCount, type FailureGroup, type PendingGroup } from "../store/failures.ts";
-import { minimizeProgress, type MinimizeProgress } from "../store/minimize.ts";
-import { quarantineGroups, reasonList, type QuarantineGroup } from "../store/quarantine.ts";
-import { currentGeneration } from "../store/generations.ts";
-import { activeLanes, doneAheadOfCursor } from "../store/lanes.ts";
-import { recentSessions } from "../store/sessions.ts";
+import { reasonList, type ChunkTotals, type FailureGroup, type MinimizeProgress, type PendingGroup, type QuarantineGroup } from "../store/port.ts";
+import { sweepStoreOf, type StoreHandle } from "../store/sqlite/index.ts";
 import { LAST_SEED, SEED_LIMIT } from "../core/ranges.ts";
 import { failureTotals, NOTHING_RECORDED, pendingLines, totalsLine, type FailureTotals } from "./failures.ts";
 
@@ -38,7 +33,7 @@ export interface StatusData {
   generator_now: string | null;
   app_build: string | null;
   lanes: LaneStatus[];
-  totals: { seeds: number; seconds: number; chunks: number; aborted: number; reissued: number; quarantine: number };
+  totals: ChunkTotals;
   /** Distinct failures per state and bucket. */
   failures: FailureGroup[];
   /** Finds pending minimization, per state, bucket and signature (this generation, open ones). */
@@ -93,10 +88,12 @@ export function emptyStatus(ctx: StatusContext): StatusData {
   };
 }
 
-export function statusData(db: Db, ctx: StatusContext): StatusData {
-  const gen = currentGeneration(db);
+/** `books`: a SweepStore, or the SQLite connection the sweep session drivers still pass. */
+export function statusData(books: StoreHandle, ctx: StatusContext): StatusData {
+  const store = sweepStoreOf(books);
+  const gen = store.currentGeneration();
   if (!gen) return emptyStatus(ctx);
-  const rows = activeLanes(db, gen.id);
+  const rows = store.activeLanes(gen.id);
   const started = new Set(rows.map((l) => l.name));
   const lanes = inConfigOrder(
     [
@@ -108,7 +105,7 @@ export function statusData(db: Db, ctx: StatusContext): StatusData {
           covered: l.cursor - l.base_seed,
           cursor: l.cursor,
           seeds_per_sec: l.seeds_per_sec,
-          done_ahead: doneAheadOfCursor(db, l.id, l.cursor),
+          done_ahead: store.doneAheadOfCursor(l.id, l.cursor),
           args: (JSON.parse(l.params_json) as { args?: string[] }).args ?? [],
           started: true,
           exhausted: l.cursor >= SEED_LIMIT,
@@ -131,18 +128,9 @@ export function statusData(db: Db, ctx: StatusContext): StatusData {
     ],
     ctx.laneOrder ?? null,
   ).map(({ id: _id, ...lane }) => lane);
-  const totals = stmt(
-    db,
-    `SELECT COALESCE(SUM(CASE WHEN c.status = 'complete' THEN c.seed_to - c.seed_from + 1 END), 0) AS seeds,
-            COALESCE(SUM(CASE WHEN c.status = 'complete' THEN c.seconds END), 0) AS seconds,
-            COALESCE(SUM(CASE WHEN c.status = 'complete' THEN 1 END), 0) AS chunks,
-            COALESCE(SUM(CASE WHEN c.status LIKE 'aborted%' THEN 1 END), 0) AS aborted,
-            COALESCE(SUM(CASE WHEN c.status = 'reissued' THEN 1 END), 0) AS reissued,
-            COALESCE(SUM(c.quarantine), 0) AS quarantine
-       FROM chunk c JOIN lane l ON l.id = c.lane_id WHERE l.generation_id = ?`,
-  ).get(gen.id) as StatusData["totals"];
-  const failures = failureGroups(db, gen.id);
-  const pending = pendingGroups(db, { state: "all", generationId: gen.id });
+  const totals = store.chunkTotals(gen.id);
+  const failures = store.failureGroups(gen.id);
+  const pending = store.pendingGroups({ state: "all", generationId: gen.id });
   return {
     generation: { id: gen.id, gen_hash: gen.gen_hash, created_at: gen.created_at, note: gen.note },
     generator_now: ctx.genHashNow && ctx.genHashNow !== gen.gen_hash ? ctx.genHashNow : null,
@@ -152,11 +140,11 @@ export function statusData(db: Db, ctx: StatusContext): StatusData {
     failures,
     pending,
     failure_totals: failureTotals(failures, pending),
-    minimize: minimizeProgress(db, gen.id),
-    quarantine_reasons: quarantineGroups(db, gen.id),
-    stale_failures: staleFailureCount(db),
+    minimize: store.minimizeProgress(gen.id),
+    quarantine_reasons: store.quarantineGroups(gen.id),
+    stale_failures: store.staleFailureCount(),
     quarantine_samples: join(ctx.outDir, "quarantine", gen.gen_hash.slice(0, 12)),
-    sessions: recentSessions(db, 3).map((s) => ({
+    sessions: store.recentSessions(3).map((s) => ({
       id: s.id,
       status: s.status,
       started_at: s.started_at,

@@ -3,8 +3,7 @@
 // chunk's seeds are spread evenly over the time it ran, so a ten-minute chunk draws a plateau
 // rather than a spike at its end. Finds: cumulative, counted when their chunk was recorded.
 // Distinct failures: cumulative, counted at each failure's first_seen.
-import type { Db } from "../store/db.ts";
-import { completeTimedChunks, failureFirstSeen } from "../store/dashboard-queries.ts";
+import type { SweepStore } from "../store/port.ts";
 import type { SweepSeries } from "../ui/source.ts";
 
 /** Most points on a plot; buckets widen to keep to it. */
@@ -14,9 +13,9 @@ const MAX_POINTS = 240;
  * The series from the generation's first chunk to `untilMs` (now, for a running campaign; the
  * last chunk's end otherwise). Lanes are named in `laneNames` order, then any others found.
  */
-export function sweepSeries(db: Db, generationId: number, laneNames: readonly string[], untilMs: number | null): SweepSeries {
-  const chunks = completeTimedChunks(db, generationId).map((c) => ({ ...c, from: Date.parse(c.started_at) / 1000, to: Date.parse(c.ended_at) / 1000 }));
-  const firsts = failureFirstSeen(db, generationId).map((t) => Date.parse(t) / 1000);
+export function sweepSeries(store: SweepStore, generationId: number, laneNames: readonly string[], untilMs: number | null): SweepSeries {
+  const chunks = store.completeTimedChunks(generationId).map((c) => ({ ...c, from: Date.parse(c.started_at) / 1000, to: Date.parse(c.ended_at) / 1000 }));
+  const firsts = store.failureFirstSeen(generationId).map((t) => Date.parse(t) / 1000);
   const names = [...laneNames];
   for (const c of chunks) if (!names.includes(c.lane)) names.push(c.lane);
   const empty: SweepSeries = { t: [], lanes: Object.fromEntries(names.map((n) => [n, []])), total: [], finds: [], distinct: [] };

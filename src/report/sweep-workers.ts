@@ -12,7 +12,7 @@
 //
 // The store's heartbeat times are informational and written by the group commit, so they may
 // lag the coordinator's memory by a commit; the thresholds leave room for that.
-import type { SessionWorker } from "../store/dashboard-queries.ts";
+import type { SessionWorker } from "../store/port.ts";
 import type { WorkerRow } from "../ui/source.ts";
 import { formatInt } from "../config/format.ts";
 

@@ -3,36 +3,8 @@
 // reissued, or aborted:<why>. A chunk still in flight when its process died becomes
 // aborted:lost at the next start. Only 'complete' counts as coverage.
 import { type Db, isoNow, stmt } from "./db.ts";
-
-export interface ChunkRecord {
-  id: number;
-  session_id: number;
-  lane_id: number;
-  seed_from: number;
-  seed_to: number;
-  started_at: string;
-  ended_at: string | null;
-  seconds: number | null;
-  app_build: string | null;
-  status: string;
-  clean: number;
-  finds: number;
-  quarantine: number;
-  unshrunk: number;
-  worker_id: number | null;
-  leased_at: string | null;
-  last_heartbeat: string | null;
-}
-
-export interface NewChunk {
-  sessionId: number;
-  laneId: number;
-  seedFrom: number;
-  seedTo: number;
-  appBuild: string | null;
-  status: "running" | "leased";
-  workerId: number | null;
-}
+import type { ChunkRecord, NewChunk, ChunkCounts, ChunkTotals, RepairedRange } from "./records.ts";
+export type { ChunkRecord, NewChunk, ChunkCounts, ChunkTotals, RepairedRange } from "./records.ts";
 
 export function insertChunk(db: Db, c: NewChunk): number {
   const now = isoNow();
@@ -47,13 +19,6 @@ export function insertChunk(db: Db, c: NewChunk): number {
 
 export function getChunk(db: Db, chunkId: number): ChunkRecord | undefined {
   return stmt(db, "SELECT * FROM chunk WHERE id = ?").get(chunkId) as ChunkRecord | undefined;
-}
-
-export interface ChunkCounts {
-  clean: number;
-  finds: number;
-  quarantine: number;
-  unshrunk: number;
 }
 
 export function markChunkComplete(db: Db, chunkId: number, seconds: number, counts: ChunkCounts): void {
@@ -87,21 +52,22 @@ export function touchChunkHeartbeat(db: Db, chunkId: number): void {
   stmt(db, "UPDATE chunk SET last_heartbeat = ? WHERE id = ?").run(isoNow(), chunkId);
 }
 
-export function sessionChunkIds(db: Db, sessionId: number): number[] {
-  return (stmt(db, "SELECT id FROM chunk WHERE session_id = ?").all(sessionId) as { id: number }[]).map((r) => r.id);
+/** Seeds, seconds and chunks complete, chunks aborted and reissued, and quarantined tests, over one generation. */
+export function chunkTotals(db: Db, generationId: number): ChunkTotals {
+  return stmt(
+    db,
+    `SELECT COALESCE(SUM(CASE WHEN c.status = 'complete' THEN c.seed_to - c.seed_from + 1 END), 0) AS seeds,
+            COALESCE(SUM(CASE WHEN c.status = 'complete' THEN c.seconds END), 0) AS seconds,
+            COALESCE(SUM(CASE WHEN c.status = 'complete' THEN 1 END), 0) AS chunks,
+            COALESCE(SUM(CASE WHEN c.status LIKE 'aborted%' THEN 1 END), 0) AS aborted,
+            COALESCE(SUM(CASE WHEN c.status = 'reissued' THEN 1 END), 0) AS reissued,
+            COALESCE(SUM(c.quarantine), 0) AS quarantine
+       FROM chunk c JOIN lane l ON l.id = c.lane_id WHERE l.generation_id = ?`,
+  ).get(generationId) as ChunkTotals;
 }
 
-/** A chunk row whose seed range no engine could have handed out, and what was made of it. */
-export interface RepairedRange {
-  chunkId: number;
-  laneId: number;
-  laneName: string;
-  /** As stored: a number past the last exact seed, a fraction, or a range ending below its start. */
-  seedFrom: number;
-  seedTo: number;
-  status: string;
-  /** The range it holds now: its part below the limit (swept again), or the lane's base seed alone (nothing to keep). */
-  now: [number, number];
+export function sessionChunkIds(db: Db, sessionId: number): number[] {
+  return (stmt(db, "SELECT id FROM chunk WHERE session_id = ?").all(sessionId) as { id: number }[]).map((r) => r.id);
 }
 
 /**

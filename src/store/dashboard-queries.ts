@@ -2,6 +2,8 @@
 // lane, the totals of complete chunks, the timed chunks and first sightings the plots are drawn
 // from, and each worker of a session with the chunks it holds. Nothing here writes.
 import { stmt, type Db } from "./db.ts";
+import type { TimedChunk, HeldChunk, SessionWorker } from "./records.ts";
+export type { TimedChunk, HeldChunk, SessionWorker } from "./records.ts";
 
 /** Failing seeds found by each lane's complete chunks, by lane id. */
 export function findsByLane(db: Db): Map<number, number> {
@@ -15,14 +17,6 @@ export function completeTotals(db: Db, generationId: number): { chunks: number; 
     db,
     `SELECT COUNT(*) AS chunks, COALESCE(SUM(c.finds), 0) AS finds FROM chunk c JOIN lane l ON l.id = c.lane_id WHERE l.generation_id = ? AND c.status = 'complete'`,
   ).get(generationId) as { chunks: number; finds: number };
-}
-
-export interface TimedChunk {
-  lane: string;
-  started_at: string;
-  ended_at: string;
-  seeds: number;
-  finds: number;
 }
 
 /** Complete chunks of one generation's lanes, retired lanes included (their work happened), in id order. */
@@ -39,29 +33,6 @@ export function completeTimedChunks(db: Db, generationId: number): TimedChunk[] 
 /** When each distinct failure of a generation was first seen, earliest first. */
 export function failureFirstSeen(db: Db, generationId: number): string[] {
   return (stmt(db, "SELECT first_seen FROM failure WHERE generation_id = ? ORDER BY first_seen").all(generationId) as { first_seen: string }[]).map((r) => r.first_seen);
-}
-
-export interface HeldChunk {
-  id: number;
-  lane: string;
-  seed_from: number;
-  seed_to: number;
-  status: string;
-  started_at: string;
-  leased_at: string | null;
-  last_heartbeat: string | null;
-}
-
-export interface SessionWorker {
-  id: number;
-  host: string;
-  jobs: number;
-  state: string;
-  connected_at: string;
-  last_seen: string | null;
-  disconnected_at: string | null;
-  /** The chunks it holds now (running or leased), oldest first. */
-  chunks: HeldChunk[];
 }
 
 /** The workers of one session, in the order they joined, each with the chunks it holds. */

@@ -11,9 +11,9 @@ import { accessSync, closeSync, constants as fsConstants, existsSync, openSync, 
 import { dirname } from "node:path";
 import { StoreError } from "../errors.ts";
 import { migrate, newerSchema, SCHEMA_VERSION, schemaVersion } from "./migrations.ts";
+export { isoNow } from "./records.ts";
 
 export type Db = Database.Database;
-
 
 /** What `[store] journal` may say; "auto" picks by file system. */
 export type JournalChoice = "auto" | "wal" | "truncate";
@@ -234,11 +234,6 @@ function isLockedError(err: unknown): boolean {
 function isHotJournalError(err: unknown): boolean {
   const code = sqliteCode(err);
   return code === "SQLITE_READONLY_ROLLBACK" || code === "SQLITE_READONLY";
-}
-
-/** UTC ISO-8601 with seconds precision: the store's timestamp format. */
-export function isoNow(date: Date = new Date()): string {
-  return date.toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
 const statements = new WeakMap<Db, Map<string, Database.Statement>>();

@@ -12,35 +12,9 @@
 // State: open -> fixed (resweep: every re-checked seed passed) -> open again (reopenFailure: a
 // sweep hit it, a regression); open -> stale (its generation ended; final).
 import { type Db, isoNow, stmt } from "./db.ts";
-
-export type FailureState = "open" | "fixed" | "stale";
-export const FAILURE_STATES: readonly FailureState[] = ["open", "fixed", "stale"];
-
-export interface FailureRow {
-  id: number;
-  generation_id: number;
-  lane_id: number;
-  dedup_key: string;
-  bucket: string;
-  first_seed: number;
-  shrunk: number;
-  message: string | null;
-  repro: string | null;
-  artifact_dir: string | null;
-  first_seen: string;
-  last_seen: string;
-  first_app_build: string | null;
-  hits: number;
-  state: FailureState;
-  resolved_at: string | null;
-  resolved_app_build: string | null;
-  signature: string | null;
-  minimize_state: MinimizeState | null;
-  merged_into: number | null;
-  minimize_note: string | null;
-}
-
-export type MinimizeState = "pending" | "running" | "failed" | "done";
+import type { FailureState, FailureRow, MinimizeState, NewFailure, SeedLane, FailureFilter, FailureListRow, FailureGroup, PendingGroup } from "./records.ts";
+export { FAILURE_STATES } from "./records.ts";
+export type { FailureState, FailureRow, MinimizeState, NewFailure, SeedLane, FailureFilter, FailureListRow, FailureGroup, PendingGroup } from "./records.ts";
 
 /** SQL: the row is a distinct failure (its input minimized), not a find pending minimization. */
 export const DISTINCT = "minimize_state IS NULL";
@@ -55,20 +29,6 @@ export function failureByKey(db: Db, generationId: number, dedupKey: string): Fa
 
 export function failureById(db: Db, id: number): FailureRow | undefined {
   return stmt(db, "SELECT * FROM failure WHERE id = ?").get(id) as FailureRow | undefined;
-}
-
-export interface NewFailure {
-  generationId: number;
-  laneId: number;
-  dedupKey: string;
-  bucket: string;
-  seed: number;
-  shrunk: boolean;
-  message: string | null;
-  repro: string | null;
-  artifactDir: string;
-  appBuild: string | null;
-  signature: string;
 }
 
 /**
@@ -130,12 +90,6 @@ export function reopenFailure(db: Db, failureId: number): void {
   stmt(db, "UPDATE failure SET state = 'open', resolved_at = NULL, resolved_app_build = NULL WHERE id = ? AND state = 'fixed'").run(failureId);
 }
 
-export interface SeedLane {
-  seed: number;
-  /** Identity JSON of the lane whose chunk recorded the seed; the failure's own lane when the chunk is unknown. */
-  lane_params: string;
-}
-
 /**
  * The lowest `limit` seeds that hit a failure, each with the lane that produced it: a seed only
  * means the same test under the args of the lane that swept it.
@@ -159,22 +113,6 @@ export function touchFailure(db: Db, failureId: number): void {
   stmt(db, "UPDATE failure SET last_seen = ? WHERE id = ?").run(isoNow(), failureId);
 }
 
-export interface FailureFilter {
-  /** 'all' = every state. */
-  state: FailureState | "all";
-  bucket?: string | null;
-  /** null = every generation. */
-  generationId: number | null;
-  id?: number | null;
-  signature?: string | null;
-}
-
-export interface FailureListRow extends FailureRow {
-  lane_name: string;
-  /** The lane's identity JSON ({"args":[...],"base_seed":N}) when the failure was found. */
-  lane_params: string;
-}
-
 /** The distinct failures, ordered by state, bucket, then hits descending (ties by id). */
 export function listFailures(db: Db, filter: FailureFilter): FailureListRow[] {
   const where: string[] = [`f.${DISTINCT}`];
@@ -193,13 +131,6 @@ export function listFailures(db: Db, filter: FailureFilter): FailureListRow[] {
                 WHERE ${where.join(" AND ")}
                 ORDER BY CASE f.state WHEN 'open' THEN 0 WHEN 'fixed' THEN 1 ELSE 2 END, f.bucket, f.hits DESC, f.id`;
   return stmt(db, sql).all(...args) as FailureListRow[];
-}
-
-export interface FailureGroup {
-  state: FailureState;
-  bucket: string;
-  distinct: number;
-  hits: number;
 }
 
 /** Distinct failures per state and bucket. */
@@ -228,22 +159,6 @@ export function openFailureCount(db: Db, generationId: number): number {
       n: number;
     }
   ).n;
-}
-
-export interface PendingGroup {
-  state: FailureState;
-  bucket: string;
-  signature: string;
-  /** Finds pending minimization under this signature (rows), and the seeds that hit them. */
-  finds: number;
-  hits: number;
-  /** Of `finds`: held by a minimize unit now, and those the minimizer could not minimize. */
-  running: number;
-  failed: number;
-  /** Distinct failures already known under this signature. */
-  distinct: number;
-  first_seed: number;
-  lane_name: string;
 }
 
 /** Finds pending minimization, grouped by state, bucket and signature; most finds first. */

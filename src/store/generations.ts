@@ -1,13 +1,8 @@
 // generation rows: one per version of the generator. The current generation is the newest row.
 import { type Db, isoNow, stmt } from "./db.ts";
 import { laneSeedsSwept } from "./lanes.ts";
-
-export interface GenerationRow {
-  id: number;
-  gen_hash: string;
-  created_at: string;
-  note: string | null;
-}
+import type { GenerationRow } from "./records.ts";
+export type { GenerationRow } from "./records.ts";
 
 export function currentGeneration(db: Db): GenerationRow | undefined {
   return stmt(db, "SELECT * FROM generation ORDER BY id DESC LIMIT 1").get() as GenerationRow | undefined;

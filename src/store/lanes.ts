@@ -4,18 +4,8 @@
 import type { ChunkRow } from "../core/lane-state.ts";
 import { mergeRanges, totalSize, type Range } from "../core/ranges.ts";
 import { type Db, isoNow, stmt } from "./db.ts";
-
-export interface LaneRow {
-  id: number;
-  generation_id: number;
-  name: string;
-  params_json: string;
-  base_seed: number;
-  cursor: number;
-  seeds_per_sec: number | null;
-  retired: number;
-  created_at: string;
-}
+import type { LaneRow } from "./records.ts";
+export type { LaneRow } from "./records.ts";
 
 export function activeLane(db: Db, generationId: number, name: string): LaneRow | undefined {
   return stmt(db, "SELECT * FROM lane WHERE generation_id = ? AND name = ? AND retired = 0 ORDER BY id DESC LIMIT 1").get(

@@ -6,13 +6,8 @@
 // (its process died) gives its finds back as 'pending' at the next start.
 import { type Db, isoNow, stmt } from "./db.ts";
 import { addFailureSeed, DISTINCT, failureById, reopenFailure } from "./failures.ts";
-
-export interface PendingFind {
-  id: number;
-  lane_id: number;
-  first_seed: number;
-  signature: string | null;
-}
+import type { PendingFind, MinimizeUnitRow, MinimizeProgress } from "./records.ts";
+export type { PendingFind, MinimizeUnitRow, MinimizeProgress } from "./records.ts";
 
 /**
  * Up to `limit` finds pending minimization of one lane: first those whose signature has no
@@ -67,14 +62,6 @@ export function insertMinimizeUnit(db: Db, u: { sessionId: number; laneId: numbe
     stmt(db, "UPDATE failure SET minimize_state = 'running' WHERE id = ? AND minimize_state = 'pending'").run(id);
   }
   return unitId;
-}
-
-export interface MinimizeUnitRow {
-  id: number;
-  session_id: number;
-  lane_id: number;
-  worker_id: number | null;
-  status: string;
 }
 
 /** The ids of the minimize units a session handed out. */
@@ -150,15 +137,6 @@ export function mergeFind(db: Db, findId: number, targetId: number): boolean {
 /** A pending find whose own input turned out minimal: it becomes the distinct failure itself. */
 export function promoteFind(db: Db, findId: number): void {
   stmt(db, "UPDATE failure SET shrunk = 1, minimize_state = NULL, minimize_note = NULL WHERE id = ?").run(findId);
-}
-
-export interface MinimizeProgress {
-  pending: number;
-  running: number;
-  failed: number;
-  done: number;
-  units: number;
-  unit_seconds: number;
 }
 
 export function minimizeProgress(db: Db, generationId: number): MinimizeProgress {

@@ -3,14 +3,9 @@
 // rather than an invalid test (the generator's own bug). Chunks recorded before reasons were
 // kept have none: their quarantined tests are counted under "no reason recorded".
 import { type Db, stmt } from "./db.ts";
-
-export interface QuarantineGroup {
-  reason: string;
-  inconclusive: boolean;
-  count: number;
-}
-
-export const UNRECORDED_REASON = "no reason recorded";
+import { UNRECORDED_REASON, type QuarantineGroup, type QuarantineReason } from "./records.ts";
+export { reasonList, UNRECORDED_REASON } from "./records.ts";
+export type { QuarantineGroup, QuarantineReason } from "./records.ts";
 
 /** Quarantined tests of a generation's complete chunks, per reason, most first. */
 export function quarantineGroups(db: Db, generationId: number): QuarantineGroup[] {
@@ -33,11 +28,6 @@ export function quarantineGroups(db: Db, generationId: number): QuarantineGroup[
   return groups;
 }
 
-/** The groups as one line: "reference binary ran over 10 s: 25, invalid op: 3". */
-export function reasonList(groups: readonly QuarantineGroup[]): string {
-  return groups.map((g) => `${g.reason}: ${g.count}`).join(", ");
-}
-
 /** Quarantined tests of one session's complete chunks, per reason. */
 export function sessionQuarantineGroups(db: Db, sessionId: number): QuarantineGroup[] {
   return (
@@ -49,4 +39,15 @@ export function sessionQuarantineGroups(db: Db, sessionId: number): QuarantineGr
         GROUP BY q.reason ORDER BY SUM(q.count) DESC, q.reason`,
     ).all(sessionId) as { reason: string; inconclusive: number; count: number }[]
   ).map((r) => ({ reason: r.reason, inconclusive: r.inconclusive === 1, count: r.count }));
+}
+
+/** Records the reasons of one chunk's quarantined tests (one row per reason; a reason saved again replaces its count). */
+export function saveQuarantineReasons(db: Db, chunkId: number, reasons: readonly QuarantineReason[]): void {
+  for (const r of reasons) {
+    stmt(
+      db,
+      `INSERT INTO quarantine_reason (chunk_id, reason, inconclusive, count) VALUES (?, ?, ?, ?)
+         ON CONFLICT (chunk_id, reason) DO UPDATE SET count = excluded.count, inconclusive = excluded.inconclusive`,
+    ).run(chunkId, r.reason, r.inconclusive ? 1 : 0, r.count);
+  }
 }

@@ -4,37 +4,8 @@
 // dies leaves its row 'running'; the next `run` or `coordinate` (holding the lock, so no live
 // process can own the row) marks it 'crashed', with ended_at left NULL because nobody saw it end.
 import { type Db, isoNow, stmt } from "./db.ts";
-
-export type SessionStatus = "running" | "done" | "interrupted" | "disabled" | "crashed";
-
-/** How a session that ended itself ended. */
-export type SessionEnd = "done" | "interrupted" | "disabled";
-
-export interface SessionRow {
-  id: number;
-  generation_id: number;
-  started_at: string;
-  ended_at: string | null;
-  requested_seconds: number | null;
-  status: SessionStatus;
-  app_build: string | null;
-  /** The session's transport. */
-  mode: Transport;
-  coordinator_host: string | null;
-  port: number | null;
-}
-
-/** How a sweep session runs its chunks: in this process, or on workers it serves (the `session.mode` column). */
-export type Transport = "local" | "distributed";
-
-export interface NewSession {
-  generationId: number;
-  requestedSeconds: number;
-  appBuild: string | null;
-  transport: Transport;
-  host: string;
-  port: number | null;
-}
+import type { SessionStatus, SessionEnd, SessionRow, Transport, NewSession } from "./records.ts";
+export type { SessionStatus, SessionEnd, SessionRow, Transport, NewSession } from "./records.ts";
 
 export function insertSession(db: Db, s: NewSession): number {
   const info = stmt(

@@ -1,15 +1,8 @@
 // worker and worker_rate rows: who was attached to a distributed session, and what each host
 // measured per lane (a 4-core laptop and a 32-core box cannot share an estimate).
 import { type Db, isoNow, stmt } from "./db.ts";
-
-export interface NewWorker {
-  sessionId: number;
-  host: string;
-  addr: string;
-  jobs: number;
-  genHash: string;
-  appBuild: string | null;
-}
+import type { NewWorker } from "./records.ts";
+export type { NewWorker } from "./records.ts";
 
 export function insertWorker(db: Db, w: NewWorker): number {
   const now = isoNow();

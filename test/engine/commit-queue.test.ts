@@ -115,7 +115,7 @@ test("a blocked store: memory goes back, 'drop' is refused at once, 'hold' waits
     const held = s.queue.run(s.bump, "hold");
     await s.queue.whenBlocked();
     assert.equal(s.books.value, 1, "memory says what the store holds");
-    assert.equal(s.queue.blocked?.code, "SQLITE_BUSY");
+    assert.deepEqual([s.queue.blocked?.code, s.queue.blocked?.detail], ["busy", "SQLITE_BUSY"]);
     await assert.rejects(s.queue.run(s.bump, "drop"), (e: unknown) => e instanceof StoreBlocked && /is locked by another process/.test((e as Error).message));
     await new Promise((r) => setTimeout(r, 60));
     assert.equal(s.stored(), 1);
@@ -138,7 +138,7 @@ for (const kind of ["hold", "drop"] as const) {
     try {
       const reader = s.reader();
       await assert.rejects(s.queue.run(s.bump, "drop"), StoreBlocked);
-      assert.equal(s.queue.blocked?.code, "SQLITE_BUSY");
+      assert.deepEqual([s.queue.blocked?.code, s.queue.blocked?.detail], ["busy", "SQLITE_BUSY"]);
       await new Promise((r) => setTimeout(r, 60)); // past the armed retry (5 ms), which found nothing queued
       reader.release();
       const next = s.queue.run(s.bump, kind);

@@ -10,6 +10,7 @@ import { LaneState } from "../../src/core/lane-state.ts";
 import { abortWording, localWorker, SweepEngine, type Assignment, type EngineEvents, type EngineLane, type WorkerView } from "../../src/engine/sweep-engine.ts";
 import { LAST_SEED, SEED_LIMIT } from "../../src/core/ranges.ts";
 import { openStore, type Db } from "../../src/store/db.ts";
+import { sqliteSweepStore } from "../../src/store/sqlite/index.ts";
 import { insertGeneration } from "../../src/store/generations.ts";
 import { insertLane } from "../../src/store/lanes.ts";
 import { insertSession } from "../../src/store/sessions.ts";
@@ -57,7 +58,7 @@ ${opts.lanes ?? "[lanes.a]\nweight = 3\n[lanes.b]\nbase_seed = 1000\nweight = 1\
     get: (_t, name) => (...args: unknown[]) => events.push(`${String(name)}:${(args[0] as { chunkId?: number }).chunkId ?? args[0]}`),
   });
   const engine = new SweepEngine({
-    db,
+    store: sqliteSweepStore(db),
     config,
     outDir: join(dir, "out"),
     generationId: gen,
