@@ -24,7 +24,7 @@ const NOT_YET_CONVERTED = new Set([
   "sweep/coordinate.ts",
   "sweep/reset.ts",
   "sweep/resweep.ts",
-  "sweep/run.ts",
+  "sweep/session-runner.ts",
   "sweep/session.ts",
   "engine/worker-protocol.ts",
 ]);
