@@ -25,7 +25,7 @@ import type { Budgets } from "../defaults.ts";
 import { FileProblem, IntegrityError, listCorpus, STAGE_ID_RE, verifyPublic } from "../state/corpus.ts";
 import { FindingsStore, findingsDir } from "../state/findings.ts";
 import type { Redact } from "../../exec/secrets.ts";
-import { campaignBaseline, type EarlierExplored, ExploredLedger, ledgerDir } from "../state/ledger.ts";
+import { campaignBaseline, type EarlierExplored, ExploredLedger, ledgerDir, targetChange, type TargetChange } from "../state/ledger.ts";
 import { stateDir, workDir } from "../state/work-dir.ts";
 import type { TargetIdentity } from "../state/target-identity.ts";
 import { canonicalManifest, type LeaseTable, type Origin } from "../state/lease-table.ts";
@@ -276,17 +276,9 @@ export class ExploreMaster {
   /** Content earlier campaigns completed under another build (or an unrecorded one) that this master ran again. */
   get rerunOtherBuild(): number { return this.rerun.size; }
 
-  /**
-   * Why content earlier campaigns explored runs again, or null when nothing does: the build the
-   * last campaign ran (UNKNOWN_BUILD for a ledger older than builds), this one's, and how many
-   * inputs earlier campaigns explored that this build has not.
-   */
-  get targetChange(): { from: string; to: string; inputs: number } | null {
-    const { other, lastBuild } = this.earlier;
-    if (other.size === 0) return null;
-    // The last campaign ran this build too: the content left is an older build's.
-    const from = lastBuild !== null && lastBuild !== this.o.build ? lastBuild : other.values().next().value!;
-    return { from, to: this.o.build, inputs: other.size };
+  /** Why content earlier campaigns explored runs again under this build (ledger.ts); null when nothing does. */
+  get targetChange(): TargetChange | null {
+    return targetChange(this.earlier, this.o.build);
   }
 
   /** Closes the explored ledger (its last lines are fsynced). */

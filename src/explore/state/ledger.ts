@@ -45,6 +45,23 @@ export interface EarlierExplored {
   lastBuild: string | null;
 }
 
+/** Why earlier content runs again: the build the last campaign ran, this one's, and how many inputs. */
+export interface TargetChange {
+  /** UNKNOWN_BUILD when the ledger left predates builds. */
+  from: string;
+  to: string;
+  /** Inputs earlier campaigns explored that `to` has not. */
+  inputs: number;
+}
+
+/** What a campaign under `build` says about `earlier`; null when nothing explored earlier runs again. */
+export function targetChange(earlier: EarlierExplored, build: string): TargetChange | null {
+  if (earlier.other.size === 0) return null;
+  // The last campaign ran this build too: the content left is an older build's.
+  const from = earlier.lastBuild !== null && earlier.lastBuild !== build ? earlier.lastBuild : earlier.other.values().next().value!;
+  return { from, to: build, inputs: earlier.other.size };
+}
+
 export class ExploredLedger {
   private fd: number | null = null;
   readonly path: string;
