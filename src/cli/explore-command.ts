@@ -61,6 +61,11 @@ export function registerExplore(program: Command): void {
     .option("--corpus-mode <octal>", "mode of corpus files: 0600 (default), 0640 or 0644 (e.g. for an AFL++ running as another user)", corpusMode)
     .option("--afl-sync <dir>", "export every new input into the AFL++ sync directory DIR (AFL's -o) as DIR/fuzzfleet/queue/id:NNNNNN,…, which afl-fuzz -M imports")
     .option("--fail-on-findings", "exit 1 when this campaign recorded a crash or hang on an input never recorded before")
+    .option(
+      "--target-file <path>",
+      "a file that is part of the target (a SymCC runtime, a config, the script an interpreter runs): hashed into the target's build with its executable. Repeat for several",
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
     .option("--fresh", "run content that earlier campaigns on this corpus already explored again (by default it is skipped and counted)")
     .option("--stop-grace <sec>", "at the end, how long remote workers have to acknowledge the stop (as a sweep's stop_grace_seconds)", seconds("--stop-grace", 0.1), DEFAULT_STOP_GRACE_SECONDS)
     .option("--join-timeout <sec>", "how long the root waits for every master to join, and a submaster for the roster", seconds("--join-timeout", 0.1), DEFAULT_JOIN_TIMEOUT_SECONDS)
@@ -82,6 +87,9 @@ SYMCC_INPUT_FILE names it; otherwise it arrives on stdin.
 Every unique content is executed once; children become public in the corpus only after their
 parent's result was verified and committed. Hidden state lives in CORPUS_DIR/.fuzzfleet/ and is
 removed after a clean end.
+Build: the target's executable (found as it is run), every --target-file and the argv are hashed
+into a build id. Content earlier campaigns explored under the same build is skipped (--fresh
+runs it again); under another build it runs again, and so does a finding's input.
 The token (with --port, --masters or --join): --token or --token-file FILE, else
 $FUZZFLEET_TOKEN, else the file CORPUS_DIR/.fuzzfleet/fuzzfleet.token, which a serving master
 creates (mode 0600) when absent and removes after a clean end. --token shows the secret to every
@@ -125,6 +133,7 @@ conflict), 71 final rendezvous timed out. Precedence: 71, 70, 1, then 5 or 6 (do
         grace?: number;
         stopGrace: number;
         fresh?: boolean;
+        targetFile?: string[];
         joinTimeout: number;
         finalizeTimeout: number;
         sync: "fence" | "all";
@@ -184,6 +193,7 @@ conflict), 71 final rendezvous timed out. Precedence: 71, 70, 1, then 5 or 6 (do
               graceSeconds: o.grace ?? null,
               stopGraceSeconds: o.stopGrace,
               fresh: o.fresh === true,
+              targetFiles: o.targetFile ?? [],
               joinTimeoutSeconds: o.joinTimeout,
               finalizeSeconds: o.finalizeTimeout,
               durability: o.sync,

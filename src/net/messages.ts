@@ -89,6 +89,10 @@ export const ExploreSetup = z.strictObject({
   stage_root: text(4096),
   target: z.array(text(65536)).min(1).max(4096),
   target_cwd: text(4096),
+  /** The build the master runs (explore/state/target-identity.ts): a worker that sees another refuses to serve. */
+  target_build: text(64),
+  /** The --target-file paths hashed into it, as given (relative to target_cwd). */
+  target_files: z.array(text(4096)).max(1024),
   simulate: z.boolean(),
   max_children: z.number().int().min(1).max(1_000_000),
   max_result_bytes: z.number().int().min(1),

@@ -1,7 +1,9 @@
 // `failures --corpus DIR` and `export --corpus DIR`: the findings of explore campaigns, read from
 // the corpus's state directory (<corpus>/.fuzzfleet/findings/) — every master's and worker's,
 // since they all record there. The vocabulary follows the sweep's: a signature groups findings,
-// each finding is one input (dedup by content hash) with the times it was seen. Nothing here
+// each finding is one input (dedup by content hash) with the times it was seen and the target
+// builds it was seen under; one a later build ran without a crash or hang is "not reproduced by
+// build B" (the explore analogue of the sweep's `fixed`). Nothing here
 // writes; records that do not validate are left out by the findings store, and every text taken
 // from a target (its output tail, the input's bytes) goes through printable().
 import { lstatSync } from "node:fs";
@@ -9,7 +11,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { printable } from "../core/log-lines.ts";
 import { UsageError } from "../errors.ts";
-import { describeFinding, FindingsStore, findingsDir, type FindingKind, type FindingRecord } from "../explore/state/findings.ts";
+import { buildNote, describeFinding, FindingsStore, findingsDir, type FindingKind, type FindingRecord } from "../explore/state/findings.ts";
 import { stateDir } from "../explore/state/work-dir.ts";
 import { PinnedDir } from "../files/pinned-dir.ts";
 
@@ -23,6 +25,11 @@ export interface ExploreFindingRow {
   times_seen: number;
   first_seen: string;
   last_seen: string;
+  /** The target builds it was first and last seen under; null in records older than builds. */
+  first_build: string | null;
+  last_build: string | null;
+  /** A later build that ran it without a crash or hang; null while it reproduces. */
+  not_reproduced_by: string | null;
   stderr_tail: string;
 }
 
@@ -40,7 +47,8 @@ export interface ExploreSignatureRow {
 
 export interface ExploreFindingsData {
   corpus: string;
-  totals: { signatures: number; inputs: number; crashes: number; hangs: number; times_seen: number };
+  /** not_reproduced: inputs a later build ran without a crash or hang. */
+  totals: { signatures: number; inputs: number; crashes: number; hangs: number; times_seen: number; not_reproduced: number };
   signatures: ExploreSignatureRow[];
 }
 
@@ -80,6 +88,7 @@ export function exploreFindingsData(corpusDir: string): ExploreFindingsData {
       crashes: records.filter((r) => r.kind === "crash").length,
       hangs: records.filter((r) => r.kind === "hang").length,
       times_seen: records.reduce((n, r) => n + r.times_seen, 0),
+      not_reproduced: records.filter((r) => r.not_reproduced_by !== null).length,
     },
     signatures,
   };
@@ -95,6 +104,9 @@ function row(r: FindingRecord): ExploreFindingRow {
     times_seen: r.times_seen,
     first_seen: r.first_seen,
     last_seen: r.last_seen,
+    first_build: r.first_build,
+    last_build: r.last_build,
+    not_reproduced_by: r.not_reproduced_by,
     stderr_tail: r.stderr_tail,
   };
 }
@@ -104,13 +116,17 @@ export function renderExploreFindings(d: ExploreFindingsData, o: { verbose: bool
   const t = d.totals;
   if (t.inputs === 0) return `no findings recorded on ${printable(d.corpus)}: no run crashed or hung\n`;
   const out: string[] = [];
-  out.push(`findings on ${printable(d.corpus)}: ${t.signatures} signature(s), ${t.inputs} input(s) (${t.crashes} crash(es), ${t.hangs} hang(s)), seen ${t.times_seen} time(s)`);
+  out.push(
+    `findings on ${printable(d.corpus)}: ${t.signatures} signature(s), ${t.inputs} input(s) (${t.crashes} crash(es), ${t.hangs} hang(s)), seen ${t.times_seen} time(s)` +
+      `${t.not_reproduced > 0 ? `; ${t.not_reproduced} not reproduced by a later build` : ""}`,
+  );
   for (const s of d.signatures) {
     out.push("");
     out.push(`${s.kind.padEnd(5)}  ${printable(s.signature, { max: 200 })}`);
     out.push(`       inputs ${s.inputs}  seen ${s.times_seen}  first ${s.first_seen}  last ${s.last_seen}`);
     for (const f of s.findings) {
-      out.push(`       ${f.input_hash.slice(0, 16)}  ${f.outcome}  seen ${f.times_seen}  first ${f.first_seen}`);
+      const builds = buildNote(f);
+      out.push(`       ${f.input_hash.slice(0, 16)}  ${f.outcome}  seen ${f.times_seen}  first ${f.first_seen}${builds ? `  ${builds}` : ""}`);
       if (o.verbose) for (const line of tailLines(f.stderr_tail, o.lines)) out.push(`         | ${line}`);
     }
   }
@@ -148,6 +164,8 @@ export function exportExploreFindings(d: ExploreFindingsData, o: { lines: number
         out.push(`      signature   ${printable(s.signature, { max: 4000 })}`);
         out.push(`      first seen  ${f.first_seen}`);
         out.push(`      last seen   ${f.last_seen}`);
+        out.push(`      builds      first ${f.first_build ?? "not recorded"}, last ${f.last_build ?? "not recorded"}`);
+        if (f.not_reproduced_by !== null) out.push(`      status      not reproduced by build ${f.not_reproduced_by}`);
         out.push(`      input file  ${printable(join(d.corpus, f.input_hash))}`);
         out.push("", ...section("output tail", tailLines(f.stderr_tail, o.lines), tailLines(f.stderr_tail, Infinity).length));
         out.push("", ...inputSection(pin, f.input_hash, o.lines));

@@ -93,7 +93,15 @@ export async function runWorker(o: WorkerOptions): Promise<number> {
     `worker ${host}: attached to ${o.host}:${o.port} as #${welcome.worker_id} (${welcome.mode} session ${welcome.session}` +
       `${welcome.mode === "sweep" ? `, generation ${welcome.generation}` : ""}), -j ${o.jobs}`,
   );
-  const runner = welcome.explore ? new ExploreRunner(welcome.explore, o.log) : new SweepRunner();
+  let runner: ExploreRunner | SweepRunner;
+  try {
+    runner = welcome.explore ? new ExploreRunner(welcome.explore, o.log) : new SweepRunner();
+  } catch (err) {
+    // A worker that refuses to serve (another target build) tells the master why before it leaves.
+    if (err instanceof RefusedError) conn.send({ type: "bye", reason: err.message.slice(0, 500) });
+    conn.close();
+    throw err;
+  }
   const loop = new WorkerLoop<unknown>(conn, welcome, runner as UnitRunner<unknown>, { slots: o.slots, signal: o.signal, log: o.log });
   try {
     return await loop.run();

@@ -50,9 +50,9 @@ describe("FindingsStore", () => {
   it("records an input once per fence: a replayed fence changes nothing, a new one counts again", () => {
     const store = new FindingsStore(join(freshDir(), "findings"));
     const h = sha256("crashing input");
-    assert.equal(store.record(h, "fence-1", crash("boom 1"), new Date(1000)), "new");
-    assert.equal(store.record(h, "fence-1", crash("boom 1"), new Date(2000)), "already");
-    assert.equal(store.record(h, "fence-2", crash("boom 2"), new Date(3000)), "again");
+    assert.equal(store.record(h, "fence-1", crash("boom 1"), new Date(1000), "0123456789ab"), "new");
+    assert.equal(store.record(h, "fence-1", crash("boom 1"), new Date(2000), "0123456789ab"), "already");
+    assert.equal(store.record(h, "fence-2", crash("boom 2"), new Date(3000), "0123456789ab"), "again");
     const [r, ...rest] = store.list();
     assert.deepEqual(rest, []);
     assert.equal(r.times_seen, 2);
@@ -64,7 +64,7 @@ describe("FindingsStore", () => {
   it("never reads a record through a symlink and passes over records that do not validate", () => {
     const dir = join(freshDir(), "findings");
     const store = new FindingsStore(dir);
-    store.record(sha256("a"), "f", crash("a"), new Date());
+    store.record(sha256("a"), "f", crash("a"), new Date(), "0123456789ab");
     const elsewhere = join(freshDir(), "planted.json");
     writeFileSync(elsewhere, readFileSync(join(dir, `${sha256("a")}.json`)));
     symlinkSync(elsewhere, join(dir, `${sha256("b")}.json`));
@@ -101,6 +101,9 @@ test("crashes and hangs are recorded once, grouped, kept out of the corpus, and 
   const e = new ExploreDir();
   try {
     const target = crashingTarget(e);
+    // Every run is counted in a log (the same target, so the same build, in both campaigns).
+    const log = join(e.dir, "runs.log");
+    writeFileSync(target[0]!, readFileSync(target[0]!, "utf8").replace("#!/bin/sh\n", `#!/bin/sh\necho run >> "${log}"\n`));
     const r = e.run(["-j", "2", "-t", "1", "--max-idle", "1"], target);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     const s = e.stats();
@@ -126,11 +129,10 @@ test("crashes and hangs are recorded once, grouped, kept out of the corpus, and 
     assert.equal(readdirSync(join(e.corpus, ".fuzzfleet", "findings")).filter((n) => n.endsWith(".json")).length, 5);
     assert.deepEqual(campaignStateLeft(e.corpus), []);
 
-    // A second campaign on the same corpus: nothing is run again, nothing counted as new.
-    const log = join(e.dir, "runs.log");
-    const counted = e.script("counted.sh", `echo run >> "${log}"\nexec "${target[0]}" "$1"`);
+    // A second campaign on the same corpus with the same target: nothing is run again, nothing counted as new.
+    writeFileSync(log, "");
     e.seed("new", "abort three\n");
-    const again = e.run(["-j", "2", "-t", "1", "--max-idle", "1"], [counted, "@@"]);
+    const again = e.run(["-j", "2", "-t", "1", "--max-idle", "1"], target);
     assert.equal(again.code, 0, again.stdout + again.stderr);
     const s2 = e.stats();
     assert.equal(s2.skipped_explored, 7);
@@ -158,6 +160,7 @@ function master(corpusDir: string, inputDir: string, dir: string, fresh: boolean
     ranks: [0],
     ownership: "rendezvous",
     budgets: DEFAULT_BUDGETS,
+    build: "0123456789ab",
     timeoutSeconds: 5,
     leaseTtlMs: 60_000,
     wallNow: () => Date.now(),
@@ -175,9 +178,9 @@ test("content in an earlier epoch's ledger is skipped and counted, unless the ma
   writeSeed(join(inputDir, "a"), "a\n");
   writeSeed(join(inputDir, "b"), "b\n");
   const ledger = (epoch: string) => join(corpusDir, ".fuzzfleet", "explored", `${epoch}-r0.log`);
-  writeFileSync(ledger("0".repeat(64)), `${sha256("a\n")}\nnot-a-hash\n${sha256("b")}`);
+  writeFileSync(ledger("0".repeat(64)), `${sha256("a\n")} 0123456789ab\nnot-a-hash\n${sha256("b")} 0123456789ab`);
   // The resumed epoch's own ledger lists b: its lease table, not the ledger, decides for it.
-  writeFileSync(ledger("e".repeat(64)), `${sha256("b\n")}\n`);
+  writeFileSync(ledger("e".repeat(64)), `${sha256("b\n")} 0123456789ab\n`);
   const m = master(corpusDir, inputDir, dir, false);
   m.admitInputs();
   assert.equal(m.pendingCount, 1, "only b is queued");

@@ -48,6 +48,7 @@ function setup(seeds: Record<string, string> = { s: "seed\n" }): Setup {
     leases,
     epoch: "e".repeat(64),
     rank: 0,
+    build: "0123456789ab",
     ranks: [0],
     ownership: "rendezvous",
     budgets: DEFAULT_BUDGETS,

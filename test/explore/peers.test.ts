@@ -31,6 +31,7 @@ const SETUP: CampaignSetup = {
   corpus_dir: "/shared/corpus",
   input_dir: "/shared/in",
   target: ["/bin/true", "@@"],
+  target_build: "0123456789ab",
   timeout_seconds: 5,
   max_idle_seconds: 1,
   simulate: false,

@@ -89,6 +89,8 @@ describe("task-frames", () => {
       stageRoot: "/campaign/.work/staging/w3",
       target: ["./target", "@@"],
       targetCwd: "/campaign",
+      targetBuild: "0123456789ab",
+      targetFiles: ["runtime.so"],
       simulate: true,
       budgets: { maxChildren: 16, maxResultBytes: 1 << 20, maxInputBytes: 1 << 16 },
     };
@@ -98,6 +100,8 @@ describe("task-frames", () => {
       stage_root: "/campaign/.work/staging/w3",
       target: ["./target", "@@"],
       target_cwd: "/campaign",
+      target_build: "0123456789ab",
+      target_files: ["runtime.so"],
       simulate: true,
       max_children: 16,
       max_result_bytes: 1 << 20,

@@ -10,6 +10,9 @@ import { DEFAULT_BUDGETS } from "../../src/explore/defaults.ts";
 import { ExploreMaster, type MasterOptions } from "../../src/explore/master/master.ts";
 import { LeaseTable } from "../../src/explore/state/lease-table.ts";
 
+/** The target build the masters these helpers make record under. */
+export const TEST_BUILD = "0123456789ab";
+
 export const MAZE = join(ROOT, "examples/maze/maze.mjs");
 export const MAZE_SEEDS = join(ROOT, "examples/maze/seeds");
 
@@ -127,6 +130,7 @@ export function loneMaster(o: { dir: string; corpusDir: string; inputDir: string
     leaseTtlMs: 60_000,
     wallNow: () => Date.now(),
     log: () => {},
+    build: TEST_BUILD,
     ...over,
   });
 }

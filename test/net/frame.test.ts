@@ -128,6 +128,7 @@ test("every legitimate first frame fits the first-frame cap, even with the worst
     corpus_dir: "/shared/corpus",
     input_dir: "/shared/seeds",
     target: ["./target", "@@"],
+    target_build: "0123456789ab",
     timeout_seconds: 5,
     max_idle_seconds: 10,
     simulate: false,

@@ -136,7 +136,7 @@ const explore: Backend = {
       master,
       token: TOKEN,
       nonce,
-      setup: { corpusDir, target: ["true"], targetCwd: dir, simulate: false, budgets: { maxChildren: 16, maxResultBytes: 1 << 20, maxInputBytes: 1 << 20 } },
+      setup: { corpusDir, target: ["true"], targetCwd: dir, targetBuild: "0123456789ab", targetFiles: [], simulate: false, budgets: { maxChildren: 16, maxResultBytes: 1 << 20, maxInputBytes: 1 << 20 } },
       leaseSeconds: 60,
       heartbeatSeconds: 5,
       read,

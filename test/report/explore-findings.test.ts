@@ -44,7 +44,7 @@ test("failures --corpus lists an explore campaign's findings by signature; --jso
     assert.ok(!text.stdout.includes(sha256("ok\n").slice(0, 16)), "a passing input is no finding");
     const json = cli(["failures", "--corpus", e.corpus, "--json"], e.dir);
     const d = JSON.parse(json.stdout) as { totals: { inputs: number; signatures: number }; signatures: { signature: string; inputs: number; findings: { input_hash: string }[] }[] };
-    assert.deepEqual(d.totals, { signatures: 2, inputs: 3, crashes: 2, hangs: 1, times_seen: 3 });
+    assert.deepEqual(d.totals, { signatures: 2, inputs: 3, crashes: 2, hangs: 1, times_seen: 3, not_reproduced: 0 });
     assert.equal(d.signatures[0].inputs, 2, "the largest group first");
     assert.deepEqual(d.signatures[0].findings.map((f) => f.input_hash).sort(), [sha256("abort one\n"), sha256("abort two\n")].sort());
     const verbose = cli(["failures", "--corpus", e.corpus, "-v"], e.dir);

@@ -18,6 +18,7 @@ import { removeNonce, writeNonce } from "../../src/net/worker-service.ts";
 import type { DashboardSnapshot } from "../../src/ui/source.ts";
 import { CLI } from "../helpers/campaign.ts";
 import { loneMaster, MAZE, MAZE_SEEDS } from "../helpers/explore.ts";
+import { targetIdentity } from "../../src/explore/state/target-identity.ts";
 import { scratchDirs } from "../helpers/scratch.ts";
 import { parseExposition } from "./exposition.ts";
 import { get } from "./serve.ts";
@@ -36,7 +37,9 @@ test("a remote worker: alive and holding its tasks while it works, left once it 
   writeFileSync(target, `#!/bin/sh\nMAZE_DEPTH=4 MAZE_COST_MS=150 exec "${process.execPath}" "${MAZE}" "$1"\n`);
   chmodSync(target, 0o755);
   const leases = new LeaseTable({ root: join(dir, "leases"), durability: "fence" });
-  const master = loneMaster({ dir, corpusDir, inputDir }, { leases, leaseTtlMs: 20_000 });
+  // The build the worker will see too: it refuses to serve a master that runs another.
+  const build = targetIdentity({ argv: [target, "@@"], cwd: dir, files: [], path: process.env.PATH, simulate: false }).build;
+  const master = loneMaster({ dir, corpusDir, inputDir }, { leases, leaseTtlMs: 20_000, build });
   const now = () => performance.now();
   const startMs = now();
   const ac = new AbortController();
@@ -57,7 +60,7 @@ test("a remote worker: alive and holding its tasks while it works, left once it 
     master,
     found: { token: TOKEN, source: "--token", file: null },
     nonce,
-    setup: { corpusDir, target: [target, "@@"], targetCwd: dir, simulate: false, budgets: DEFAULT_BUDGETS },
+    setup: { corpusDir, target: [target, "@@"], targetCwd: dir, targetBuild: build, targetFiles: [], simulate: false, budgets: DEFAULT_BUDGETS },
     leaseTtlMs: 20_000,
     bind: "127.0.0.1",
     port: 0,

@@ -21,7 +21,7 @@ import type { DashboardSnapshot, DashboardSource, ExploreFrontier, ExploreSeries
 import type { Ending } from "../fleet/endings.ts";
 import type { ExploreMaster } from "../master/master.ts";
 import { listCorpus } from "../state/corpus.ts";
-import type { FindingRecord } from "../state/findings.ts";
+import { buildNote, type FindingRecord } from "../state/findings.ts";
 import type { LeaseTable } from "../state/lease-table.ts";
 
 /** Points kept in memory for the plots; older ones are thinned out (every other one dropped). */
@@ -147,8 +147,9 @@ export class ExploreDashboardSource implements DashboardSource {
       repro: target ? reproLine(target, input) : `run the target on ${input}`,
       report:
         `${g.records.length} input(s) under this signature; this one: ${r.input_hash}\n` +
-        `${r.kind}${r.signal !== null ? ` (signal ${r.signal})` : r.exit_code !== null ? ` (exit ${r.exit_code})` : " (timeout)"}, seen ${r.times_seen} time(s), first ${r.first_seen}, last ${r.last_seen}\n\n` +
-        `the end of its output:\n${r.stderr_tail}`,
+        `${r.kind}${r.signal !== null ? ` (signal ${r.signal})` : r.exit_code !== null ? ` (exit ${r.exit_code})` : " (timeout)"}, seen ${r.times_seen} time(s), first ${r.first_seen}, last ${r.last_seen}\n` +
+        buildLines(g.records) +
+        `\nthe end of its output:\n${r.stderr_tail}`,
     };
   }
 
@@ -369,4 +370,20 @@ export class ExploreDashboardSource implements DashboardSource {
 
 function round1(x: number): number {
   return Math.round(x * 10) / 10;
+}
+
+/**
+ * The builds of a group's inputs, one line each (bounded): which build first and last saw it, and
+ * which later build did not reproduce it. "" when no record names a build.
+ */
+function buildLines(records: readonly FindingRecord[]): string {
+  const shown = 20;
+  const lines = records.slice(0, shown).flatMap((r) => {
+    const note = buildNote(r);
+    return note ? [`  ${r.input_hash.slice(0, 16)}  ${note}`] : [];
+  });
+  if (lines.length === 0) return "";
+  const notReproduced = records.filter((r) => r.not_reproduced_by !== null).length;
+  const head = `target builds${notReproduced > 0 ? ` (${notReproduced} of ${records.length} input(s) not reproduced by a later build)` : ""}:\n`;
+  return head + lines.join("\n") + (records.length > shown ? `\n  … ${records.length - shown} more input(s)` : "") + "\n";
 }

@@ -10,6 +10,8 @@ export interface ExploreOptions {
   inputDir: string | readonly string[];
   corpusDir: string;
   target: string[];
+  /** --target-file: files hashed into the target's identity beside its executable (a SymCC runtime, a config). */
+  targetFiles?: readonly string[];
   slots: number;
   timeoutSeconds: number;
   maxIdleSeconds: number;

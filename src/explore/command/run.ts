@@ -32,7 +32,8 @@ import type { Ended, EndRounds, Links, Place, StartedMaster } from "./role.ts";
 import { roleOf } from "./roles.ts";
 import { checkStatsJson, type ExploreStats } from "./stats.ts";
 import { findStaleWork, staleWorkLines } from "../state/stale-work.ts";
-import { banner } from "./banner.ts";
+import { banner, targetChangeLine } from "./banner.ts";
+import { targetIdentity, type TargetIdentity } from "../state/target-identity.ts";
 import { ExploreDashboardSource, type ExploreLive } from "./dashboard.ts";
 import type { ServedExploreDashboard } from "./serve-dashboard.ts";
 
@@ -51,6 +52,9 @@ export async function explore(o: ExploreOptions): Promise<number> {
   const inputDir = inputDirs.length === 1 ? inputDirs[0]! : JSON.stringify(inputDirs);
   const ownership = o.ownership ?? "rendezvous";
   const role = roleOf(o);
+  // The build every result of this campaign is recorded under; a target that cannot be read is
+  // refused before anything is locked or created.
+  const target = targetIdentity({ argv: o.target, cwd: process.cwd(), files: o.targetFiles ?? [], path: process.env.PATH, simulate: o.simulate });
   if (o.wallTimeoutSeconds > 0 && o.timeoutSeconds >= o.wallTimeoutSeconds) {
     // No run starts unless it could finish inside the budget: such a campaign would run nothing.
     throw new UsageError(
@@ -71,6 +75,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     corpus_dir: corpusDir,
     input_dir: inputDir,
     target: o.target,
+    target_build: target.build,
     timeout_seconds: o.timeoutSeconds,
     max_idle_seconds: o.maxIdleSeconds,
     simulate: o.simulate,
@@ -115,8 +120,10 @@ export async function explore(o: ExploreOptions): Promise<number> {
     const workDir = workDirOf(state, epoch);
     const tag = role.tag(rank);
     const log = (line: string) => write(`${tag} ${line}`);
-    const { leases, master } = openMaster({ o, place, workDir, ownership, budgets, corpusDir, inputDirs, leaseTtlMs, log, redact: redactor([found?.token, ...secretValues(process.env)]) });
-    banner(write, o, { place, role, ownership, corpusDir, inputDirs });
+    const { leases, master } = openMaster({ o, place, workDir, ownership, budgets, corpusDir, inputDirs, leaseTtlMs, log, target, redact: redactor([found?.token, ...secretValues(process.env)]) });
+    banner(write, o, { place, role, ownership, corpusDir, inputDirs, target });
+    const change = master.targetChange;
+    if (change) write(`  ${targetChangeLine(change)}`);
     // Findings already recorded on this corpus (by any campaign, any master): what is not among
     // them at the end is new.
     const knownFindings = new Set(master.findings.list().map((f) => f.input_hash));
@@ -229,6 +236,7 @@ function openMaster(m: {
   inputDirs: string[];
   leaseTtlMs: number;
   log: (line: string) => void;
+  target: TargetIdentity;
   redact: Redact;
 }): { leases: LeaseTable; master: ExploreMaster } {
   const { rank, epoch, ranks } = m.place;
@@ -254,6 +262,8 @@ function openMaster(m: {
     budgets: m.budgets,
     timeoutSeconds: m.o.timeoutSeconds,
     fresh: m.o.fresh ?? false,
+    build: m.target.build,
+    targetIdentity: m.target,
     leaseTtlMs: m.leaseTtlMs,
     wallNow: () => Date.now(),
     log: m.log,

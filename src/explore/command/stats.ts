@@ -6,7 +6,8 @@
 import { printable } from "../../core/log-lines.ts";
 import { checkOutputFile, writeOutputFile, type OutputRules } from "../../files/output-file.ts";
 import { listCorpus } from "../state/corpus.ts";
-import type { FindingKind } from "../state/findings.ts";
+import { buildNote, type FindingKind } from "../state/findings.ts";
+import type { HashedFile } from "../state/target-identity.ts";
 import type { LeaseTable } from "../state/lease-table.ts";
 import { stateDir } from "../state/work-dir.ts";
 import type { ExploreMaster } from "../master/master.ts";
@@ -26,8 +27,12 @@ export interface ExploreStats {
   session: { observations: number; generated: number };
   /** session.generated / elapsed_seconds. */
   throughput: number;
-  /** Content an earlier campaign on this corpus completed, skipped (run again with --fresh). */
+  /** The target build the campaign ran (state/target-identity.ts) and what it was computed from. */
+  target: { build: string; executable: HashedFile | null; files: HashedFile[]; argv: string[] | null };
+  /** Content an earlier campaign on this corpus completed under the same build, skipped (run again with --fresh). */
   skipped_explored: number;
+  /** Content earlier campaigns completed only under another build (or an unrecorded one), run again (this master's). */
+  rerun_other_build: number;
   /** Input entries refused (symlinks, special files: each name once) and input directory replacements. */
   refused_inputs: number;
   /** Of those, the symbolic links (each name once): skipped, never followed. */
@@ -55,7 +60,19 @@ export interface FindingsStats {
   recorded_this_session: number;
   /** One entry per signature, largest group first. */
   groups: { signature: string; kind: FindingKind; count: number; inputs: string[] }[];
-  inputs: { input_hash: string; kind: FindingKind; signal: number | null; exit_code: number | null; signature: string; first_seen: string; times_seen: number; stderr_tail: string }[];
+  inputs: {
+    input_hash: string;
+    kind: FindingKind;
+    signal: number | null;
+    exit_code: number | null;
+    signature: string;
+    first_seen: string;
+    times_seen: number;
+    stderr_tail: string;
+    first_build: string | null;
+    last_build: string | null;
+    not_reproduced_by: string | null;
+  }[];
 }
 
 /** The counts every master reported in the statistics exchange (several masters). */
@@ -105,6 +122,7 @@ export function computeStats(s: StatsSources): ExploreStats {
   const external = corpus.filter((h) => master.external.has(h)).length;
   const interesting = corpus.filter((h) => !master.external.has(h) && !master.baseline.has(h)).length;
   const records = master.findings.list();
+  const id = master.target.identity;
   return {
     observations,
     generated,
@@ -113,7 +131,9 @@ export function computeStats(s: StatsSources): ExploreStats {
     redundant: Math.max(0, generated - interesting),
     session,
     throughput: elapsedSeconds > 0 ? session.generated / elapsedSeconds : 0,
+    target: { build: master.target.build, executable: id?.executable ?? null, files: id?.files ?? [], argv: id?.argv ?? null },
     skipped_explored: master.skippedExplored,
+    rerun_other_build: master.rerunOtherBuild,
     refused_inputs: c.refusedInputs,
     // Admission adds the field with the first symbolic link it refuses (master/admission.ts).
     symlinked_inputs: c.symlinkedInputs,
@@ -131,6 +151,9 @@ export function computeStats(s: StatsSources): ExploreStats {
         first_seen: r.first_seen,
         times_seen: r.times_seen,
         stderr_tail: r.stderr_tail,
+        first_build: r.first_build,
+        last_build: r.last_build,
+        not_reproduced_by: r.not_reproduced_by,
       })),
     },
     by_master: byMaster,
@@ -159,7 +182,9 @@ export function renderStats(s: ExploreStats): string {
     `  external input objects:  ${String(s.external_inputs).padStart(8)}`,
     `  new interesting inputs:  ${String(s.interesting).padStart(8)}`,
     `  redundant children:      ${String(s.redundant).padStart(8)}${s.generated > 0 ? ` (${((100 * s.redundant) / s.generated).toFixed(1)}% of generated)` : ""}`,
-    `  already explored:        ${String(s.skipped_explored).padStart(8)} skipped (earlier campaigns; --fresh runs them again)`,
+    `  target build:            ${s.target.build.padStart(8)}${s.target.executable ? ` (executable ${s.target.executable.path}${s.target.files.length > 0 ? `, ${s.target.files.length} --target-file file(s)` : ""})` : ""}`,
+    `  already explored:        ${String(s.skipped_explored).padStart(8)} skipped (earlier campaigns, same build; --fresh runs them again)`,
+    ...(s.rerun_other_build > 0 ? [`  run again, other build:  ${String(s.rerun_other_build).padStart(8)} (earlier campaigns explored them with another build of the target)`] : []),
     `  throughput:              ${s.throughput.toFixed(1).padStart(8)} generated/s (this session: ${s.session.generated} in ${s.elapsed_seconds.toFixed(1)} s)`,
     `  elapsed:                 ${s.elapsed_seconds.toFixed(3).padStart(8)} s`,
     `  masters used:            ${String(s.masters).padStart(8)}`,
@@ -189,6 +214,8 @@ function renderFindings(f: FindingsStats): string[] {
     const last = first?.stderr_tail.split("\n").filter((l) => l.trim() !== "").at(-1) ?? "";
     lines.push(`    ${g.kind} x${g.count}: ${printable(g.signature, { max: 160 })}`);
     lines.push(`      e.g. ${g.inputs[0]}${last ? `: ${printable(last, { max: 160 })}` : ""}`);
+    const builds = first ? buildNote(first) : "";
+    if (builds) lines.push(`      ${builds}`);
   }
   if (f.groups.length > 20) lines.push(`    … ${f.groups.length - 20} more signature(s)`);
   return lines;

@@ -45,6 +45,8 @@ export interface CampaignSetup {
   corpus_dir: string;
   input_dir: string;
   target: string[];
+  /** The target's build (state/target-identity.ts): a submaster that would run another is refused. */
+  target_build: string;
   timeout_seconds: number;
   max_idle_seconds: number;
   simulate: boolean;

@@ -9,8 +9,11 @@ import type { ExploreSetupT, ResultFrame, TaskItemT } from "../../net/messages.t
 import type { ExecuteSetup } from "../executor/execute.ts";
 import type { RunFinding, Task, TaskResult } from "../task.ts";
 
-/** What a remote worker is told to run its tasks with (its scratch space is its own). */
-export type WorkerSetup = Omit<ExecuteSetup, "scratchRoot" | "killGraceMs">;
+/**
+ * What a remote worker is told to run its tasks with (its scratch space is its own), and the
+ * target build it must see (its --target-file paths included) to be allowed to run them.
+ */
+export type WorkerSetup = Omit<ExecuteSetup, "scratchRoot" | "killGraceMs"> & { targetBuild: string; targetFiles: readonly string[] };
 
 export function taskFrame(t: Task): TaskItemT {
   return { task_id: t.id, hash: t.hash, fence: t.fence, timeout: t.timeoutSeconds };
@@ -65,6 +68,8 @@ export function setupFrame(s: WorkerSetup): ExploreSetupT {
     stage_root: s.stageRoot,
     target: [...s.target],
     target_cwd: s.targetCwd,
+    target_build: s.targetBuild,
+    target_files: [...s.targetFiles],
     simulate: s.simulate,
     max_children: s.budgets.maxChildren,
     max_result_bytes: s.budgets.maxResultBytes,
@@ -78,6 +83,8 @@ export function setupOf(x: ExploreSetupT): WorkerSetup {
     stageRoot: x.stage_root,
     target: x.target,
     targetCwd: x.target_cwd,
+    targetBuild: x.target_build,
+    targetFiles: x.target_files,
     simulate: x.simulate,
     budgets: { maxChildren: x.max_children, maxResultBytes: x.max_result_bytes, maxInputBytes: x.max_input_bytes },
   };

@@ -13,9 +13,11 @@
 // Stages are never followed through a symlink: a stage is reached from the staging root this
 // master created (StagingArea); inputs are read as admission.ts says.
 //
-// What outlives the campaign is recorded as tasks end: every completed task in the explored
-// ledger (content earlier campaigns completed is skipped unless `fresh`), every committed run
-// that crashed or hung in the findings store (state/ledger.ts, state/findings.ts).
+// What outlives the campaign is recorded as tasks end, under the target's build: every completed
+// task in the explored ledger (content earlier campaigns completed under the same build is skipped
+// unless `fresh`; under another build it runs again), every committed run that crashed or hung in
+// the findings store, and a recorded input that a new build ran without a crash or hang as not
+// reproduced by it (state/ledger.ts, state/findings.ts, state/target-identity.ts).
 import { join } from "node:path";
 import { printable } from "../../core/log-lines.ts";
 import { owner as rendezvousOwner } from "../../core/rendezvous.ts";
@@ -23,8 +25,9 @@ import type { Budgets } from "../defaults.ts";
 import { FileProblem, IntegrityError, listCorpus, STAGE_ID_RE, verifyPublic } from "../state/corpus.ts";
 import { FindingsStore, findingsDir } from "../state/findings.ts";
 import type { Redact } from "../../exec/secrets.ts";
-import { campaignBaseline, ExploredLedger, ledgerDir } from "../state/ledger.ts";
+import { campaignBaseline, type EarlierExplored, ExploredLedger, ledgerDir, targetChange, type TargetChange } from "../state/ledger.ts";
 import { stateDir, workDir } from "../state/work-dir.ts";
+import type { TargetIdentity } from "../state/target-identity.ts";
 import { canonicalManifest, type LeaseTable, type Origin } from "../state/lease-table.ts";
 import { type OpenStage, StagingArea, verifyStage } from "../state/staging.ts";
 import type { Task, TaskResult } from "../task.ts";
@@ -36,7 +39,7 @@ import { Dispatch, type ActiveTask } from "./dispatch.ts";
 import { batchable, CommitBatches, type QueuedCommit } from "./commit-batch.ts";
 import { resultProblem } from "./result-checks.ts";
 import { takeOverExpired } from "./recovery.ts";
-import { recordRunFinding } from "./finding-record.ts";
+import { recordNotReproduced, recordRunFinding } from "./finding-record.ts";
 import { problem, type Problem } from "../../core/problems.ts";
 
 export type Ownership = "rendezvous" | "broadcast";
@@ -61,6 +64,10 @@ export interface MasterOptions {
   log: (line: string) => void;
   /** Run everything again, content earlier campaigns completed included (default false). */
   fresh?: boolean;
+  /** The target build the campaign runs (state/target-identity.ts): what the ledger and findings record. */
+  build: string;
+  /** What `build` was computed from, for the statistics (default: the build alone is known). */
+  targetIdentity?: TargetIdentity;
   /** Hides the campaign's secrets in the output tails of findings (default: nothing hidden). */
   redact?: Redact;
 }
@@ -93,10 +100,14 @@ export class ExploreMaster {
   /** Corpus objects that were there before this epoch's campaign began (never counted as new). */
   readonly baseline: ReadonlySet<string>;
   private readonly ledger: ExploredLedger;
-  /** Content completed by earlier campaigns (empty when fresh). */
-  private readonly earlier: ReadonlySet<string>;
-  /** Content of `earlier` this master passed over. */
+  /** Content completed by earlier campaigns, by build (nothing when fresh). */
+  private readonly earlier: EarlierExplored;
+  /** Content of `earlier.same` this master passed over. */
   private readonly skipped = new Set<string>();
+  /** Content of `earlier.other` this master claimed: run again under this build. */
+  private readonly rerun = new Set<string>();
+  /** Inputs with a finding record (any campaign's): a run of one without a finding may mean a new build fixed it. */
+  private readonly recordedFindings: Set<string>;
   /** Findings this master recorded in this session, and how many of them were new inputs. */
   readonly found = { recorded: 0, newInputs: 0 };
 
@@ -110,8 +121,9 @@ export class ExploreMaster {
     this.tasks = new Dispatch(o.timeoutSeconds);
     const state = stateDir(o.corpusDir);
     this.findings = new FindingsStore(findingsDir(state), { redact: o.redact });
-    this.ledger = new ExploredLedger(ledgerDir(state), o.epoch, o.rank, o.leases.durability === "all");
-    this.earlier = o.fresh ? new Set() : this.ledger.loadEarlier();
+    this.ledger = new ExploredLedger(ledgerDir(state), o.epoch, o.rank, o.leases.durability === "all", o.build);
+    this.earlier = o.fresh ? { same: new Set(), other: new Map(), lastBuild: null } : this.ledger.loadEarlier(o.build);
+    this.recordedFindings = new Set(this.findings.list().map((f) => f.input_hash));
     this.baseline = campaignBaseline(workDir(state, o.epoch), () => listCorpus(o.corpusDir));
     this.commits = { leases: o.leases, corpusDir: o.corpusDir, maxInputBytes: o.budgets.maxInputBytes, wallNow: o.wallNow };
     const settle = (c: QueuedCommit, outcome: CommitOutcome) => this.settle(c.task, c.result, outcome);
@@ -253,8 +265,21 @@ export class ExploreMaster {
     this.tasks.dropLost(lost);
   }
 
+  /** The target build this master records under, and what it was computed from when known. */
+  get target(): { build: string; identity: TargetIdentity | null } {
+    return { build: this.o.build, identity: this.o.targetIdentity ?? null };
+  }
+
   /** Content earlier campaigns completed that this master passed over. */
   get skippedExplored(): number { return this.skipped.size; }
+
+  /** Content earlier campaigns completed under another build (or an unrecorded one) that this master ran again. */
+  get rerunOtherBuild(): number { return this.rerun.size; }
+
+  /** Why content earlier campaigns explored runs again under this build (ledger.ts); null when nothing does. */
+  get targetChange(): TargetChange | null {
+    return targetChange(this.earlier, this.o.build);
+  }
 
   /** Closes the explored ledger (its last lines are fsynced). */
   close(): void {
@@ -266,7 +291,7 @@ export class ExploreMaster {
 
   private claim(hash: string, origin: Origin): boolean {
     if (!this.owns(hash) || this.tasks.holds(hash)) return false;
-    if (this.earlier.has(hash)) {
+    if (this.earlier.same.has(hash)) {
       this.skipped.add(hash);
       this.counters.skippedExplored = this.skipped.size;
       return false;
@@ -278,6 +303,7 @@ export class ExploreMaster {
     });
     if (!fence) return false;
     this.tasks.hold(hash, fence);
+    if (this.earlier.other.has(hash)) this.rerun.add(hash);
     if (origin === "generated") this.counters.claimedChildren++;
     return true;
   }
@@ -401,9 +427,16 @@ export class ExploreMaster {
     }
   }
 
-  /** Records the finding of a committed run, once per fence (the store refuses a repeated fence). */
+  /**
+   * Records the finding of a committed run, once per fence (the store refuses a repeated fence);
+   * a run of a recorded input without one, under a new build, marks the record not reproduced.
+   */
   private recordFinding(task: ActiveTask, r: TaskResult): void {
-    recordRunFinding({ findings: this.findings, found: this.found, wallNow: this.o.wallNow, log: this.o.log, problem: (m) => this.problem(m) }, task, r);
+    const m = { findings: this.findings, found: this.found, build: this.o.build, wallNow: this.o.wallNow, log: this.o.log, problem: (msg: string) => this.problem(msg) };
+    if (r.finding) {
+      recordRunFinding(m, task, r);
+      this.recordedFindings.add(task.hash);
+    } else if (this.recordedFindings.has(task.hash)) recordNotReproduced(m, task.hash);
   }
 
   private refuseResult(executor: string, task: ActiveTask, why: string, removeStage: () => void): string {

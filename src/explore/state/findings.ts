@@ -16,6 +16,11 @@
 // never taken from an executor. The tail is redacted before anything is computed from it or
 // written: the campaign token (and any other secret the recording command knows) never reaches a
 // record, so neither the dashboard nor a report, an export or the statistics can show it.
+//
+// A record names the target builds (state/target-identity.ts) it was first and last seen under.
+// When a later build runs the input and it neither crashes nor hangs, the record says so
+// (`not_reproduced_by`), the way a sweep marks a failure fixed; seen again by any build, it is open
+// again. A record written before builds were recorded names none (null).
 import { readdirSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { join } from "node:path";
@@ -25,6 +30,7 @@ import { PinnedDir } from "../../files/pinned-dir.ts";
 import type { FindingKind, RunFinding } from "../task.ts";
 import { mkdirDurable, writeFileAtomic } from "./durable.ts";
 import { withFileLock } from "./file-lock.ts";
+import { isBuildId } from "./target-identity.ts";
 
 /** How much of the end of a run's output a finding keeps (bytes). */
 export const TAIL_BYTES = 2048;
@@ -44,6 +50,11 @@ export interface FindingRecord extends RunFinding {
   last_seen: string;
   times_seen: number;
   fences: string[];
+  /** The target build of the first and of the last commit that recorded it; null in records older than builds. */
+  first_build: string | null;
+  last_build: string | null;
+  /** A build after last_build that ran the input without a crash or hang; null while it reproduces. */
+  not_reproduced_by: string | null;
 }
 
 export interface FindingGroup {
@@ -85,6 +96,18 @@ export function normaliseLine(line: string): string {
 /** "crash (signal 6)", "crash (exit 1)", "hang (timeout)". */
 export function describeFinding(f: RunFinding): string {
   return f.kind === "hang" ? "hang (timeout)" : f.signal !== null ? `crash (signal ${f.signal})` : `crash (exit ${f.exit_code})`;
+}
+
+/**
+ * The builds of a record in words, for every view: "build A" or "builds A → B" (first, last), then
+ * "not reproduced by build C" when a later build ran it without a crash or hang; "" when the
+ * record is older than builds.
+ */
+export function buildNote(r: { first_build: string | null; last_build: string | null; not_reproduced_by: string | null }): string {
+  const parts: string[] = [];
+  if (r.first_build !== null && r.last_build !== null) parts.push(r.first_build === r.last_build ? `build ${r.first_build}` : `builds ${r.first_build} → ${r.last_build}`);
+  if (r.not_reproduced_by !== null) parts.push(`not reproduced by build ${r.not_reproduced_by}`);
+  return parts.join(", ");
 }
 
 /** The group a finding belongs to. */
@@ -141,7 +164,7 @@ export class FindingsStore {
    * "new": first record of this input; "again": seen before, under other fences; "already": this
    * fence was recorded before (nothing changes).
    */
-  record(hash: string, fence: string, reported: RunFinding, now: Date): "new" | "again" | "already" {
+  record(hash: string, fence: string, reported: RunFinding, now: Date, build: string): "new" | "again" | "already" {
     if (!HEX64.test(hash)) throw new Error(`not a content hash: ${hash}`);
     const f = { ...reported, stderr_tail: this.redact(reported.stderr_tail) };
     if (!this.ready) {
@@ -154,10 +177,38 @@ export class FindingsStore {
       if (old?.fences.includes(fence)) return "already";
       const at = now.toISOString();
       const next: FindingRecord = old
-        ? { ...old, last_seen: at, times_seen: old.times_seen + 1, fences: [...old.fences, fence].slice(-MAX_FENCES) }
-        : { schema: SCHEMA, input_hash: hash, ...pick(f), signature: signatureOf(f), first_seen: at, last_seen: at, times_seen: 1, fences: [fence] };
+        ? { ...old, last_seen: at, times_seen: old.times_seen + 1, fences: [...old.fences, fence].slice(-MAX_FENCES), last_build: build, not_reproduced_by: null }
+        : {
+            schema: SCHEMA,
+            input_hash: hash,
+            ...pick(f),
+            signature: signatureOf(f),
+            first_seen: at,
+            last_seen: at,
+            times_seen: 1,
+            fences: [fence],
+            first_build: build,
+            last_build: build,
+            not_reproduced_by: null,
+          };
       writeFileAtomic(path, JSON.stringify(next) + "\n");
       return old ? "again" : "new";
+    });
+  }
+
+  /**
+   * Records that `build` ran the recorded input `hash` and it neither crashed nor hung. Only a
+   * build other than the one that last reproduced it counts (the same build missing it once is a
+   * flaky finding, not a fixed one). Returns whether the record changed.
+   */
+  notReproduced(hash: string, build: string): boolean {
+    if (!HEX64.test(hash)) throw new Error(`not a content hash: ${hash}`);
+    const path = join(this.dir, `${hash}.json`);
+    return withFileLock(`${path}.lock`, this.lockTimeoutMs, () => {
+      const old = this.read(hash);
+      if (!old || old.last_build === build || old.not_reproduced_by === build) return false;
+      writeFileAtomic(path, JSON.stringify({ ...old, not_reproduced_by: build }) + "\n");
+      return true;
     });
   }
 
@@ -203,7 +254,8 @@ export class FindingsStore {
       const r = JSON.parse(bytes.toString("utf8")) as FindingRecord;
       if (r.schema !== SCHEMA || r.input_hash !== hash || findingProblem(r) !== null) return null;
       if (!Number.isInteger(r.times_seen) || !Array.isArray(r.fences) || typeof r.signature !== "string") return null;
-      return r;
+      const build = (b: unknown) => (isBuildId(b) ? b : null);
+      return { ...r, first_build: build(r.first_build), last_build: build(r.last_build), not_reproduced_by: build(r.not_reproduced_by) };
     } catch {
       return null;
     } finally {
