@@ -57,22 +57,25 @@ distributed_sweep() {
   wait "$w1" || return 1
   wait "$w2" || return 1
   ff status --json >"$camp/status.json" || return 1
-  # A fresh campaign: every distinct failure is new this session, which makes the session exit 1.
+  # A fresh campaign: every distinct failure, and every find under a signature, is new this
+  # session, which makes the session exit 1.
   node -e '
     const s = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
     const covered = s.lanes.reduce((n, l) => n + l.covered, 0);
-    const distinct = s.failures.reduce((n, f) => n + f.distinct, 0);
+    const { distinct, pending_finds } = s.failure_totals;
     if (!(covered > 0)) { console.error("no seed covered"); process.exit(1); }
-    const want = distinct > 0 ? 1 : 0;
-    if (Number(process.argv[2]) !== want) { console.error(`coordinate exited ${process.argv[2]}, not ${want} (${distinct} distinct failures)`); process.exit(1); }
-    console.log(`covered ${covered} seeds, ${distinct} distinct failures`);
+    const want = distinct + pending_finds > 0 ? 1 : 0;
+    if (Number(process.argv[2]) !== want) { console.error(`coordinate exited ${process.argv[2]}, not ${want} (${distinct} distinct failures, ${pending_finds} pending)`); process.exit(1); }
+    console.log(`covered ${covered} seeds, ${distinct} distinct failures, ${pending_finds} finds pending`);
   ' "$camp/status.json" "$coord_rc" || return 1
   # Both workers booked chunks: the coordinator names the worker of every recorded chunk.
   grep -q "from [^ ]*#1$" "$camp/coordinator.log" || return 1
   grep -q "from [^ ]*#2$" "$camp/coordinator.log" || return 1
 }
 
-for version in "$@"; do
+# One version, start to end, in its own directory; its lines go to stdout as the steps end.
+smoke() {
+  version="$1"
   work="$(mktemp -d "${TMPDIR:-/tmp}/fuzzfleet-node-$version.XXXXXX")"
   step fetch fetch_node
   export PATH="$work/package/bin:$PATH" npm_config_nodedir="$work/package"
@@ -84,7 +87,16 @@ for version in "$@"; do
   step demo-explore npx --no-install fuzzfleet demo explore
   step distributed-sweep distributed_sweep
   cd "$repo"
-  PATH="${PATH#"$work/package/bin:"}"
-  unset npm_config_nodedir
   rm -rf "$work"
+}
+
+# The versions run side by side (most of each is a single-threaded native build or waiting), each
+# in a subshell of its own; the script fails if any of them does.
+pids=()
+for version in "$@"; do
+  (smoke "$version") &
+  pids+=("$!")
 done
+failed=0
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+exit "$failed"
