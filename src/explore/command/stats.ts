@@ -189,7 +189,7 @@ export function renderStats(s: ExploreStats): string {
     `  elapsed:                 ${s.elapsed_seconds.toFixed(3).padStart(8)} s`,
     `  masters used:            ${String(s.masters).padStart(8)}`,
     `  executors:               ${String(s.executors.total).padStart(8)} (${s.executors.local_slots} local slot(s), ${s.executors.remote_workers} remote worker(s))`,
-    `  Analysis by master:      ${by || "-"}`,
+    `  analysis by master:      ${(by || "-").padStart(8)}`,
     `  findings:                ${String(s.findings.crashes).padStart(8)} crash(es), ${s.findings.hangs} hang(s) under ${s.findings.groups.length} signature(s)`,
     ...renderFindings(s.findings),
   ];
