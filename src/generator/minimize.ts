@@ -59,7 +59,8 @@ export function ingestMinimized(db: Db, t: MinimizeTarget): MinimizeResult {
           if (handled.has(findId)) return; // a second entry for one seed: the first one counts
           handled.add(findId);
           if (!p.shrunk) {
-            markFindFailed(db, findId, "the minimizer wrote it as not minimized (shrunk: false)");
+            // The entry's msg is the minimizer's own word on why (the Csmith example's says so).
+            markFindFailed(db, findId, `the minimizer wrote it as not minimized (shrunk: false)${p.msg ? `: ${p.msg}` : ""}`);
             r.failed++;
             return;
           }
