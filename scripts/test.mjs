@@ -9,7 +9,8 @@
 //   TEST_CONCURRENCY=N       test files run at once (default 3)
 //   TEST_BOUND_MINUTES=N     stop (and fail) a run that takes longer than N minutes (default 45)
 import { execFileSync, spawnSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureSystemTools } from "./system-tools.mjs";
 
@@ -62,13 +63,23 @@ const concurrency = process.env.TEST_CONCURRENCY ?? "3";
 // A test file whose process never exits (a promise nobody settles, a handle left open) would hold
 // the run forever; past this bound the run is killed and fails, saying so.
 const boundMinutes = Number(process.env.TEST_BOUND_MINUTES ?? 45);
+// The tests' temporary files go into a directory of this run's own (TMPDIR, which os.tmpdir(),
+// mktemp and Chromium follow), so that whatever a test leaves behind is seen, whatever else uses
+// the system's one: it is named at the end, and the directory is removed either way.
+const runTmp = mkdtempSync(join(tmpdir(), "fuzzfleet-test-run-"));
 const result = spawnSync(
   process.execPath,
   ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...files],
-  { stdio: "inherit", timeout: boundMinutes * 60_000, killSignal: "SIGKILL" },
+  { stdio: "inherit", timeout: boundMinutes * 60_000, killSignal: "SIGKILL", env: { ...process.env, TMPDIR: runTmp } },
 );
+// tsx-<uid> is tsx's compile cache, not a test's leftover.
+const leftovers = readdirSync(runTmp).filter((name) => !/^tsx-\d+$/.test(name)).sort();
+rmSync(runTmp, { recursive: true, force: true });
 if (result.error?.code === "ETIMEDOUT" || result.signal === "SIGKILL") {
   console.error(`the test run took longer than ${boundMinutes} minutes and was stopped: a test file hung (the last files above without a summary)`);
   process.exit(1);
+}
+if (leftovers.length > 0) {
+  console.error(`warning: the tests left ${leftovers.length} entr(ies) in the temporary directory (removed now): ${leftovers.slice(0, 20).join(", ")}${leftovers.length > 20 ? ", …" : ""}`);
 }
 process.exit(result.status ?? 1);

@@ -12,6 +12,7 @@ TEST_CC=${TEST_CC:-"clang -O2"}             # compiler and optimisation level un
 INC=${CSMITH_INC:-/usr/include/csmith}      # csmith.h
 T=${RUN_TIMEOUT:-10}                        # seconds a compiled program may run
 SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+HERE=$(pwd)   # where relative paths in REF_CC, TEST_CC and CSMITH_INC are resolved, C-Vise's test included
 
 # test_file FILE DIR: leaves DIR/verdict (ok | quarantine | a bucket), DIR/msg, DIR/why and
 # DIR/signature: the differential check, for a generated program and for a reduced one alike.
@@ -80,8 +81,26 @@ key_of() {
     -e 's/ +/ /g; s/^ //; s/ $//'
 }
 
+# q WORD: WORD quoted for sh.
+q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+
+# not_minimized SEED OUT VERDICT SIGNATURE WHY [csmith options]: files the find as not minimized
+# ("shrunk": false), WHY its message: fuzzfleet books it as could not be minimized, pending under
+# its signature, instead of taking the whole program for a reduction.
+not_minimized() {
+  seed=$1 out=$2 verdict=$3 sig=$4 why=$5; shift 5
+  f=$out/failures/$seed
+  mkdir -p "$f" && cp "$out/work/$seed/input.c" "$f/input.c" || exit 3
+  { echo "seed $seed: $verdict, not minimized: $why"; tail -n 20 "$out/work/$seed/cvise.log" 2>/dev/null; } > "$f/report.txt"
+  echo "csmith-sweep.sh: seed $seed not minimized: $why" >&2
+  meta "$seed" "$verdict" false "$why" input.c "$sig" "$@" > "$f/meta.json"
+  rm -rf "$out/work/$seed"
+}
+
 # reduce_seed SEED OUT JOBS [csmith options]: C-Vise reduces the program while the same
-# differential check gives the same verdict; files the result as a minimized failure entry.
+# differential check gives the same verdict; files the result as a minimized failure entry, but
+# only when the check holds on the original and C-Vise made the program smaller (C-Vise exits 0
+# when it gives up on a test that fails from the start). Otherwise files it as not minimized, why.
 # CVISE_PASSES may name a C-Vise pass-group file (quick-passes.json: fewer, cheaper passes).
 reduce_seed() {
   seed=$1 out=$2 jobs=$3; shift 3
@@ -90,11 +109,21 @@ reduce_seed() {
   verdict=$(cat "$d/verdict") sig=$(cat "$d/signature")
   case $verdict in ok|quarantine) rm -rf "$d"; return ;; esac
   mkdir -p "$d/reduce" && cp "$d/input.c" "$d/reduce/input.c" || exit 3
-  # The interestingness test: C-Vise runs it in a scratch copy of the directory holding input.c.
-  printf '#!/bin/sh\nd=$(mktemp -d) || exit 1\nsh %s --verdict-of input.c "$d"\nv=$(cat "$d/verdict"); rm -rf "$d"\n[ "$v" = %s ]\n' \
-    "'$SELF'" "$verdict" > "$d/reduce/interesting.sh"
-  chmod +x "$d/reduce/interesting.sh"
-  (cd "$d/reduce" && cvise --n "$jobs" --timeout 60 --tidy ${CVISE_PASSES:+--pass-group-file "$CVISE_PASSES"} ./interesting.sh input.c) > "$d/cvise.log" 2>&1 || { rm -rf "$d"; return; }
+  # The interestingness test: C-Vise runs it in a scratch copy of the directory holding input.c,
+  # elsewhere; it checks that copy from here, so relative compiler paths mean what they meant.
+  { echo '#!/bin/sh'
+    echo 'f=$(pwd)/input.c; d=$(mktemp -d) || exit 1'
+    echo "cd $(q "$HERE") && sh $(q "$SELF") --verdict-of \"\$f\" \"\$d\""
+    echo 'v=$(cat "$d/verdict" 2>/dev/null); rm -rf "$d"'
+    echo "[ \"\$v\" = $verdict ] || { echo \"the check gives '\$v', not '$verdict'\" >&2; exit 1; }"
+  } > "$d/reduce/interesting.sh" && chmod +x "$d/reduce/interesting.sh" || exit 3
+  if ! held=$(cd "$d/reduce" && ./interesting.sh 2>&1); then
+    not_minimized "$seed" "$out" "$verdict" "$sig" "the interestingness test fails on the original program ($held)" "$@"; return
+  fi
+  (cd "$d/reduce" && cvise --n "$jobs" --timeout 60 --tidy ${CVISE_PASSES:+--pass-group-file "$CVISE_PASSES"} ./interesting.sh input.c) > "$d/cvise.log" 2>&1
+  rc=$? before=$(wc -c < "$d/input.c") after=$(wc -c < "$d/reduce/input.c")
+  [ "$rc" = 0 ] || { not_minimized "$seed" "$out" "$verdict" "$sig" "C-Vise failed (exit $rc)" "$@"; return; }
+  [ "$after" -lt "$before" ] || { not_minimized "$seed" "$out" "$verdict" "$sig" "C-Vise did not make the program smaller ($before bytes)" "$@"; return; }
   f=$out/failures/$seed
   mkdir -p "$f" && cp "$d/input.c" "$f/input.c" && cp "$d/reduce/input.c" "$f/input.min.c" || exit 3
   key_of "$f/input.min.c" > "$f/key.txt" || exit 3

@@ -21,9 +21,9 @@ export const DEFAULT_DEPTH = 8;
 export const MIN_DEPTH = 1;
 export const MAX_DEPTH = INPUT_BYTES;
 
-/** The exit codes a shell reports for a process killed by SIGABRT and by SIGSEGV. */
-export const EXIT_ABORT = 134;
-export const EXIT_SEGV = 139;
+/** The signals a crashing run ends by: the program aborts at the treasure and segfaults off the map. */
+export const SIGNAL_ABORT = "SIGABRT";
+export const SIGNAL_SEGV = "SIGSEGV";
 
 /** The byte a child holds where the program would stop ("."), and in every byte after the flip. */
 export const FILLER = 0x2e;
@@ -71,7 +71,7 @@ const STOP_CLASS = MOVE_CONDITIONS.length;
 /**
  * @typedef {{ pos: number, condition: string, taken: boolean }} Branch
  * @typedef {{ kind: string, moves: number, row: number, col: number, message: string }} Ending
- * @typedef {{ code: number, pos: number, message: string }} Crash  pos: the byte whose move crashed
+ * @typedef {{ signal: "SIGABRT" | "SIGSEGV", pos: number, message: string }} Crash  pos: the byte whose move crashed
  * @typedef {{ path: Branch[], children: Buffer[], moves: number, ending: Ending, crash: Crash | null }} MazeRun
  */
 
@@ -80,7 +80,7 @@ const STOP_CLASS = MOVE_CONDITIONS.length;
  * Ending kinds: "stopped" (a byte that is no move), "stalled" (a dash before any heading),
  * "bumped" (a wall), "circled" (a cell already visited), "door-shut" (a wrong knock),
  * "out-of-moves" (`depth` moves made), "end-of-input", "crashed" (then `crash` is set:
- * EXIT_ABORT on the treasure, EXIT_SEGV when a dash leaves the map).
+ * SIGNAL_ABORT on the treasure, SIGNAL_SEGV when a dash leaves the map).
  * @param {Uint8Array} input
  * @param {{ depth?: number }} [options] depth: the most moves the walker makes, MIN_DEPTH..MAX_DEPTH
  * @returns {MazeRun}
@@ -148,7 +148,7 @@ export function runMaze(input, options = {}) {
     const cell = MAZE[toRow]?.[toCol];
     moves++;
     if (cell === undefined) {
-      crash = { code: EXIT_SEGV, pos: at, message: `segmentation fault: the dash at byte ${at} left the map at (${toRow},${toCol})` };
+      crash = { signal: SIGNAL_SEGV, pos: at, message: `segmentation fault: the dash at byte ${at} left the map at (${toRow},${toCol})` };
       ending = end("crashed", crash.message);
       break;
     }
@@ -178,7 +178,7 @@ export function runMaze(input, options = {}) {
     [row, col] = [toRow, toCol];
     visited.add(cellKey(row, col));
     if (cell === "$") {
-      crash = { code: EXIT_ABORT, pos: at, message: `abort: treasure found at (${row},${col}) after ${moves} moves` };
+      crash = { signal: SIGNAL_ABORT, pos: at, message: `abort: treasure found at (${row},${col}) after ${moves} moves` };
       ending = end("crashed", crash.message);
       break;
     }

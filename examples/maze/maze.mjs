@@ -7,11 +7,13 @@
 //           only the first 16 bytes are read
 //   output  one file per child in SYMCC_OUTPUT_DIR, named 000000, 000001, ... (never *.hints);
 //           without SYMCC_OUTPUT_DIR the count goes to stderr and nothing is written
-//   exit    0 after a normal run; 134 or 139 after a crash (children are written first);
+//   exit    0 after a normal run; a crash ends the process by a real SIGABRT or SIGSEGV (children
+//           are written first), as a crashing program would, so that fuzzfleet records a finding;
 //           2 for a bad argument, variable or unreadable input; 1 when a child cannot be written
 //   env     MAZE_DEPTH (1..16, default 8): the most moves a walk makes;
 //           MAZE_COST_MS (default 0): milliseconds of CPU to burn per run
 import { closeSync, openSync, readSync, writeFileSync } from "node:fs";
+import { constants as osConstants } from "node:os";
 import { join } from "node:path";
 import { DEFAULT_DEPTH, INPUT_BYTES, MAX_DEPTH, MIN_DEPTH, runMaze } from "./maze-core.mjs";
 
@@ -98,7 +100,10 @@ if (outDir) {
 }
 const summary = `${run.children.length} children${outDir ? "" : " (SYMCC_OUTPUT_DIR is not set: none written)"}`;
 if (run.crash) {
+  // Stderr is written synchronously (a file or a pipe), so the line is out before the signal.
   process.stderr.write(`maze: crashed at byte ${run.crash.pos}: ${run.crash.message}; ${summary}\n`);
-  process.exit(run.crash.code);
+  process.kill(process.pid, run.crash.signal);
+  // Only reached where the signal is ignored or handled: end as a shell reports that signal.
+  process.exit(128 + osConstants.signals[run.crash.signal]);
 }
 process.stderr.write(`maze: ${run.ending.message}; ${summary}\n`);

@@ -18,6 +18,8 @@ import { checkSeeds } from "./seeds.mjs";
 // The repro line is run from wherever the failure is read (a campaign directory, a bug report),
 // so it names this script by its absolute path, quoted for a POSIX shell when it needs to be.
 const SCRIPT = fileURLToPath(import.meta.url);
+/** Said of every planted slip's quarantine: an invalid test emitted on purpose, not a generator bug to fix. */
+const PLANTED_SLIP = "planted on purpose, 1 test in 1,000, to show the quarantine (examples/planted/README.md)";
 
 function shellWord(text) {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
@@ -44,8 +46,10 @@ async function sweep(opts, settings) {
     for (const q of quarantined) {
       const header = `# seed ${q.seed} (size ${settings.size}): ${q.msg}\n`;
       writeFileSync(join(opts.out, "quarantine", `${q.seed}.txt`), header + q.text);
-      // The reason, without the details that differ per seed, so that reports can group by it.
-      writeFileSync(join(opts.out, "quarantine", "why", `${q.seed}.txt`), `${q.msg.replace(/ at line \d+.*$/, "")}\n`);
+      // The reason, without the details that differ per seed, so that reports can group by it. It
+      // says that the slip is planted, so that a report's warning is not read as a bug to fix here.
+      const why = q.msg.replace(/^invalid emitted test: /, "").replace(/ at line \d+.*$/, "");
+      writeFileSync(join(opts.out, "quarantine", "why", `${q.seed}.txt`), `${why}: ${PLANTED_SLIP}\n`);
     }
 
     const buckets = Object.fromEntries(BUCKETS.map((b) => [b, failures.filter((f) => f.bucket === b).length]));

@@ -1,11 +1,12 @@
 // `demo`: a real sweep campaign on the bundled example generator, in a fresh directory, ending
 // with the same status and failures reports a user would ask for.
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { constants as osConstants, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { parseDuration } from "../config/duration.ts";
 import { campaignPaths } from "../config/paths.ts";
+import { stateDir } from "../explore/state/work-dir.ts";
 import { RefusedError, UsageError } from "../errors.ts";
 import { openSweepStore } from "../store/sqlite/index.ts";
 import { failuresData, renderFailures } from "../report/failures.ts";
@@ -58,7 +59,20 @@ function keptAt(dir: string): string {
   return `\nThe demo's files stay in ${dir} (remove them with: rm -rf ${dir})`;
 }
 
-/** The maze explored to quiescence with two local slots. */
+/** What the maze's crashes mean, in the numbers its findings store holds. */
+function mazeCrashes(findings: readonly { signal: number | null }[]): string {
+  const abort = findings.filter((f) => f.signal === osConstants.signals.SIGABRT).length;
+  const segv = findings.filter((f) => f.signal === osConstants.signals.SIGSEGV).length;
+  if (findings.length === 0) return "None of them crashed the maze; examples/maze/README.md says which inputs do.";
+  const parts = [
+    `${abort} by SIGABRT at the treasure`,
+    `${segv} by SIGSEGV where a dash leaves the map`,
+    ...(findings.length > abort + segv ? [`${findings.length - abort - segv} otherwise`] : []),
+  ];
+  return `${findings.length} of them crash the maze, and each is a finding: ${parts.join(", ")}; examples/maze/README.md explains them.`;
+}
+
+/** The maze explored to quiescence with two local slots; its findings in words. */
 async function exploreDemo(dir: string): Promise<number> {
   const say = (line: string) => process.stdout.write(line + "\n");
   const seeds = join(dir, "seeds");
@@ -87,8 +101,12 @@ async function exploreDemo(dir: string): Promise<number> {
       leaseTtlSeconds: null,
       signal,
     });
-    say(`\nThe corpus holds every unique input the maze can reach, each executed once: ls ${corpus}`);
-    say("Two of them crash the maze (exit 134 and 139); the README of examples/maze explains them.");
+    const { exploreFindingsData } = await import("../report/findings-explore.ts");
+    // A campaign stopped before its first commit leaves no state to read findings from.
+    const findings = existsSync(stateDir(corpus)) ? exploreFindingsData(corpus).signatures.flatMap((s) => s.findings) : [];
+    say(`\nThe corpus holds every unique input the maze reached, each executed once: ls ${corpus}`);
+    say(mazeCrashes(findings));
+    if (findings.length > 0) say(`Next: fuzzfleet failures --corpus ${corpus} -v   shows each crash with the maze's last words`);
     say(keptAt(dir));
     return code;
   });
@@ -98,7 +116,7 @@ export function registerDemo(program: Command): void {
   program
     .command("demo")
     .description("run a real campaign on a bundled example in a fresh directory: a sweep (default) or an explore")
-    .argument("[kind]", "sweep: the planted-bug generator, then status and failures; explore: the maze target to quiescence", "sweep")
+    .argument("[kind]", "sweep: the planted-bug generator, then status and failures; explore: the maze target to quiescence and its crashes as findings", "sweep")
     .option("--for <duration>", "how long to sweep", "45s")
     .option("--dir <dir>", "campaign directory (must not exist or be empty; default: a new temporary directory)")
     .action(

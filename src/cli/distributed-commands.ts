@@ -79,7 +79,11 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
     .command("worker")
     .description("run a campaign's units here: a sweep coordinator's chunks or an explore master's tasks")
     .requiredOption("--master <host:port>", "the coordinator's or explore master's address (its banner prints it)")
-    .option("-j, --jobs <n>", "sweep: parallel jobs per chunk, passed to the generator as {jobs}; explore: only shown in the master's log, --slots sets the tasks run at once (default: this host's cores)", intAtLeast(1), availableParallelism())
+    .addOption(
+      new Option("-j, --jobs <n>", "sweep: parallel jobs per chunk, passed to the generator as {jobs}; explore: only shown in the master's log, --slots sets the tasks run at once")
+        .argParser(intAtLeast(1))
+        .default(availableParallelism(), "this host's cores"),
+    )
     .option("--slots <n>", "units held at once: chunks (a coordinator allows up to 8) or explore tasks run side by side", intAtLeast(1), 1)
     .addOption(tokenFileOption("read the shared secret from this file (an explore master's banner names it)"))
     .addOption(tokenOption("the shared secret itself"))

@@ -47,7 +47,7 @@ export function registerLaunch(program: Command): void {
     .addOption(new Option("--port <n>", "rank 0's port (default: a free one; Kubernetes: the Service's port)").argParser(portNumber))
     .option("--bind <addr>", "the address the leading ranks listen on (default: this host's name)")
     .option("--advertise <host>", "the address the others dial (default: $FUZZFLEET_ADVERTISE, else --bind, else this host's name)")
-    .option("-j, --jobs <n>", "workers: parallel jobs per chunk, the generator's {jobs} (default: this host's cores)", intAtLeast(1), availableParallelism())
+    .addOption(new Option("-j, --jobs <n>", "workers: parallel jobs per chunk, the generator's {jobs}").argParser(intAtLeast(1)).default(availableParallelism(), "this host's cores"))
     .option("--slots <n>", "workers: units held at once", intAtLeast(1), 1)
     .option("--wait <duration>", "how long a rank waits for its master to publish its address and to listen (seconds or 2m)", waitSeconds, 120)
     .option("--job-id <id>", "the job's id, the same on every rank, at most 256 printable characters (default: $FUZZFLEET_JOB_ID, else the launcher's)")

@@ -79,9 +79,11 @@ Environment:
                                       child_process; see docs/explore.md
   FUZZFLEET_TOKEN                     the shared secret, when --token is not given
 
-Exit codes: 0 ok, 1 'run'/'coordinate' recorded a newly distinct (or reopened) failure,
-2 usage or config error, 3 refused (lock held, stale app, declined prompt), 4 runtime error,
-70 lifecycle incomplete, 71 final rendezvous timed out. See docs/exit-codes.md.`,
+Exit codes: 0 ok, 1 'run'/'coordinate' recorded a newly distinct (or reopened) failure
+(explore --fail-on-findings: a new crash or hang), 2 usage or config error, 3 refused (lock
+held, stale app, declined prompt), 4 runtime error, 5 explore's wall budget ran out, 6 explore
+interrupted (both keep the state for --resume), 70 lifecycle incomplete, 71 final rendezvous
+timed out. See docs/exit-codes.md.`,
   );
   const wanted = requestedCommand(args);
   const group = GROUPS.find((g) => wanted !== null && g.commands.includes(wanted));

@@ -25,11 +25,6 @@ import { EXIT } from "../exit-codes.ts";
 /** An explore corpus's findings (and the explore state modules they read) load only for --corpus. */
 const loadExploreFindings = () => import("../report/findings-explore.ts");
 
-/** The config when it loads; reports still work from the store alone when it does not. */
-function optionalConfig(paths: CampaignPaths): Config | null {
-  return readConfig(paths).config;
-}
-
 /** The config, or why there is none: missing, or an error that names the file, line and key. */
 function readConfig(paths: CampaignPaths): { config: Config | null; problem: ConfigError | null; missing: boolean } {
   if (!existsSync(paths.configPath)) return { config: null, problem: null, missing: true };
@@ -42,7 +37,7 @@ function readConfig(paths: CampaignPaths): { config: Config | null; problem: Con
 }
 
 /**
- * What `status` says when there is no store: the real state. No config and no store is no
+ * What `status`, `failures` and `export` say when there is no store: the real state. No config and no store is no
  * campaign at all; a broken config is reported as every command reports it; a config with no
  * store yet is a campaign that has not swept.
  */
@@ -173,6 +168,7 @@ export function registerReportCommands(program: Command): void {
             return EXIT.ok;
           }
           refuseIfRemoteCampaign(paths.outDir, "failures");
+          if (!existsSync(paths.dbPath)) refuseWithoutCampaign(paths, readConfig(paths));
           const text = withReadStore(
             paths.dbPath,
             () => (o.json ? JSON.stringify({ generation: null, filters, failures: [] }, null, 2) + "\n" : `${NOTHING_RECORDED}\n`),
@@ -222,8 +218,10 @@ export function registerReportCommands(program: Command): void {
         }
         const paths = campaignPaths(o);
         refuseIfRemoteCampaign(paths.outDir, "export");
+        const found = readConfig(paths);
+        if (!existsSync(paths.dbPath)) refuseWithoutCampaign(paths, found);
         // The bundle goes to stdout; everything said about it goes to stderr.
-        const config = optionalConfig(paths);
+        const config = found.config;
         const bundle = withReadStore(
           paths.dbPath,
           () => null,

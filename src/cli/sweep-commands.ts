@@ -3,7 +3,7 @@ import { lstatSync } from "node:fs";
 import { writeOutputFile } from "../files/output-file.ts";
 import { availableParallelism } from "node:os";
 import { dirname, relative } from "node:path";
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { parseDuration } from "../config/duration.ts";
 import { campaignPaths } from "../config/paths.ts";
 import { initTemplate } from "../config/template.ts";
@@ -85,7 +85,7 @@ config or flag, 3 refused (lock held, stale app, generator or lane changed witho
     .command("resweep")
     .description("re-check the seeds of open failures with [generator] check; close the ones that now pass")
     .option("--id <n>", "only this failure", intAtLeast(1))
-    .option("-j, --jobs <n>", "passed to the check command as {jobs} (default: this machine's cores)", intAtLeast(1), availableParallelism())
+    .addOption(new Option("-j, --jobs <n>", "passed to the check command as {jobs}").argParser(intAtLeast(1)).default(availableParallelism(), "this machine's cores"))
     .option("-v, --verbose", "after the summary, one line per failure (fixed, or still failing with its seeds)")
     .option("--force-unlock", "take over the campaign lock (only when you know its holder is dead)")
     .action(

@@ -24,6 +24,8 @@ export function loadConfig(path: string): Config {
     raw = parse(text, { unsafeKeyBehaviour: "throw" });
   } catch (err) {
     if (err instanceof TomlError) {
+      const unclosed = unclosedString(text, err);
+      if (unclosed) throw new ConfigError(`${path}:${err.line}:${unclosed.column}: invalid TOML: ${unclosed.reason}\n${unclosed.codeblock}`, { cause: err });
       const reason = err.message.replace(/^Invalid TOML document: /, "").split("\n")[0];
       throw new ConfigError(`${path}:${err.line}:${err.column}: invalid TOML: ${reason}\n${err.codeblock}`.trimEnd(), {
         cause: err,
@@ -49,6 +51,46 @@ export function loadConfig(path: string): Config {
   // JavaScript objects list integer-like keys ("7", "42") first, so file order comes from the text.
   const order = new Map(laneNames.map((name) => [name, locator.firstLineUnder(["lanes", name])]));
   return resolveConfig(file, absPath, (a, b) => order.get(a)! - order.get(b)!);
+}
+
+/**
+ * A quote left open reaches the end of its line, and the TOML parser reports the line break as a
+ * control character inside the string: the real mistake is the quote, so it is named instead.
+ */
+function unclosedString(text: string, err: TomlError): { column: number; reason: string; codeblock: string } | null {
+  if (!/control characters are not allowed in strings/.test(err.message)) return null;
+  const line = text.split(/\r?\n/)[err.line - 1];
+  if (line === undefined || err.column <= line.length) return null; // a real control character, not the line's end
+  const column = openQuoteColumn(line);
+  if (column === null) return null;
+  const quote = line[column - 1];
+  const prefix = `${err.line}:  `;
+  return {
+    column,
+    reason: `unclosed string: the ${quote} at column ${column} has no closing ${quote} on its line (only """ and ''' strings span lines)`,
+    codeblock: `${prefix}${line}\n${" ".repeat(prefix.length + column - 1)}^`,
+  };
+}
+
+/** The 1-based column of the quote that opens a string still open at the end of `line`, else null. */
+function openQuoteColumn(line: string): number | null {
+  let open: { quote: string; at: number } | null = null;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i];
+    if (open === null) {
+      if (ch === "#") return null;
+      if (ch === '"' || ch === "'") {
+        // A multi-line string may hold line breaks: it is not what this is about.
+        if (line.startsWith(ch.repeat(3), i)) return null;
+        open = { quote: ch, at: i };
+      }
+    } else if (open.quote === '"' && ch === "\\") {
+      i++;
+    } else if (ch === open.quote) {
+      open = null;
+    }
+  }
+  return open === null ? null : open.at + 1;
 }
 
 function readConfigText(path: string, absPath: string): string {

@@ -4,6 +4,7 @@
 import { availableParallelism } from "node:os";
 import { z } from "zod";
 import { LAST_SEED } from "../core/ranges.ts";
+import { closestName } from "./closest-name.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Placeholders
@@ -338,6 +339,22 @@ function crossCheck(raw: Record<string, unknown>): ConfigIssue[] {
   return issues;
 }
 
+/** A key as the file would spell it: a table of tables as their headers (`[lanes.small]`), a table as its header, else the key. */
+function spelledAs(path: readonly (string | number)[], key: string, value: unknown): string {
+  const bare = (seg: string) => (/^[A-Za-z0-9_-]+$/.test(seg) ? seg : JSON.stringify(seg));
+  if (!isTable(value)) return bare(key);
+  const dotted = [...path.map(String), key].map(bare).join(".");
+  const subtables = Object.keys(value).filter((k) => isTable(value[k]));
+  if (subtables.length === 0 || subtables.length < Object.keys(value).length) return `[${dotted}]`;
+  return subtables.map((k) => `[${dotted}.${bare(k)}]`).join(", ");
+}
+
+function valueIn(root: unknown, path: readonly (string | number)[]): unknown {
+  let v = root;
+  for (const seg of path) v = isTable(v) ? v[String(seg)] : undefined;
+  return v;
+}
+
 /**
  * Validates a parsed TOML document. Returns the typed file when there is no issue at all,
  * otherwise every issue found (zod's and the cross-key checks), unsorted.
@@ -351,7 +368,9 @@ export function validateConfigDocument(raw: Record<string, unknown>): { file: Co
       if (issue.code === "unrecognized_keys") {
         const known = knownKeys(path) ?? [];
         for (const key of issue.keys) {
-          issues.push({ path: [...path, key], message: `unknown key (known: ${known.join(", ")})`, showGot: false });
+          const close = closestName(key, known);
+          const hint = close === null ? "" : `; did you mean ${spelledAs(path, close, valueIn(raw, [...path, key]))}?`;
+          issues.push({ path: [...path, key], message: `unknown key (known: ${known.join(", ")})${hint}`, showGot: false });
         }
       } else {
         const noGot = issue.code === "custom" && (issue.params as { noGot?: boolean } | undefined)?.noGot === true;

@@ -57,7 +57,8 @@ export function ingestMinimized(store: SweepStore, t: MinimizeTarget): MinimizeR
           if (handled.has(findId)) return; // a second entry for one seed: the first one counts
           handled.add(findId);
           if (!p.shrunk) {
-            store.markFindFailed(findId, "the minimizer wrote it as not minimized (shrunk: false)");
+            // The entry's msg is the minimizer's own word on why (the Csmith example's says so).
+            store.markFindFailed(findId, `the minimizer wrote it as not minimized (shrunk: false)${p.msg ? `: ${p.msg}` : ""}`);
             r.failed++;
             return;
           }

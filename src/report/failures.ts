@@ -8,6 +8,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { printable } from "../core/log-lines.ts";
+import { formatInt } from "../config/format.ts";
 import type { FailureState, PendingGroup } from "../store/port.ts";
 import { sweepStoreOf, type StoreHandle } from "../store/sqlite/index.ts";
 import { resolveStorePath } from "../generator/ingest.ts";
@@ -158,12 +159,12 @@ export function pendingLines(pending: readonly PendingGroup[]): string[] {
   const out = [`pending minimization — not distinct failures yet (${counted(finds, "find")} in ${counted(pending.length, "signature")}):`];
   for (const g of pending) {
     const extra = [
-      g.running > 0 ? `${g.running} minimizing` : "",
-      g.failed > 0 ? `${g.failed} could not be minimized` : "",
+      g.running > 0 ? `${formatInt(g.running)} minimizing` : "",
+      g.failed > 0 ? `${formatInt(g.failed)} could not be minimized` : "",
       g.distinct > 0 ? `${counted(g.distinct, "distinct failure")} known` : "",
     ].filter((x) => x !== "");
     out.push(
-      `  ${g.state.padEnd(5)} ${printable(g.bucket, { max: 64 }).padEnd(15)} ${counted(g.finds, "find").padEnd(10)} hits ${String(g.hits).padEnd(6)} seed ${String(
+      `  ${g.state.padEnd(5)} ${printable(g.bucket, { max: 64 }).padEnd(15)} ${counted(g.finds, "find").padEnd(10)} hits ${formatInt(g.hits).padEnd(6)} seed ${String(
         g.first_seed,
       ).padEnd(10)} ${printable(signatureText(g.bucket, g.signature), { max: 90 })}${extra.length ? `  (${extra.join(", ")})` : ""}`,
     );
@@ -180,7 +181,7 @@ export function totalsLine(t: FailureTotals): string {
 }
 
 function counted(n: number, what: string): string {
-  return `${n} ${what}${n === 1 ? "" : "s"}`;
+  return `${formatInt(n)} ${what}${n === 1 ? "" : "s"}`;
 }
 
 function verboseEntries(d: FailuresData, opts: RenderFailureOptions): string[] {

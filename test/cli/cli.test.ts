@@ -1,7 +1,7 @@
 // The command line as a user meets it: help, bad flags, the demo.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -75,4 +75,51 @@ test("run and coordinate --help give their exit codes from the one table: 4 when
   assert.equal(coordinate.status, 0);
   assert.match(coordinate.stdout, new RegExp(`\\n${EXIT.lifecycle} lifecycle incomplete \\(a worker did not acknowledge the stop`));
   assert.equal(EXIT.lifecycle, 70);
+});
+
+/** Every option entry of a help text, its wrapped lines joined. */
+function optionEntries(help: string): string[] {
+  const entries: string[] = [];
+  for (const line of help.split("\n")) {
+    if (/^  -/.test(line)) entries.push(line.trim());
+    else if (/^ {4,}\S/.test(line) && entries.length > 0) entries[entries.length - 1] += " " + line.trim();
+    else if (line.trim() === "" || /^\S/.test(line)) entries.push("");
+  }
+  return entries.filter((e) => e !== "");
+}
+
+test("no option's help gives its default twice (our words and commander's)", () => {
+  const top = fuzzfleet(["--help"]).stdout;
+  const listed = top.slice(top.indexOf("\nCommands:\n"), top.indexOf("\n\n", top.indexOf("\nCommands:\n") + 1));
+  const commands = [...listed.matchAll(/^ {2}([a-z]+) /gm)].map((m) => m[1]).filter((c) => c !== "help");
+  assert.ok(commands.includes("resweep") && commands.includes("worker") && commands.includes("launch"), commands.join(" "));
+  const twice: string[] = [];
+  for (const cmd of ["", ...commands]) {
+    const help = fuzzfleet(cmd === "" ? ["--help"] : [cmd, "--help"]).stdout;
+    for (const entry of optionEntries(help)) if ((entry.match(/\(default/g) ?? []).length > 1) twice.push(`${cmd || "fuzzfleet"}: ${entry}`);
+  }
+  assert.deepEqual(twice, []);
+  assert.match(fuzzfleet(["resweep", "--help"]).stdout.replace(/\s+/g, " "), /-j, --jobs <n> passed to the check command as \{jobs\} \(default: this machine's cores\)/);
+});
+
+test("the top-level help lists every exit code of the one table", () => {
+  const help = fuzzfleet(["--help"]).stdout;
+  const codes = help.slice(help.indexOf("Exit codes:")).replace(/\s+/g, " ");
+  for (const [name, code] of Object.entries(EXIT)) assert.match(codes, new RegExp(`[:,] ${code} `), `${name} (${code}) is missing from: ${codes}`);
+  assert.match(codes, /5 explore's wall budget ran out, 6 explore interrupted \(both keep the state for --resume\)/);
+});
+
+test("failures and export in a directory with no campaign say there is none and how to start one (exit 2), as status does", () => {
+  const empty = mkdtempSync(join(tmpdir(), "fuzzfleet-empty-"));
+  try {
+    for (const args of [["failures"], ["failures", "--json"], ["export"]]) {
+      const r = spawnSync(process.execPath, [CLI, ...args], { cwd: empty, encoding: "utf8" });
+      assert.equal(r.status, EXIT.usage, `${args.join(" ")}: ${r.stdout}${r.stderr}`);
+      assert.equal(r.stdout, "", args.join(" "));
+      assert.match(r.stderr, /^fuzzfleet: no campaign here: neither .*fuzzfleet\.toml nor .*fuzzfleet\.db exists\. 'fuzzfleet init' writes a config/, args.join(" "));
+    }
+    assert.deepEqual(readdirSync(empty), [], "nothing was created");
+  } finally {
+    rmSync(empty, { recursive: true, force: true });
+  }
 });

@@ -225,17 +225,38 @@ test("a duplicate key is a TOML error at its line", () => {
   assert.match(first, /^F:6:\d+: invalid TOML: /);
 });
 
-test("an unknown key in [defaults] is reported at its line with the known keys", () => {
+test("an unknown key in [defaults] is reported at its line with the known keys and the one it likely meant", () => {
   const message = configErrorOf(`# campaign\n[defaults]\njbos = 3\n${GENERATOR}[lanes.a]\n`);
   assert.equal(
     message,
-    "F:3: defaults.jbos: unknown key (known: jobs, nice, idle_io, chunk_minutes, bootstrap_seeds, max_shrinks, hard_timeout_floor)",
+    "F:3: defaults.jbos: unknown key (known: jobs, nice, idle_io, chunk_minutes, bootstrap_seeds, max_shrinks, hard_timeout_floor); did you mean jobs?",
   );
+  const far = configErrorOf(`[defaults]\nthreads = 3\n${GENERATOR}[lanes.a]\n`);
+  assert.equal(far, "F:2: defaults.threads: unknown key (known: jobs, nice, idle_io, chunk_minutes, bootstrap_seeds, max_shrinks, hard_timeout_floor)", "no guess when nothing is close");
 });
 
-test("a misspelt table is an unknown top-level key at its header", () => {
+test("a misspelt table is an unknown top-level key at its header, with the headers it likely meant", () => {
   const message = configErrorOf(`${GENERATOR}[lanes.a]\n\n[lane.b]\nweight = 1\n`);
-  assert.equal(message, "F:6: lane: unknown key (known: defaults, generator, app, lanes, distributed, store, minimize)");
+  assert.equal(message, "F:6: lane: unknown key (known: defaults, generator, app, lanes, distributed, store, minimize); did you mean [lanes.b]?");
+  const two = configErrorOf(`${GENERATOR}\n[lane.small]\nweight = 1\n[lane."big one"]\n`).split("\n")[0];
+  assert.equal(two, 'F:5: lane: unknown key (known: defaults, generator, app, lanes, distributed, store, minimize); did you mean [lanes.small], [lanes."big one"]?');
+  const key = configErrorOf(`${GENERATOR}[lanes.a]\nwieght = 1\n`);
+  assert.equal(key, "F:5: lanes.a.wieght: unknown key (known: base_seed, weight, enabled, jobs, args); did you mean weight?");
+});
+
+test("an unclosed quote is reported as one, at the quote, not as a control character at the line's end", () => {
+  const message = configErrorOf(`${GENERATOR}[lanes.a]\nargs = ["--size", "small]   # the small ones\nweight = 1\n`);
+  assert.equal(
+    message,
+    `F:5:19: invalid TOML: unclosed string: the " at column 19 has no closing " on its line (only """ and ''' strings span lines)\n` +
+      `5:  args = ["--size", "small]   # the small ones\n` +
+      `    ${" ".repeat(18)}^`,
+  );
+  const literal = configErrorOf(`${GENERATOR}[lanes.a]\nargs = ['--size']\nbase_seed = 'x\n`).split("\n")[0];
+  assert.equal(literal, `F:6:13: invalid TOML: unclosed string: the ' at column 13 has no closing ' on its line (only """ and ''' strings span lines)`);
+  // A control character inside a closed string is still reported as what it is.
+  const control = configErrorOf(`${GENERATOR}[lanes.a]\nargs = ["a\u0001b"]\n`).split("\n")[0];
+  assert.match(control, /^F:5:\d+: invalid TOML: control characters are not allowed in strings$/);
 });
 
 test("a wrong type in a lane names the dotted key, the expectation and the value", () => {
@@ -446,7 +467,7 @@ colour = "red"
 port = -1
 `);
   assert.deepStrictEqual(message.split("\n"), [
-    "F:2: defaults.jbos: unknown key (known: jobs, nice, idle_io, chunk_minutes, bootstrap_seeds, max_shrinks, hard_timeout_floor)",
+    "F:2: defaults.jbos: unknown key (known: jobs, nice, idle_io, chunk_minutes, bootstrap_seeds, max_shrinks, hard_timeout_floor); did you mean jobs?",
     'F:3: defaults.jobs: expected an integer from 1 to 1024 (got string "six")',
     'F:5: generator.command[4]: unknown placeholder {bogus} (known: {seed_from}, {seed_to}, {count}, {jobs}, {out}, {max_shrinks}) (got string "{bogus}")',
     'F:8: lanes.deep.weight: expected a number >= 0 (got string "two")',

@@ -4,16 +4,22 @@
 // swept by fuzzfleet, and the wrong-code finds reduced by C-Vise in the background with an
 // interestingness test built from the same differential check. The finds converge to the
 // wrapper's two distinct bugs. Kept small: a few seeds, tiny programs, C-Vise's cheaper passes.
+// The compiler is named as the docs' sample names it, relative to the config directory
+// (TEST_CC="sh bad-cc.sh"), which C-Vise's scratch directory must not change. A find C-Vise did
+// not reduce, or whose check does not hold on the original, is filed as not minimized, with why.
 import assert from "node:assert/strict";
-import { readFileSync, statSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { test } from "node:test";
+import { after, test } from "node:test";
 import { exitOwed } from "../helpers/books.ts";
 import { Campaign, finished, ROOT, start, waitFor } from "../helpers/campaign.ts";
 
 const EX = join(ROOT, "examples/csmith");
 const SWEEP = join(EX, "csmith-sweep.sh");
-const BAD_CC = `sh ${join(EX, "bad-cc.sh")}`;
+/** As the docs write it: the broken compiler beside fuzzfleet.toml, named relative to it. */
+const BAD_CC = "sh bad-cc.sh";
 /** Small programs: seeds 10 and 11 are wrong-code under bad-cc.sh, seed 12 has three for loops. */
 const CSMITH_ARGS = ["--max-funcs", "2", "--max-block-depth", "2", "--max-expr-complexity", "2", "--no-arrays", "--no-structs", "--no-unions", "--no-pointers", "--max-block-size", "2"];
 
@@ -24,6 +30,28 @@ check = ["sh", ${JSON.stringify(SWEEP)}, "--check", "{seeds}", "{jobs}"]
 minimize = ["env", ${JSON.stringify(`TEST_CC=${BAD_CC}`)}, "REF_CC=gcc -O0", "sh", ${JSON.stringify(SWEEP)}, "--minimize", "{seed}", "{out}", "{jobs}"]
 `;
 
+const scratch = mkdtempSync(join(tmpdir(), "fuzzfleet-csmith-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** A C-Vise pass-group file with no pass: C-Vise runs, exits 0, and leaves the program as it was. */
+const NO_PASSES = join(scratch, "no-passes.json");
+writeFileSync(NO_PASSES, JSON.stringify({ first: [], main: [], last: [] }));
+
+/** A campaign of the recipe, with bad-cc.sh copied beside its config. */
+function csmithCampaign(cvisePasses: string): Campaign {
+  const c = new Campaign({
+    defaults: { jobs: 2, chunk_minutes: 0.05, bootstrap_seeds: 3, max_shrinks: 0 },
+    generator: GENERATOR,
+    lanes: { small: `base_seed = 10\nargs = ${JSON.stringify(CSMITH_ARGS)}` },
+    extra: "[minimize]\nshare = 1\ntimeout_minutes = 3\n",
+  });
+  copyFileSync(join(EX, "bad-cc.sh"), join(c.dir, "bad-cc.sh"));
+  c.env.REF_CC = "gcc -O0";
+  c.env.RUN_TIMEOUT = "5";
+  c.env.CVISE_PASSES = cvisePasses;
+  return c;
+}
+
 interface FailuresJson {
   failures: { id: number; bucket: string; hits: number; signature: string; artifact_dir: string }[];
   pending: { signature: string; finds: number; hits: number }[];
@@ -31,15 +59,7 @@ interface FailuresJson {
 }
 
 test("a Csmith sweep against a broken compiler converges, after C-Vise, to the wrapper's two distinct bugs", { timeout: 480_000 }, async () => {
-  const c = new Campaign({
-    defaults: { jobs: 2, chunk_minutes: 0.05, bootstrap_seeds: 3, max_shrinks: 0 },
-    generator: GENERATOR,
-    lanes: { small: `base_seed = 10\nargs = ${JSON.stringify(CSMITH_ARGS)}` },
-    extra: "[minimize]\nshare = 1\ntimeout_minutes = 3\n",
-  });
-  c.env.REF_CC = "gcc -O0";
-  c.env.RUN_TIMEOUT = "5";
-  c.env.CVISE_PASSES = join(EX, "quick-passes.json");
+  const c = csmithCampaign(join(EX, "quick-passes.json"));
   try {
     // A chunk of seeds 10..12 against the broken compiler (on a fast machine a second one,
     // 13..22, adds three compiler crashes and one wrong-code find; no third fits in 4 s).
@@ -83,4 +103,65 @@ test("a Csmith sweep against a broken compiler converges, after C-Vise, to the w
   } finally {
     c.cleanup();
   }
+});
+
+test("a find C-Vise did not make smaller is filed as not minimized, and fuzzfleet books it so with the wrapper's reason", { timeout: 300_000 }, async () => {
+  const c = csmithCampaign(NO_PASSES);
+  try {
+    const first = c.cli(["run", "--for", "4s"], { env: { TEST_CC: BAD_CC } });
+    assert.equal(first.code, exitOwed(c, first.stdout), first.stdout + first.stderr);
+    const wrongFinds = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE bucket = 'wrong-code'").n;
+    assert.ok(wrongFinds >= 2, `wrong-code finds: ${wrongFinds}`);
+    const second = start(c, ["run", "--for", "200s"], { TEST_CC: "gcc -O0" });
+    await waitFor(
+      "every wrong-code find to be booked",
+      () => (c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE minimize_state IN ('pending', 'running')").n === 0 ? true : undefined),
+      180_000,
+      500,
+    );
+    second.child.kill("SIGINT");
+    const r = await finished(second, 60_000);
+    assert.equal(r.code, exitOwed(c, r.stdout), r.stdout + r.stderr);
+
+    const booked = c.query<{ minimize_state: string; minimize_note: string }>("SELECT minimize_state, minimize_note FROM failure WHERE bucket = 'wrong-code' ORDER BY id");
+    assert.equal(booked.length, wrongFinds);
+    for (const f of booked) {
+      assert.equal(f.minimize_state, "failed");
+      assert.match(f.minimize_note, /^the minimizer wrote it as not minimized \(shrunk: false\): C-Vise did not make the program smaller \(\d+ bytes\)$/);
+    }
+    const end = JSON.parse(c.cli(["failures", "--json"]).stdout) as FailuresJson;
+    assert.deepEqual(end.failures.map((f) => f.bucket), ["compiler-error"], "no whole program passes for a reduced one");
+    assert.deepEqual(
+      end.pending.map((p) => [p.signature, p.finds]),
+      [["wrong-code: checksum differs from the reference", wrongFinds]],
+      "the finds stay pending under their signature",
+    );
+  } finally {
+    c.cleanup();
+  }
+});
+
+test("a find whose check does not hold on the original program is filed as not minimized, and C-Vise is not asked", () => {
+  const dir = mkdtempSync(join(scratch, "flaky-"));
+  // A compiler that miscompiles the first program it builds and none after: the find is real once.
+  writeFileSync(
+    join(dir, "flaky-cc.sh"),
+    `if [ -e ${JSON.stringify(join(dir, "used"))} ]; then exec gcc -O1 "$@"; fi\n: > ${JSON.stringify(join(dir, "used"))}\nexec sh ${JSON.stringify(join(EX, "bad-cc.sh"))} "$@"\n`,
+  );
+  const out = join(dir, "out");
+  const r = spawnSync("sh", [SWEEP, "--minimize", "10", out, "1", ...CSMITH_ARGS], {
+    cwd: dir,
+    encoding: "utf8",
+    env: { ...process.env, TEST_CC: "sh flaky-cc.sh", REF_CC: "gcc -O0", RUN_TIMEOUT: "5", CVISE_PASSES: join(EX, "quick-passes.json") },
+    timeout: 120_000,
+  });
+  assert.equal(r.status, 1, r.stderr);
+  const why = "the interestingness test fails on the original program (the check gives 'ok', not 'wrong-code')";
+  assert.equal(r.stderr, `csmith-sweep.sh: seed 10 not minimized: ${why}\n`);
+  const entry = join(out, "failures", "10");
+  assert.deepEqual(readdirSync(entry).sort(), ["input.c", "meta.json", "report.txt"], "no input.min.c");
+  const meta = JSON.parse(readFileSync(join(entry, "meta.json"), "utf8")) as Record<string, unknown>;
+  assert.deepEqual([meta.bucket, meta.shrunk, meta.msg, meta.key_file], ["wrong-code", false, why, "input.c"]);
+  assert.equal(readFileSync(join(entry, "report.txt"), "utf8"), `seed 10: wrong-code, not minimized: ${why}\n`, "C-Vise never ran: no log to quote");
+  assert.ok(!existsSync(join(out, "work")), "its scratch directory is gone");
 });

@@ -26,13 +26,13 @@ interface MazeRun {
   children: Buffer[];
   moves: number;
   ending: { kind: string; moves: number; row: number; col: number; message: string };
-  crash: { code: number; pos: number; message: string } | null;
+  crash: { signal: "SIGABRT" | "SIGSEGV"; pos: number; message: string } | null;
 }
 interface MazeCore {
   INPUT_BYTES: number;
   DEFAULT_DEPTH: number;
-  EXIT_ABORT: number;
-  EXIT_SEGV: number;
+  SIGNAL_ABORT: string;
+  SIGNAL_SEGV: string;
   FILLER: number;
   runMaze(input: Uint8Array, options?: { depth?: number }): MazeRun;
   closure(seeds: Uint8Array[], options?: { depth?: number }): Map<string, Pick<MazeRun, "moves" | "ending" | "crash"> & { children: number }>;
@@ -69,6 +69,8 @@ type Mode = "stdin" | "env" | "argv";
 
 interface ScriptRun {
   status: number | null;
+  /** The signal that ended the run, else null. */
+  signal: NodeJS.Signals | null;
   stderr: string;
   ms: number;
   /** Output dir entries by name, or null when the run had no SYMCC_OUTPUT_DIR. */
@@ -112,7 +114,7 @@ function runScript(
     assert.equal(r.error, undefined);
     assert.equal(r.stdout, "", "the target prints nothing on stdout");
     const children = outDir === null ? null : new Map(readdirSync(outDir).sort().map((n) => [n, readFileSync(join(outDir, n))] as const));
-    return { status: r.status, stderr: r.stderr, ms: Date.now() - started, children };
+    return { status: r.status, signal: r.signal, stderr: r.stderr, ms: Date.now() - started, children };
   } finally {
     if (stdinFd !== null) closeSync(stdinFd);
   }
@@ -134,12 +136,12 @@ async function runScriptAsync(input: Buffer, env: Record<string, string>): Promi
     });
     let stderr = "";
     child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    const status = await new Promise<number | null>((resolve, reject) => {
+    const [status, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
       child.on("error", reject);
-      child.on("close", (code) => resolve(code));
+      child.on("close", (code, sig) => resolve([code, sig]));
     });
     const children = new Map(readdirSync(outDir).sort().map((n) => [n, readFileSync(join(outDir, n))] as const));
-    return { status, stderr, ms: Date.now() - started, children };
+    return { status, signal, stderr, ms: Date.now() - started, children };
   } finally {
     closeSync(stdinFd);
   }
@@ -203,6 +205,8 @@ describe("maze script", () => {
       assert.deepEqual(byArgv.children, byStdin.children);
       assert.equal(byEnv.status, byStdin.status);
       assert.equal(byArgv.status, byStdin.status);
+      assert.equal(byEnv.signal, byStdin.signal);
+      assert.equal(byArgv.signal, byStdin.signal);
     }
   });
 
@@ -216,13 +220,14 @@ describe("maze script", () => {
     assert.deepEqual(readdirSync(cwd), []);
   });
 
-  test("a crashing run writes all its children first, then exits 134 (treasure) or 139 (off the map)", () => {
-    for (const [input, code, text] of [
-      [TREASURE, 134, "maze: crashed at byte 5: abort: treasure found at (5,4)"],
-      [OFF_MAP, 139, "maze: crashed at byte 4: segmentation fault: the dash at byte 4 left the map at (2,10)"],
+  test("a crashing run writes all its children first, then ends by a real SIGABRT (treasure) or SIGSEGV (off the map)", () => {
+    for (const [input, signal, text] of [
+      [TREASURE, "SIGABRT", "maze: crashed at byte 5: abort: treasure found at (5,4)"],
+      [OFF_MAP, "SIGSEGV", "maze: crashed at byte 4: segmentation fault: the dash at byte 4 left the map at (2,10)"],
     ] as const) {
       const r = runScript(input);
-      assert.equal(r.status, code, r.stderr);
+      assert.equal(r.signal, signal, r.stderr);
+      assert.equal(r.status, null, "killed by the signal, not an exit");
       assert.ok(r.stderr.includes(text), r.stderr);
       assert.ok(r.children!.size >= 10);
       assert.deepEqual(r.children, expectedChildren(input));
@@ -322,7 +327,8 @@ describe("maze script", () => {
         const input = level[i];
         const run = expected.get(input.toString("hex"));
         assert.ok(run, `${input.toString("latin1")} is in the core's closure`);
-        assert.equal(r.status, run.crash?.code ?? 0, r.stderr);
+        assert.equal(r.status, run.crash ? null : 0, r.stderr);
+        assert.equal(r.signal, run.crash?.signal ?? null, r.stderr);
         assert.deepEqual(r.children, expectedChildren(input, depth));
         for (const child of r.children!.values()) {
           const hex = child.toString("hex");
@@ -352,16 +358,16 @@ describe("maze core", () => {
 
   test("the default closure reaches both crash states, and every crashing run has children", () => {
     const crashes = [...core.closure(seeds())].filter(([, run]) => run.crash !== null);
-    const described = crashes.map(([hex, run]) => [Buffer.from(hex, "hex").toString("latin1").replaceAll("\x80", "*"), run.crash!.code]);
+    const described = crashes.map(([hex, run]) => [Buffer.from(hex, "hex").toString("latin1").replaceAll("\x80", "*"), run.crash!.signal]);
     assert.deepEqual(described.sort(), [
-      ["DDR**L**D.......", 134],
-      ["DDR*LLD.........", 134],
-      ["DDRRRD..........", 134],
-      ["R**DDL**D.......", 134],
-      ["R**R*...........", 139],
-      ["R*DDLLD.........", 134],
-      ["RRR*R*..........", 139],
-      ["RRRDDLLD........", 134],
+      ["DDR**L**D.......", "SIGABRT"],
+      ["DDR*LLD.........", "SIGABRT"],
+      ["DDRRRD..........", "SIGABRT"],
+      ["R**DDL**D.......", "SIGABRT"],
+      ["R**R*...........", "SIGSEGV"],
+      ["R*DDLLD.........", "SIGABRT"],
+      ["RRR*R*..........", "SIGSEGV"],
+      ["RRRDDLLD........", "SIGABRT"],
     ]);
     for (const [, run] of crashes) assert.ok(run.children >= run.moves);
   });

@@ -140,6 +140,11 @@ describe("planted sweep output", () => {
     assert.equal(quarantined.run.status, 0, quarantined.run.stderr);
     assert.deepEqual(readdirSync(join(quarantined.dir, "failures")), []);
     assert.deepEqual(readdirSync(join(quarantined.dir, "quarantine")), ["307.txt", "why"]);
+    // The reason says the slip is planted, so a report's "invalid test" warning is not read as a bug to fix.
+    assert.equal(
+      readFileSync(join(quarantined.dir, "quarantine", "why", "307.txt"), "utf8"),
+      "stack underflow: planted on purpose, 1 test in 1,000, to show the quarantine (examples/planted/README.md)\n",
+    );
     const summary = JSON.parse(readFileSync(join(quarantined.dir, "summary.json"), "utf8"));
     assert.equal(summary.finds, 0);
     assert.equal(summary.quarantine, 1);

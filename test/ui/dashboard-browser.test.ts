@@ -1,14 +1,13 @@
 // The live dashboard in a real browser: `run --ui` on a planted campaign, Debian's Chromium
 // driven by playwright-core. The page loads without a console error, shows the lanes and a
-// failure, changes over Server-Sent Events while the sweep runs, and a screenshot is kept.
+// failure, changes over Server-Sent Events while the sweep runs, and a screenshot renders the page.
 // Then `fuzzfleet ui` serves the finished campaign read-only, and off loopback refuses a request
 // without the campaign token.
+import { launchChromium } from "../helpers/browser.ts";
 import assert from "node:assert/strict";
-import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, lstatSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { chromium } from "playwright-core";
 import { Campaign } from "../helpers/campaign.ts";
 import { get, serve } from "./serve.ts";
 
@@ -25,8 +24,7 @@ describe("the dashboard", () => {
 
   test("run --ui: the page shows the lanes and a failure, moves over SSE, and logs no console error", async () => {
     // The browser starts first: it takes seconds, and the sweep's budget is short.
-    const profile = mkdtempSync(join(tmpdir(), "fuzzfleet-chromium-"));
-    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    const { context, profile, close } = await launchChromium(CHROMIUM, CHROMIUM_ARGS);
     const problems: string[] = [];
     let run: Awaited<ReturnType<typeof serve>> | null = null;
     try {
@@ -57,10 +55,9 @@ describe("the dashboard", () => {
       const shot = join(profile, "dashboard.png");
       await page.screenshot({ path: shot, fullPage: true });
       assert.ok(statSync(shot).size > 10_000, "the screenshot holds a rendered page");
-      console.log(`# dashboard screenshot: ${shot}`);
       assert.deepEqual(problems, []);
     } finally {
-      await context.close();
+      await close();
     }
     assert.equal(await run!.done, 1, `run exits 1 for new failures\n${run!.stdout()}\n${run!.stderr()}`);
   });
@@ -114,8 +111,7 @@ describe("the dashboard", () => {
       const banner = /^dashboard \(read-only\): (http:\/\/127\.0\.0\.1:\d+\/)/m;
       const one = await serve(c, ["ui", "--listen", "0.0.0.0:0", "--token", "side-by-side-token-one"], banner);
       const two = await serve(other, ["ui", "--listen", "0.0.0.0:0", "--token", "side-by-side-token-two"], banner);
-      const profile = mkdtempSync(join(tmpdir(), "fuzzfleet-chromium-"));
-      const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+      const { context, profile, close } = await launchChromium(CHROMIUM, CHROMIUM_ARGS);
       try {
         for (const ui of [one, two]) {
           for (const end = Date.now() + 10_000; !ui.loginUrl; await new Promise((r) => setTimeout(r, 50))) assert.ok(Date.now() < end, `no login link:\n${ui.stdout()}`);
@@ -137,7 +133,7 @@ describe("the dashboard", () => {
         const names = (await context.cookies()).map((k) => k.name);
         assert.equal(new Set(names).size, 2, `one cookie per dashboard: ${names.join(", ")}`);
       } finally {
-        await context.close();
+        await close();
         for (const ui of [one, two]) {
           ui.child.kill("SIGINT");
           assert.equal(await ui.done, 0);
@@ -154,8 +150,7 @@ describe("the dashboard", () => {
     assert.equal(r.code, 0, r.stderr);
     const html = readFileSync(join(dir, "index.html"), "utf8");
     assert.doesNotMatch(html, /<script src=|<link rel="stylesheet" href=/, "nothing is loaded from elsewhere");
-    const profile = mkdtempSync(join(tmpdir(), "fuzzfleet-chromium-"));
-    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    const { context, close } = await launchChromium(CHROMIUM, CHROMIUM_ARGS);
     const problems: string[] = [];
     try {
       const page = await context.newPage();
@@ -178,7 +173,7 @@ describe("the dashboard", () => {
       assert.equal(await page.textContent("#mode"), "static report");
       assert.deepEqual(problems, []);
     } finally {
-      await context.close();
+      await close();
     }
     // An index.html planted as a symlink is replaced by the page, never written through.
     const target = join(c.dir, "victim.txt");

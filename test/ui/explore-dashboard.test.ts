@@ -5,13 +5,12 @@
 // over, agrees with the master's counters, the lease records and the findings store; headless
 // Chromium loads the page with no console error, shows the frontier and the finding, and sees a
 // value change over Server-Sent Events.
+import { launchChromium } from "../helpers/browser.ts";
 import assert from "node:assert/strict";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { after, before, describe, test } from "node:test";
-import { chromium } from "playwright-core";
 import { serveExploreDashboard, type ServedExploreDashboard } from "../../src/explore/command/serve-dashboard.ts";
 import { MasterLoop } from "../../src/explore/command/master-loop.ts";
 import { DEFAULT_BUDGETS } from "../../src/explore/defaults.ts";
@@ -125,8 +124,7 @@ describe("the explore dashboard on a running master", () => {
   const snapshot = async (): Promise<DashboardSnapshot> => JSON.parse((await get(served.server.url + "snapshot.json")).body) as DashboardSnapshot;
 
   test("the page loads in Chromium with no console error, shows the frontier and a finding, and moves over SSE", async () => {
-    const profile = mkdtempSync(join(tmpdir(), "fuzzfleet-chromium-"));
-    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    const { context, profile, close } = await launchChromium(CHROMIUM, CHROMIUM_ARGS);
     const problems: string[] = [];
     try {
       const page = await context.newPage();
@@ -155,10 +153,9 @@ describe("the explore dashboard on a running master", () => {
       const shot = join(profile, "explore-dashboard.png");
       await page.screenshot({ path: shot, fullPage: true });
       assert.ok(statSync(shot).size > 10_000, "the screenshot holds a rendered page");
-      console.log(`# explore dashboard screenshot: ${shot}`);
       assert.deepEqual(problems, []);
     } finally {
-      await context.close();
+      await close();
     }
   });
 

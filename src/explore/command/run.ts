@@ -184,8 +184,10 @@ export async function explore(o: ExploreOptions): Promise<number> {
     }
     master.admitInputs(ADMIT_BATCH);
     master.scanCorpus();
-    const listed = master.inputBacklogCount + master.external.size;
-    write(`  ${listed} initial input(s) seen, ${master.pendingCount} task(s) queued here so far`);
+    // Files copied in just before the start are still settling: seen, but not admitted yet.
+    const settling = master.inputSettlingCount;
+    const listed = master.inputBacklogCount + master.external.size + settling;
+    write(`  ${listed} initial input(s) seen${settling > 0 ? ` (${settling} still settling: admitted once unchanged)` : ""}, ${master.pendingCount} task(s) queued here so far`);
 
     const end = await loop.run(links.remote, ending);
     const stop = await loop.shutdown(links.remote, end);

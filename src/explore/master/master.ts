@@ -180,6 +180,11 @@ export class ExploreMaster {
     return this.admission.backlogCount;
   }
 
+  /** Input files listed that are still settling (fresh or changing): admitted once they stay the same. */
+  get inputSettlingCount(): number {
+    return this.admission.settlingCount;
+  }
+
   /** The ids of the tasks `executor` holds. */
   activeOn(executor: string): number[] {
     return this.tasks.activeOn(executor);
