@@ -65,26 +65,28 @@ export class LeaseTable {
   /** Which record writes are made durable; other durable files of the campaign follow the same rule. */
   readonly durability: Durability;
   private readonly counters = { heartbeatBatches: 0, renewals: 0 };
-  /** The store the table was opened on (shared files); after takeExclusive() no longer written. */
-  private readonly files: SharedFilesStore;
+  /** The shared files the table was opened on, if so; after takeExclusive() no longer written. */
+  private readonly files: SharedFilesStore | null;
   private store: RecordStore;
   private journal: JournalStore | null = null;
   private readonly journalCompactBytes: number | undefined;
 
-  /** `files` is the shared store to open on (a test passes one that injects faults). */
-  constructor(opts: LeaseTableOptions, files?: SharedFilesStore) {
+  /**
+   * Opens the table on shared record files in `opts.root`, or on `store` (the simulation's store
+   * in memory, or shared files a test made to fail), which must have the same durability.
+   */
+  constructor(opts: LeaseTableOptions, store?: RecordStore) {
     this.root = opts.root;
     this.durability = opts.durability ?? "all";
     this.journalCompactBytes = opts.journalCompactBytes;
-    this.files = files ?? new SharedFilesStore(opts);
-    assert.equal(this.files.root, this.root, "the shared store must be the table's own");
-    assert.equal(this.files.durability, this.durability, "the shared store must have the table's durability");
-    this.store = this.files;
+    this.store = store ?? new SharedFilesStore(opts);
+    assert.equal(this.store.durability, this.durability, "the store must have the table's durability");
+    this.files = this.store instanceof SharedFilesStore ? this.store : null;
   }
 
   /** Directory fsyncs of the shared files, heartbeat batches and the renewals they acknowledged. */
   get stats(): { directorySyncs: number; heartbeatBatches: number; renewals: number } {
-    return { directorySyncs: this.files.stats.directorySyncs, ...this.counters };
+    return { directorySyncs: this.files?.stats.directorySyncs ?? 0, ...this.counters };
   }
 
   /**
@@ -94,7 +96,7 @@ export class LeaseTable {
    */
   takeExclusive(): void {
     if (this.journal !== null) return;
-    this.journal = new JournalStore({ root: this.root, durability: this.durability, records: this.files.scan(), compactMinBytes: this.journalCompactBytes });
+    this.journal = new JournalStore({ root: this.root, durability: this.durability, records: this.store.scan(), compactMinBytes: this.journalCompactBytes });
     this.store = this.journal;
   }
 
