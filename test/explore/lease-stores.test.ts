@@ -2,10 +2,12 @@
 // worker protocols share one (test/net/worker-protocols.test.ts): the contract of each transition
 // — claim, heartbeat, the commit fence, completion, a stale fence refused, `committing` never
 // stolen, an expired `leased` record reclaimable, and what a reopened table holds — checked
-// against the LeaseTable over each store, with real files in temporary directories. Only how a
-// store is opened and reopened is named per store.
+// against the LeaseTable over each store — the real ones with real files in temporary
+// directories, and the simulation's store in memory. Only how a store is opened and reopened is
+// named per store.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { MemoryDisk, MemoryStore } from "../../src/explore/state/lease-store/memory.ts";
 import { canonicalManifest, LeaseTable, type CommitManifest, type LeaseRecord, type WorkPayload } from "../../src/explore/state/lease-table.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
 
@@ -40,6 +42,20 @@ const journal: StoreKind = {
     const t = new LeaseTable({ root, durability });
     t.takeExclusive();
     return t;
+  },
+};
+
+/** The simulation's store: a reopening is a new process on the same simulated disk. */
+const disks = new Map<string, MemoryDisk>();
+const memory: StoreKind = {
+  name: "memory (the simulation's store)",
+  open(root, durability) {
+    disks.set(root, new MemoryDisk());
+    return new LeaseTable({ root, durability }, new MemoryStore(disks.get(root)!, durability));
+  },
+  reopen(table, root, durability) {
+    table.close();
+    return new LeaseTable({ root, durability }, new MemoryStore(disks.get(root)!, durability));
   },
 };
 
@@ -228,3 +244,4 @@ function conformance(kind: StoreKind): void {
 
 conformance(sharedFiles);
 conformance(journal);
+conformance(memory);

@@ -5,7 +5,7 @@
 //   journal.ts        a table one process owns alone: records in memory, one journal line each
 //   memory.ts         records in memory only (the deterministic simulation's store)
 //
-// The contract every store keeps (test/explore/lease-store-conformance.ts checks it against each):
+// The contract every store keeps (test/explore/lease-stores.test.ts checks it against each):
 //
 //   locked(id, fn)   fn runs with record `id` to itself: no other writer of the table reads or
 //                    writes it until fn returns or throws. A transition is read, decide, write
