@@ -22,7 +22,7 @@ const o = parseOptions(
   },
   `node --import tsx bench/explore-sim.mjs [options]
   --store S       memory, shared-files, journal or all                        default all
-  --runs N        seeded runs per store (default: memory 100, shared-files 10, journal 15)
+  --runs N        seeded runs per store (default: memory 110, shared-files 10, journal 15)
   --steps N       steps with faults per run (the calm steps after them count too) default 800
   --contents N    contents in each run's corpus                                default 40
   --seed S        the first run's seed; run i uses S + i (default: a fresh one, printed)
@@ -40,7 +40,7 @@ if (o.broken !== undefined && o.store !== "memory") {
 }
 
 /** Runs per store by default: about 100,000 steps in memory, and the real stores' share on top. */
-const DEFAULT_RUNS = { memory: 100, "shared-files": 10, journal: 15 };
+const DEFAULT_RUNS = { memory: 110, "shared-files": 10, journal: 15 };
 
 benchmarkMain("explore-sim", o, async () => {
   const { simulate, SimViolation, STORE_KINDS } = await import("../test/explore/lease-world.ts");

@@ -181,7 +181,8 @@ class World {
   }
 
   private fault(m: Master): void {
-    const kinds = ["crash", "stall", "fail-write"];
+    const kinds = ["crash", "stall"];
+    if (this.o.kind !== "journal") kinds.push("fail-write");
     if (this.o.kind === "memory") kinds.push("power-cut", "fail-sync");
     if (this.o.kind === "journal") kinds.push("torn-write");
     const kind = kinds[Math.floor(this.random() * kinds.length)]!;
@@ -193,9 +194,9 @@ class World {
         m.stalledUntil = this.now + TTL + Math.floor(this.random() * 2 * TTL);
         return;
       case "fail-write":
+        // Shared files: the directory fsync after a record's write fails.
         if (this.o.kind === "memory") this.disk.failWrites = 1;
-        else if (m.files) m.files.failSyncs = 1;
-        else this.faults[kind]--;
+        else m.files!.failSyncs = 1;
         return;
       case "fail-sync":
         this.disk.failSyncs = 1;
