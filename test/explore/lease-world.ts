@@ -106,7 +106,7 @@ class World {
   private readonly commits = new Map<string, { fence: string; children: boolean }>();
   /** Records seen past their commit fence: their fence, which nothing may change. */
   private readonly fencedAt = new Map<string, string>();
-  /** Empty commits the table answered "completed", under their fence. */
+  /** Empty commits and completions the table answered "completed", under their fence. */
   private readonly acknowledged = new Map<string, string>();
   private network: Result[] = [];
   private now = 1_000_000;
@@ -269,8 +269,10 @@ class World {
     const children = this.childrenOf(res.id);
     const manifest = this.manifest(children);
     if (children.length === 0) {
+      // A result without children commits empty; one over a budget is completed as it is.
+      const overBudget = this.random() < 0.25;
       this.fenced(m, res.id, res.fence, () => {
-        const r = m.table.commitEmpty(res.id, res.fence, manifest, this.now);
+        const r = overBudget ? m.table.complete(res.id, res.fence, this.now) : m.table.commitEmpty(res.id, res.fence, manifest, this.now);
         if (r === "completed") this.acknowledged.set(res.id, res.fence);
         return r === "completed";
       });
@@ -333,8 +335,9 @@ class World {
     if (rec !== null && rec.status !== "leased") this.fencedAt.set(id, rec.token);
     if (rec?.status !== "done") return;
     this.done.add(id);
-    // An empty commit is its done record (its sync may have failed after the write: it is done all the same).
-    if (rec.commit?.hashes.length === 0) this.committed(rec.owner, id, rec.token, []);
+    // An empty commit (or a completion without one) is its done record (its sync may have failed
+    // after the write: it is done all the same).
+    if (rec.commit === undefined || rec.commit.hashes.length === 0) this.committed(rec.owner, id, rec.token, []);
   }
 
   /** The publication of `id`'s children under `fence`: the one commit of its content. */
