@@ -70,22 +70,29 @@ describe("lease journal", () => {
 
   it("a journal well past its records is compacted into the next generation, which holds them all", () => {
     const root = join(freshDir(), "leases");
-    process.env.FUZZFLEET_JOURNAL_COMPACT_BYTES = "20000";
-    try {
-      const table = new LeaseTable({ root });
-      table.takeExclusive();
-      const fence = table.claim(id(1), { hash: id(1), origin: "initial" }, "m:0", { now, ttlMs: 60_000 })!;
-      for (let i = 1; i <= 200; i++) table.heartbeatMany(new Map([[id(1), fence]]), now + i);
-      const names = journals(root);
-      assert.equal(names.length, 1, "the older generation was removed");
-      assert.ok(Number(JOURNAL_FILE.exec(names[0])![1]) >= 1, `compacted at least once (${names[0]})`);
-      assert.ok(readFileSync(join(root, names[0]), "utf8").length < 20_000);
-      assert.equal(table.record(id(1))!.updated, now + 200);
-      const lines = readFileSync(join(root, names[0]), "utf8").trim().split("\n");
-      assert.equal(JSON.parse(lines[0]).put.id, id(1), "a generation opens with the live records");
-    } finally {
-      delete process.env.FUZZFLEET_JOURNAL_COMPACT_BYTES;
-    }
+    const table = new LeaseTable({ root, journalCompactBytes: 20_000 });
+    table.takeExclusive();
+    const fence = table.claim(id(1), { hash: id(1), origin: "initial" }, "m:0", { now, ttlMs: 60_000 })!;
+    for (let i = 1; i <= 200; i++) table.heartbeatMany(new Map([[id(1), fence]]), now + i);
+    const names = journals(root);
+    assert.equal(names.length, 1, "the older generation was removed");
+    assert.ok(Number(JOURNAL_FILE.exec(names[0])![1]) >= 1, `compacted at least once (${names[0]})`);
+    assert.ok(readFileSync(join(root, names[0]), "utf8").length < 20_000);
+    assert.equal(table.record(id(1))!.updated, now + 200);
+    const lines = readFileSync(join(root, names[0]), "utf8").trim().split("\n");
+    assert.equal(JSON.parse(lines[0]).put.id, id(1), "a generation opens with the live records");
+  });
+
+  it("without the option a journal is never compacted below 64 MiB", () => {
+    const root = join(freshDir(), "leases");
+    const table = new LeaseTable({ root });
+    table.takeExclusive();
+    const fence = table.claim(id(1), { hash: id(1), origin: "initial" }, "m:0", { now, ttlMs: 60_000 })!;
+    for (let i = 1; i <= 200; i++) table.heartbeatMany(new Map([[id(1), fence]]), now + i);
+    const names = journals(root);
+    assert.equal(names.length, 1);
+    assert.equal(Number(JOURNAL_FILE.exec(names[0])![1]), 0, `still the first generation (${names[0]})`);
+    assert.equal(readFileSync(join(root, names[0]), "utf8").trim().split("\n").length, 201, "a claim and 200 heartbeats, one line each");
   });
 
   it("a torn last line is dropped; a bad line before it is corruption, named, never skipped", () => {

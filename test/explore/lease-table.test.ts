@@ -18,6 +18,7 @@ import {
   type LeaseRecord,
   type WorkPayload,
 } from "../../src/explore/state/lease-table.ts";
+import { SharedFilesStore } from "../../src/explore/state/lease-store/shared-files.ts";
 
 const HOLDER = fileURLToPath(new URL("../fixtures/explore/lock-holder.ts", import.meta.url));
 const RACER = fileURLToPath(new URL("../fixtures/explore/claim-racer.ts", import.meta.url));
@@ -193,31 +194,37 @@ describe("lease table fencing", () => {
   });
 });
 
-/** A table whose shard-directory fsync fails once `failing` is set: the OS fault the table must survive. */
-class FailingDirSync extends LeaseTable {
+/** Shared record files whose shard-directory fsync fails once `failing` is set: the OS fault the table must survive. */
+class FailingDirSync extends SharedFilesStore {
   failing = false;
   protected override syncDir(dir: string): void {
     if (this.failing && !dir.endsWith("leases")) throw Object.assign(new Error(`fsync ${dir}: EIO (injected)`), { code: "EIO" });
     super.syncDir(dir);
   }
 }
+/** A table over FailingDirSync, and the switch that makes its directory fsyncs fail. */
+function failingTable(): { table: LeaseTable; files: FailingDirSync } {
+  const root = freshRoot();
+  const files = new FailingDirSync({ root });
+  return { table: new LeaseTable({ root }, files), files };
+}
 
 describe("a failing directory fsync", () => {
   it("heartbeatMany raises and acknowledges nothing, though the record files were renewed", () => {
-    const table = new FailingDirSync({ root: freshRoot() });
+    const { table, files } = failingTable();
     const fences = new Map([A, C].map((id) => [id, table.claim(id, payload(id), "m", { now: 0, ttlMs: 10 })!]));
-    table.failing = true;
+    files.failing = true;
     assert.throws(() => table.heartbeatMany(fences, 6), /EIO \(injected\)/);
     assert.equal(table.stats.renewals, 0, "no renewal is acknowledged");
     for (const id of [A, C]) assert.equal(table.record(id)!.updated, 6, "the file contents were already renewed");
   });
 
   it("a claim whose directory sync fails leaves a fenced record, recoverable only after the TTL", () => {
-    const table = new FailingDirSync({ root: freshRoot() });
+    const { table, files } = failingTable();
     table.claim(B, payload(B), "m", { now: 0, ttlMs: 10 }); // the shard directory exists
-    table.failing = true;
+    files.failing = true;
     assert.throws(() => table.claim(A, payload(A), "m", { now: 100, ttlMs: 10 }), /EIO \(injected\)/);
-    table.failing = false;
+    files.failing = false;
     const left = table.record(A);
     assert.equal(left?.status, "leased", "the record survived the failed claim");
     assert.ok(left!.token.startsWith("m:"), "under a fence nobody was given");

@@ -12,7 +12,7 @@
 //
 // Each transition is one write(2) of its line before the table answers, so a process crash
 // (SIGKILL) loses nothing the table acknowledged: the kernel has the bytes. fdatasync is what a
-// machine crash needs; the table asks for it where the durability policy says (lease-table.ts),
+// machine crash needs; the store asks for it where the durability policy says (lease-store/journal.ts),
 // once for a whole batch of lines (group commit).
 //
 // A journal whose writer is gone (its flock is free) is absorbed by the next process that opens
@@ -30,12 +30,6 @@ import { randomHex } from "../../util/random-hex.ts";
 import { fsyncDir, writeFully } from "./durable.ts";
 import { byUpdated, readRecordFiles, shardName } from "./lease-files.ts";
 import { SHARD_COUNT } from "./work-dir.ts";
-
-/** A journal smaller than this is never compacted (FUZZFLEET_JOURNAL_COMPACT_BYTES lowers it, for tests). */
-export function compactMinBytes(): number {
-  const v = Number(process.env.FUZZFLEET_JOURNAL_COMPACT_BYTES);
-  return Number.isSafeInteger(v) && v > 0 ? v : 64 * 2 ** 20;
-}
 
 export const JOURNAL_FILE = /^journal-[0-9]+-[0-9a-f]{12}-([0-9]+)\.log$/;
 

@@ -1,42 +1,37 @@
-// The fenced lease table: who may execute and commit each explore task, shared by every master
-// through the file system. One JSON record per task id (the input's SHA-256):
-//
-//   <root>/<shard>/<id>.json        the record; shard = first 32 bits of the id mod shardCount
-//   <root>/<shard>/<id>.json.lock   its short lock (file-lock.ts), never removed
+// The fenced lease table: who may execute and commit each explore task. One record per task id
+// (the input's SHA-256).
 //
 // What a record may become, and under which fence, is decided by core/lease-record.ts (its state
 // diagram is there): leased -> committing -> done, a fresh fence per claim, `committing` never
-// stolen, a stale fence changes nothing. This file does the disk work around those decisions:
-// every transition runs under the record's lock and re-reads the record there; a record is
-// written as a whole (temp file + fsync + rename + directory fsync, as the durability policy
-// says). A record that exists but does not validate is never overwritten and never counts as
-// free: transitions refuse it and scans throw CorruptRecordError.
+// stolen, a stale fence changes nothing. This file applies those decisions over a record store
+// (lease-store/port.ts): every transition reads the record under the store's lock for it, decides,
+// and writes the whole record back under the same lock. A record that exists but does not validate
+// is never overwritten and never counts as free: transitions refuse it and scans throw
+// CorruptRecordError.
 //
-// A table one process owns alone (takeExclusive: a lone master, a broadcast master) keeps its
-// records in memory and writes each transition as one line of its journal (lease-journal.ts)
-// instead: no lock, no temp file, no rename, one fdatasync per batch. Whoever opens the table
-// next absorbs a journal its writer left into the record files, so readers see one format.
+// Which store holds the records:
+//   shared files (lease-store/shared-files.ts)  the default: one file per record under its own
+//                                               flock; every master of the campaign shares them
+//   journal (lease-store/journal.ts)            after takeExclusive(): a table one process owns
+//                                               alone, in memory, each transition one journal line
+// Opening the table (shared files) absorbs a journal its writer left, so readers see one format.
 import assert from "node:assert/strict";
-import { lstatSync, mkdirSync } from "node:fs";
-import { join } from "node:path";
 import * as lease from "../../core/lease-record.ts";
 import {
   assertClaimRequest,
   assertTime,
   canonicalManifest,
   isExpired,
-  recordText,
   type CommitManifest,
   type LeaseRecord,
   type Transition,
   type WorkPayload,
 } from "../../core/lease-record.ts";
 import { randomHex } from "../../util/random-hex.ts";
-import { fsyncDir, fsyncDirAsync, mkdirDurable, replaceFile, replaceFileSynced, unlinkDurable } from "./durable.ts";
-import { withFileLock } from "./file-lock.ts";
-import { byUpdated, CorruptRecordError, isId, readRecordFile, readRecordFiles, shardName, type ReadResult } from "./lease-files.ts";
-import { absorbStaleJournals, type JournalState } from "./lease-journal.ts";
-import { OwnedRecords } from "./owned-records.ts";
+import { byUpdated, CorruptRecordError, isId } from "./lease-files.ts";
+import { JournalStore } from "./lease-store/journal.ts";
+import type { Durability, ReadResult, RecordStore } from "./lease-store/port.ts";
+import { SharedFilesStore } from "./lease-store/shared-files.ts";
 
 export type { CommitManifest, LeaseRecord, LeaseStatus, Origin, WorkPayload } from "../../core/lease-record.ts";
 export { canonicalManifest } from "../../core/lease-record.ts";
@@ -49,14 +44,17 @@ export interface LeaseTableOptions {
   /** Bound on waiting for one record's lock, on the monotonic clock. Default 30 000. */
   lockTimeoutMs?: number;
   /**
-   * "all" (default): every record write is fsynced (file and shard directory).
-   * "fence": only a commit fence that has children to publish is fsynced. Every other write is
-   * still atomic (temp + rename), so other processes see it at once; only a machine crash can
-   * lose it, and each loss is redone: a lost claim or heartbeat is claimed again, a lost `done`
-   * leaves the record `committing`, which is replayed idempotently from its manifest, and an
-   * empty commit publishes nothing.
+   * "all" (default): every record write is durable before the table answers (or, in a batch,
+   * before the batch ends).
+   * "fence": only a commit fence that has children to publish is made durable. Every other write
+   * is still atomic, so other processes see it at once; only a machine crash can lose it, and
+   * each loss is redone: a lost claim or heartbeat is claimed again, a lost `done` leaves the
+   * record `committing`, which is replayed idempotently from its manifest, and an empty commit
+   * publishes nothing.
    */
-  durability?: "all" | "fence";
+  durability?: Durability;
+  /** After takeExclusive(): the size below which the journal is never compacted (default 64 MiB). */
+  journalCompactBytes?: number;
 }
 
 export type CompletionResult = "completed" | "already" | "stale";
@@ -64,29 +62,31 @@ export { CorruptRecordError } from "./lease-files.ts";
 
 export class LeaseTable {
   readonly root: string;
-  readonly stats = { directorySyncs: 0, heartbeatBatches: 0, renewals: 0 };
-  private readonly shardCount: number;
-  private readonly lockTimeoutMs: number;
-  private readonly readyShards = new Set<number>();
-  /** Which record writes are fsynced; other durable files of the campaign follow the same rule. */
-  readonly durability: "all" | "fence";
-  /** Owned alone (takeExclusive): every record in memory, every transition a line of the journal. */
-  private own: OwnedRecords | null = null;
-  /** Open deferred batches: a shared table's synced writes leave their shard directories to sync(). */
-  private deferring = 0;
-  private readonly unsyncedShards = new Set<number>();
+  /** Which record writes are made durable; other durable files of the campaign follow the same rule. */
+  readonly durability: Durability;
+  private readonly counters = { heartbeatBatches: 0, renewals: 0 };
+  /** The shared files the table was opened on, if so; after takeExclusive() no longer written. */
+  private readonly files: SharedFilesStore | null;
+  private store: RecordStore;
+  private journal: JournalStore | null = null;
+  private readonly journalCompactBytes: number | undefined;
 
-  constructor(opts: LeaseTableOptions) {
-    const { root, shardCount = 64, lockTimeoutMs = 30_000, durability = "all" } = opts;
-    this.durability = durability;
-    assert.ok(typeof root === "string" && root !== "", "lease table root must be a non-empty path");
-    assert.ok(Number.isSafeInteger(shardCount) && shardCount >= 1 && shardCount <= 1000, `lease table shardCount must be an integer from 1 to 1000 (got ${shardCount})`);
-    assert.ok(Number.isFinite(lockTimeoutMs) && lockTimeoutMs > 0, `lease table lockTimeoutMs must be a finite number of milliseconds > 0 (got ${lockTimeoutMs})`);
-    this.root = root;
-    this.shardCount = shardCount;
-    this.lockTimeoutMs = lockTimeoutMs;
-    this.stats.directorySyncs += mkdirDurable(root);
-    absorbStaleJournals(root, (state, path) => this.absorb(state, path));
+  /**
+   * Opens the table on shared record files in `opts.root`, or on `store` (the simulation's store
+   * in memory, or shared files a test made to fail), which must have the same durability.
+   */
+  constructor(opts: LeaseTableOptions, store?: RecordStore) {
+    this.root = opts.root;
+    this.durability = opts.durability ?? "all";
+    this.journalCompactBytes = opts.journalCompactBytes;
+    this.store = store ?? new SharedFilesStore(opts);
+    assert.equal(this.store.durability, this.durability, "the store must have the table's durability");
+    this.files = this.store instanceof SharedFilesStore ? this.store : null;
+  }
+
+  /** Directory fsyncs of the shared files, heartbeat batches and the renewals they acknowledged. */
+  get stats(): { directorySyncs: number; heartbeatBatches: number; renewals: number } {
+    return { directorySyncs: this.files?.stats.directorySyncs ?? 0, ...this.counters };
   }
 
   /**
@@ -95,34 +95,34 @@ export class LeaseTable {
    * memory, each transition one journal line; the durability policy is the same. Idempotent.
    */
   takeExclusive(): void {
-    if (this.own === null) this.own = new OwnedRecords(this.root, this.snapshot(), this.durability);
+    if (this.journal !== null) return;
+    this.journal = new JournalStore({ root: this.root, durability: this.durability, records: this.store.scan(), compactMinBytes: this.journalCompactBytes });
+    this.store = this.journal;
   }
 
   /** Whether takeExclusive() was called. */
-  get exclusive(): boolean { return this.own !== null; }
+  get exclusive(): boolean { return this.journal !== null; }
 
   /** The journal's counters (lines written, fdatasyncs; this generation), null unless exclusive. */
-  get journalStats(): { lines: number; syncs: number; bytes: number } | null { return this.own?.stats ?? null; }
+  get journalStats(): { lines: number; syncs: number; bytes: number } | null { return this.journal?.stats ?? null; }
 
   /**
-   * Runs `fn` with the journal syncs the policy asks for deferred to its end: one fdatasync for the
-   * batch. A publication inside it (replayCommit) still syncs first: fences before children.
+   * Runs `fn` with the syncs the policy asks for deferred to its end (a journal: one fdatasync for
+   * the batch). A publication inside it (replayCommit) still syncs first: fences before children.
    */
   batch<T>(fn: () => T): T {
-    this.own?.enter();
+    const store = this.store;
+    store.enter("batch");
     try {
       return fn();
     } finally {
-      this.own?.leave();
+      store.leave("batch");
     }
   }
 
   /** Makes every transition durable: the journal, or the shard directories a deferred batch left. */
   sync(): void {
-    this.own?.sync();
-    // A failure leaves them all for the next sync(): syncing a directory again costs only time.
-    for (const shard of [...this.unsyncedShards].sort((a, b) => a - b)) this.syncDir(join(this.root, shardName(shard)));
-    this.unsyncedShards.clear();
+    this.store.sync();
   }
 
   /**
@@ -130,42 +130,23 @@ export class LeaseTable {
    * (libuv's pool) before it publishes; a publication that comes first (replayCommit) syncs then.
    */
   deferredBatch<T>(fn: () => T): T {
-    this.own?.enter();
-    this.deferring++;
+    const store = this.store;
+    store.enter("deferred");
     try {
       return fn();
     } finally {
-      this.deferring--;
-      this.own?.leave(true);
+      store.leave("deferred");
     }
   }
 
-  /** sync() in libuv's pool, the directories all at once; what fails stays for sync() to redo. */
-  async syncAsync(): Promise<void> {
-    await this.own?.syncAsync();
-    await Promise.all([...this.unsyncedShards].map(async (shard) => {
-      await fsyncDirAsync(join(this.root, shardName(shard)));
-      this.unsyncedShards.delete(shard);
-      this.stats.directorySyncs++;
-    }));
+  /** sync() in libuv's pool; what fails stays for sync() to redo. */
+  syncAsync(): Promise<void> {
+    return this.store.syncAsync();
   }
 
-  /** A stale journal's states, written into the record files as durable writes (under their locks). */
-  private absorb(state: JournalState, path: string): void {
-    const dirty = new Set<number>();
-    for (const [id, rec] of state) {
-      this.prepareShard(id);
-      this.locked(id, () => {
-        const found = this.read(id);
-        if (found.kind === "invalid") throw new CorruptRecordError(this.recordPath(id), `${found.reason}; the lease journal ${path} holds a newer state`);
-        if (rec === null) {
-          if (unlinkDurable(this.recordPath(id))) this.stats.directorySyncs++;
-        } else {
-          this.write(rec, true, dirty);
-        }
-      });
-    }
-    for (const shard of [...dirty].sort((a, b) => a - b)) this.syncDir(join(this.root, shardName(shard)));
+  /** Releases the store's files (a journal's descriptor and flock: the next opener absorbs it). */
+  close(): void {
+    this.store.close();
   }
 
   /**
@@ -183,42 +164,42 @@ export class LeaseTable {
     }
     const request = { id, payload, owner, worker, now, ttlMs };
     assertClaimRequest(request);
-    this.prepareShard(id);
-    return this.locked(id, () => {
-      const found = this.read(id);
+    this.store.prepare(id);
+    return this.store.locked(id, () => {
+      const found = this.store.read(id);
       if (found.kind === "invalid") return null;
       const fence = `${owner}:${worker}:${process.pid}:${randomHex(8)}`;
       const step = lease.claim(found.kind === "valid" ? found.record : null, { ...request, fence });
       if ("refused" in step) return null;
-      this.write(step.next);
+      this.store.put(step.next, false);
       return fence;
     });
   }
 
   /**
    * Renews every (id, fence) whose record is `leased` or `committing` under that fence; the
-   * rest are lost. Each record file is fsynced as it is written, each affected shard directory
-   * once at the end, in shard order, even when a later record failed. The first error thrown
-   * (a record's or a directory's) propagates: a renewal is never acknowledged undurably.
+   * rest are lost. The syncs the policy asks for wait for the end of the batch (shared files:
+   * each shard directory once, in shard order, even when a later record failed). The first
+   * error thrown propagates: a renewal is never acknowledged undurably.
    */
   heartbeatMany(fences: ReadonlyMap<string, string>, now: number): { renewed: string[]; lost: string[] } {
     assertTime("now", now);
-    this.stats.heartbeatBatches++;
+    this.counters.heartbeatBatches++;
     const renewed: string[] = [];
     const lost: string[] = [];
-    const dirty = new Set<number>();
+    const store = this.store;
     let failure: { error: unknown } | null = null;
+    store.enter("heartbeats");
     try {
-      this.own?.enter();
       for (const [id, fence] of [...fences].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-        if (!isId(id) || typeof fence !== "string" || fence === "" || !this.shardExists(id)) {
+        if (!isId(id) || typeof fence !== "string" || fence === "" || !store.mayHold(id)) {
           lost.push(id);
           continue;
         }
-        const ok = this.locked(id, () => {
+        const ok = store.locked(id, () => {
           const step = lease.renew(this.valid(id), fence, now);
           if ("refused" in step) return false;
-          this.write(step.next, false, dirty);
+          store.put(step.next, false);
           return true;
         });
         (ok ? renewed : lost).push(id);
@@ -227,30 +208,22 @@ export class LeaseTable {
       failure = { error };
     } finally {
       try {
-        this.own?.leave();
-      } catch (error) {
-        failure ??= { error };
-      }
-    }
-    for (const shard of [...dirty].sort((a, b) => a - b)) {
-      try {
-        this.syncDir(join(this.root, shardName(shard)));
+        store.leave("heartbeats");
       } catch (error) {
         failure ??= { error };
       }
     }
     if (failure !== null) throw failure.error;
-    this.stats.renewals += renewed.length;
+    this.counters.renewals += renewed.length;
     return { renewed, lost };
   }
 
   /** Deletes a `leased` record held under `fence` (e.g. its input vanished). Never once committing. */
   abandon(id: string, fence: string): boolean {
-    if (!isId(id) || !this.shardExists(id)) return false;
-    return this.locked(id, () => {
+    if (!isId(id) || !this.store.mayHold(id)) return false;
+    return this.store.locked(id, () => {
       if (lease.abandonable(this.valid(id), fence) !== null) return false;
-      if (this.own !== null) this.own.del(id);
-      else if (unlinkDurable(this.recordPath(id))) this.stats.directorySyncs++;
+      this.store.remove(id);
       return true;
     });
   }
@@ -264,11 +237,11 @@ export class LeaseTable {
   beginCommit(id: string, fence: string, manifest: CommitManifest, now: number): boolean {
     assertTime("now", now);
     const commit = canonicalManifest(manifest);
-    if (!isId(id) || !this.shardExists(id)) return false;
-    return this.locked(id, () => {
+    if (!isId(id) || !this.store.mayHold(id)) return false;
+    return this.store.locked(id, () => {
       const step = lease.beginCommit(this.valid(id), fence, commit, now);
       if ("refused" in step) return false;
-      this.write(step.next, commit.hashes.length > 0);
+      this.store.put(step.next, commit.hashes.length > 0);
       return true;
     });
   }
@@ -276,8 +249,8 @@ export class LeaseTable {
   /** "completed": the record held under `fence` is now done; "already": it was; "stale": not ours. */
   complete(id: string, fence: string, now: number): CompletionResult {
     assertTime("now", now);
-    if (!isId(id) || !this.shardExists(id)) return "stale";
-    return this.locked(id, () => this.finish(lease.complete(this.valid(id), fence, now)));
+    if (!isId(id) || !this.store.mayHold(id)) return "stale";
+    return this.store.locked(id, () => this.finish(lease.complete(this.valid(id), fence, now)));
   }
 
   /**
@@ -288,8 +261,8 @@ export class LeaseTable {
    */
   replayCommit(id: string, fence: string, publish: (m: CommitManifest) => void, now: number): CompletionResult {
     assertTime("now", now);
-    if (!isId(id) || !this.shardExists(id)) return "stale";
-    return this.locked(id, () => this.finish(lease.completeCommitted(this.valid(id), fence, now), publish));
+    if (!isId(id) || !this.store.mayHold(id)) return "stale";
+    return this.store.locked(id, () => this.finish(lease.completeCommitted(this.valid(id), fence, now), publish));
   }
 
   /**
@@ -301,8 +274,8 @@ export class LeaseTable {
   commitEmpty(id: string, fence: string, manifest: CommitManifest, now: number): CompletionResult {
     assertTime("now", now);
     const commit = canonicalManifest(manifest);
-    if (commit.hashes.length > 0 || !isId(id) || !this.shardExists(id)) return "stale";
-    return this.locked(id, () => this.finish(lease.commitEmpty(this.valid(id), fence, commit, now)));
+    if (commit.hashes.length > 0 || !isId(id) || !this.store.mayHold(id)) return "stale";
+    return this.store.locked(id, () => this.finish(lease.commitEmpty(this.valid(id), fence, commit, now)));
   }
 
   /**
@@ -325,15 +298,14 @@ export class LeaseTable {
     return this.snapshot()
       .filter((r) => r.status === "committing")
       .map((r) => {
-        if (r.commit === undefined) throw new CorruptRecordError(this.recordPath(r.id), "committing without a commit manifest");
+        if (r.commit === undefined) throw new CorruptRecordError(this.store.where(r.id), "committing without a commit manifest");
         return { id: r.id, payload: r.payload, fence: r.token, commit: r.commit };
       });
   }
 
   /** Every record, by (updated, id). Throws CorruptRecordError on any invalid record. */
   snapshot(): LeaseRecord[] {
-    if (this.own !== null) return [...this.own.records.values()].sort(byUpdated);
-    return readRecordFiles(this.root, (id) => shardName(this.shardOf(id))).sort(byUpdated);
+    return this.store.scan().sort(byUpdated);
   }
 
   /** Disjoint counts: leased (unexpired), committing, expired (leased, at least ttlMs old), done. */
@@ -351,8 +323,8 @@ export class LeaseTable {
   /** The record of `id`, null if there is none (or the id is invalid). Throws on a corrupt record. */
   record(id: string): LeaseRecord | null {
     if (!isId(id)) return null;
-    const found = this.read(id);
-    if (found.kind === "invalid") throw new CorruptRecordError(this.recordPath(id), found.reason);
+    const found: ReadResult = this.store.read(id);
+    if (found.kind === "invalid") throw new CorruptRecordError(this.store.where(id), found.reason);
     return found.kind === "valid" ? found.record : null;
   }
 
@@ -361,90 +333,16 @@ export class LeaseTable {
     if ("refused" in step) return step.refused === "done" ? "already" : "stale";
     if (publish) {
       // The fence this publication follows must be durable first (a batch may still hold it).
-      this.own?.beforePublish(step.next.id);
+      this.store.beforePublish(step.next.id);
       publish(step.next.commit!);
     }
-    this.write(step.next);
+    this.store.put(step.next, false);
     return "completed";
-  }
-
-  private locked<T>(id: string, fn: () => T): T {
-    // Owned alone: no other process reads or writes a record, so there is nothing to lock against.
-    if (this.own !== null) return fn();
-    return withFileLock(`${this.recordPath(id)}.lock`, this.lockTimeoutMs, fn);
   }
 
   /** The record under the lock, for a transition: a missing or corrupt one is nobody's (null). */
   private valid(id: string): LeaseRecord | null {
-    const found = this.read(id);
+    const found = this.store.read(id);
     return found.kind === "valid" ? found.record : null;
-  }
-
-  private read(id: string): ReadResult {
-    if (this.own !== null) {
-      const record = this.own.records.get(id);
-      return record === undefined ? { kind: "absent" } : { kind: "valid", record };
-    }
-    return readRecordFile(this.recordPath(id), id);
-  }
-
-  /**
-   * Writes a whole record atomically; fsyncs it, and its shard directory, unless the durability
-   * policy says it may be redone. With `deferDirSync` the shard is added to that set instead, for
-   * the caller to sync once for a whole batch.
-   */
-  private write(record: LeaseRecord, fence = false, deferDirSync?: Set<number>): void {
-    if (this.own !== null) return this.own.put(record, fence);
-    const path = this.recordPath(record.id);
-    if (this.durability === "fence" && !fence) {
-      replaceFile(path, recordText(record));
-      return;
-    }
-    replaceFileSynced(path, recordText(record));
-    // In a deferred batch the caller syncs the directory (syncAsync in the pool) before it publishes.
-    if (deferDirSync) deferDirSync.add(this.shardOf(record.id));
-    else if (this.deferring > 0) this.unsyncedShards.add(this.shardOf(record.id));
-    else this.syncDir(join(this.root, shardName(this.shardOf(record.id))));
-  }
-
-  /** Overridable so that tests can inject a failing directory fsync (an OS fault). */
-  protected syncDir(dir: string): void {
-    fsyncDir(dir);
-    this.stats.directorySyncs++;
-  }
-
-  /** Creates the shard directory on first use in this process, and makes its name durable. */
-  private prepareShard(id: string): void {
-    if (this.own !== null) return;
-    const shard = this.shardOf(id);
-    if (this.readyShards.has(shard)) return;
-    try {
-      mkdirSync(join(this.root, shardName(shard)));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    }
-    // Synced even if another process created it: it may not have synced the root yet.
-    this.syncDir(this.root);
-    this.readyShards.add(shard);
-  }
-
-  /** Without its shard directory a record cannot exist; transitions then need no lock. */
-  private shardExists(id: string): boolean {
-    if (this.own !== null) return true;
-    if (this.readyShards.has(this.shardOf(id))) return true;
-    try {
-      return lstatSync(join(this.root, shardName(this.shardOf(id)))).isDirectory();
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
-      throw err;
-    }
-  }
-
-  private shardOf(id: string): number {
-    return Number.parseInt(id.slice(0, 8), 16) % this.shardCount;
-  }
-
-  private recordPath(id: string): string {
-    return join(this.root, shardName(this.shardOf(id)), `${id}.json`);
   }
 }

@@ -1,0 +1,483 @@
+// A deterministic simulation of the lease table under faults: a seeded scheduler drives several
+// simulated masters that claim, heartbeat, execute, pass the commit fence, publish and complete
+// the contents of a small corpus through the real LeaseTable, over one of its stores:
+//
+//   memory         lease-store/memory.ts: one simulated disk, each master its own store over it
+//   shared-files   lease-store/shared-files.ts in a temporary directory, each master its own table
+//   journal        lease-store/journal.ts: one process owns the table; the masters are its holders
+//
+// Faults, while they last: a master crashes (its memory dropped, its table reopened: a journal is
+// absorbed by the reopening); a master stalls past the lease and wakes with its old fences;
+// results are delayed, duplicated and reordered on their way to the master; a write or a sync
+// fails (memory: EIO on put or sync; shared files: EIO on a directory fsync); a journal's last
+// line is torn by a crash in the middle of its write; the power is cut (memory: only what was
+// synced is left). Then the faults stop and the world runs until every content is done.
+//
+// Checked after every step, on what the step touched (a step that reopens a table: on every
+// record): each content is committed under one fence at most; a transition under a stale fence
+// is refused and changes nothing; a `committing` or `done` record keeps its fence (never stolen)
+// and a claim never takes one; no child is published before its parent's fence is durable
+// (memory); a power cut keeps every fence whose children were published. At the end every content
+// is done, committed exactly once. A violation throws SimViolation, whose message holds the seed
+// that replays it.
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { appendFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { isDeepStrictEqual } from "node:util";
+import { JOURNAL_FILE } from "../../src/explore/state/lease-journal.ts";
+import { MemoryDisk, MemoryStore } from "../../src/explore/state/lease-store/memory.ts";
+import { canonicalManifest, LeaseTable, type CommitManifest, type LeaseRecord } from "../../src/explore/state/lease-table.ts";
+import { FaultyFiles, rng, simulationRoot, StaleCacheStore, UnsyncedFenceStore } from "./lease-world-stores.ts";
+
+export type StoreKind = "memory" | "shared-files" | "journal";
+export const STORE_KINDS: readonly StoreKind[] = ["memory", "shared-files", "journal"];
+
+/**
+ * Deliberately broken stores, to show that the simulation catches what it is meant to:
+ *   stale-cache      each master reads its own cached copy of a record once it has one, so it
+ *                    ignores the fences other masters issued since (a store without a shared view)
+ *   unsynced-fence   commit fences are never synced before their children are published
+ */
+export type Broken = "stale-cache" | "unsynced-fence";
+
+export interface SimOptions {
+  kind: StoreKind;
+  seed: number;
+  /** Steps with faults; the calm steps after them are counted in the result too. */
+  steps: number;
+  masters?: number;
+  contents?: number;
+  durability?: "all" | "fence";
+  broken?: Broken;
+}
+
+export interface SimResult {
+  steps: number;
+  commits: number;
+  faults: Record<string, number>;
+}
+
+export class SimViolation extends Error {}
+
+const TTL = 1_000;
+const ROOTS = 2;
+
+interface Master {
+  n: number;
+  owner: string;
+  table: LeaseTable;
+  /** Its tasks and their fences, as this incarnation knows them. */
+  held: Map<string, string>;
+  /** Fences passed, publication still to do. */
+  fenced: { id: string; fence: string }[];
+  stalledUntil: number;
+  files: FaultyFiles | null;
+}
+
+/** A result on its way from a worker to master `m`: delivered late, twice, or out of order. */
+interface Result {
+  m: number;
+  id: string;
+  fence: string;
+}
+
+export function simulate(o: SimOptions): SimResult {
+  const world = new World(o);
+  try {
+    return world.run();
+  } finally {
+    world.close();
+  }
+}
+
+class World {
+  private readonly random: () => number;
+  private readonly masters: Master[] = [];
+  private readonly ids: string[];
+  private readonly index = new Map<string, number>();
+  private readonly durability: "all" | "fence";
+  private readonly disk = new MemoryDisk();
+  private readonly dir: string | null;
+  /** The contents published so far (the corpus): claimable. */
+  private readonly corpus = new Set<number>();
+  private readonly done = new Set<string>();
+  /** The one fence each content was committed under, and whether it had children. */
+  private readonly commits = new Map<string, { fence: string; children: boolean }>();
+  /** Records seen past their commit fence: their fence, which nothing may change. */
+  private readonly fencedAt = new Map<string, string>();
+  /** Empty commits and completions the table answered "completed", under their fence. */
+  private readonly acknowledged = new Map<string, string>();
+  private network: Result[] = [];
+  private now = 1_000_000;
+  private step = 0;
+  private faulty = true;
+  /** Whether the last attempt() failed with an injected EIO. */
+  private failed = false;
+  private readonly faults: Record<string, number> = {};
+
+  constructor(private readonly o: SimOptions) {
+    this.random = rng(o.seed);
+    this.durability = o.durability ?? (o.seed % 2 === 0 ? "fence" : "all");
+    const contents = o.contents ?? 40;
+    this.ids = Array.from({ length: contents }, (_, i) => createHash("sha256").update(`sim content ${i}`).digest("hex"));
+    this.ids.forEach((id, i) => this.index.set(id, i));
+    for (let i = 0; i < ROOTS; i++) this.corpus.add(i);
+    this.dir = o.kind === "memory" ? null : mkdtempSync(join(simulationRoot(), "fuzzfleet-lease-sim-"));
+    const masters = o.kind === "journal" ? 1 : (o.masters ?? 3);
+    // A journal is one process's: its holders are masters in name (slots of one process).
+    const holders = o.kind === "journal" ? (o.masters ?? 3) : masters;
+    for (let n = 0; n < holders; n++) {
+      this.masters.push({ n, owner: `m${n}`, table: null as unknown as LeaseTable, held: new Map(), fenced: [], stalledUntil: 0, files: null });
+    }
+    if (o.kind === "journal") this.reopenJournal();
+    else for (const m of this.masters) this.reopen(m);
+  }
+
+  close(): void {
+    for (const table of new Set(this.masters.map((m) => m.table))) table?.close();
+    if (this.dir !== null) rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  run(): SimResult {
+    for (; this.step < this.o.steps; this.step++) this.act();
+    this.faulty = false;
+    for (const m of this.masters) m.stalledUntil = 0;
+    if (this.o.kind === "memory") this.disk.failWrites = this.disk.failSyncs = 0;
+    for (const m of this.masters) if (m.files) m.files.failSyncs = 0;
+    const calm = this.o.steps + 200 * this.ids.length;
+    while (this.done.size < this.ids.length) {
+      if (this.step >= calm) this.violation(`faults stopped ${calm - this.o.steps} steps ago and ${this.ids.length - this.done.size} contents are not done`);
+      this.act();
+      this.step++;
+    }
+    // Every content is done; each committed exactly once, and the table agrees.
+    for (const id of this.ids) {
+      if (!this.commits.has(id)) this.violation(`content ${this.index.get(id)} is done but was never committed`);
+      const rec = this.masters[0]!.table.record(id);
+      if (rec?.status !== "done" || rec.token !== this.commits.get(id)!.fence) this.violation(`content ${this.index.get(id)} ends ${JSON.stringify(rec)}`);
+    }
+    return { steps: this.step, commits: this.commits.size, faults: this.faults };
+  }
+
+  // ---- the scheduler ----------------------------------------------------------------------
+
+  private act(): void {
+    const r = this.random();
+    const m = this.masters[Math.floor(this.random() * this.masters.length)]!;
+    if (r < 0.12) this.now += 1 + Math.floor(this.random() * (this.faulty ? 200 : 400));
+    else if (this.faulty && r < 0.17) this.fault(m);
+    else if (this.asleep(m)) this.now += 1 + Math.floor(this.random() * 50);
+    else if (r < 0.35) this.claim(m);
+    else if (r < 0.42) this.heartbeat(m);
+    else if (r < 0.55) this.execute(m);
+    else if (r < 0.75) this.deliver();
+    else if (r < 0.9) this.publishNext(m);
+    else this.recover(m);
+  }
+
+  private asleep(m: Master): boolean {
+    return this.now < m.stalledUntil;
+  }
+
+  private fault(m: Master): void {
+    const kinds = ["crash", "stall"];
+    if (this.o.kind !== "journal") kinds.push("fail-write");
+    if (this.o.kind === "memory") kinds.push("power-cut", "fail-sync");
+    if (this.o.kind === "journal") kinds.push("torn-write");
+    const kind = kinds[Math.floor(this.random() * kinds.length)]!;
+    this.faults[kind] = (this.faults[kind] ?? 0) + 1;
+    switch (kind) {
+      case "crash":
+        return this.crash(m);
+      case "stall":
+        m.stalledUntil = this.now + TTL + Math.floor(this.random() * 2 * TTL);
+        return;
+      case "fail-write":
+        // Shared files: the directory fsync after a record's write fails.
+        if (this.o.kind === "memory") this.disk.failWrites = 1;
+        else m.files!.failSyncs = 1;
+        return;
+      case "fail-sync":
+        this.disk.failSyncs = 1;
+        return;
+      case "power-cut":
+        return this.powerCut();
+      case "torn-write":
+        return this.tornWrite();
+    }
+  }
+
+  // ---- what a master does -----------------------------------------------------------------
+
+  private claim(m: Master): void {
+    const open = [...this.corpus].filter((i) => !this.done.has(this.ids[i]!));
+    if (open.length === 0) return;
+    const id = this.ids[open[Math.floor(this.random() * open.length)]!]!;
+    this.checkedClaim(m, id);
+  }
+
+  /** A claim of `id`, checked: a record past its fence or an unexpired lease is never taken. */
+  private checkedClaim(m: Master, id: string): void {
+    const before = this.read(m, id);
+    const fence = this.attempt(() => m.table.claim(id, { hash: id, origin: this.index.get(id)! < ROOTS ? "initial" : "generated" }, m.owner, { now: this.now, ttlMs: TTL }));
+    const after = this.read(m, id);
+    const free = before === null || (before.status === "leased" && this.now - before.updated >= TTL);
+    if (!free && fence) this.violation(`${m.owner} claimed ${this.name(id)} from ${JSON.stringify(before)}`);
+    // A claim that failed after its write (a directory fsync) leaves a lease nobody holds, taken again after the TTL.
+    const orphan = this.failed && after?.status === "leased" && after.updated === this.now;
+    if (!fence && !orphan && !isDeepStrictEqual(before, after)) this.violation(`a refused claim of ${this.name(id)} changed ${JSON.stringify(before)} into ${JSON.stringify(after)}`);
+    if (fence) {
+      if (after?.token !== fence || after.status !== "leased") this.violation(`a claim of ${this.name(id)} answered ${fence} but left ${JSON.stringify(after)}`);
+      m.held.set(id, fence);
+    }
+    this.checkFenced(id, after);
+  }
+
+  private heartbeat(m: Master): void {
+    if (m.held.size === 0) return;
+    const before = new Map([...m.held.keys()].map((id) => [id, this.read(m, id)]));
+    const r = this.attempt(() => m.table.heartbeatMany(new Map(m.held), this.now));
+    for (const [id, rec] of before) {
+      const after = this.read(m, id);
+      const current = rec !== null && rec.token === m.held.get(id) && rec.status !== "done";
+      if (!current && !isDeepStrictEqual(rec, after)) this.violation(`a heartbeat under the stale fence ${m.held.get(id)} changed ${this.name(id)}`);
+      if (r !== null && r.renewed.includes(id) !== current) this.violation(`heartbeat of ${this.name(id)} answered ${r.renewed.includes(id) ? "renewed" : "lost"} for ${JSON.stringify(rec)}`);
+      this.checkFenced(id, after);
+    }
+    if (r !== null) for (const id of r.lost) m.held.delete(id);
+  }
+
+  /** A worker ran one of `m`'s tasks: its result goes on the network. */
+  private execute(m: Master): void {
+    const held = [...m.held];
+    if (held.length === 0) return;
+    const [id, fence] = held[Math.floor(this.random() * held.length)]!;
+    m.held.delete(id);
+    this.network.push({ m: m.n, id, fence });
+  }
+
+  /** One result arrives, in any order; while faults last, it may be delivered again later. */
+  private deliver(): void {
+    if (this.network.length === 0) return;
+    const i = Math.floor(this.random() * this.network.length);
+    const res = this.network[i]!;
+    const m = this.masters[res.m]!;
+    if (this.asleep(m)) return;
+    if (!this.faulty || this.random() < 0.8) this.network.splice(i, 1);
+    else this.faults.duplicate = (this.faults.duplicate ?? 0) + 1;
+    const children = this.childrenOf(res.id);
+    const manifest = this.manifest(children);
+    if (children.length === 0) {
+      // A result without children commits empty; one over a budget is completed as it is.
+      const overBudget = this.random() < 0.25;
+      this.fenced(m, res.id, res.fence, () => {
+        const r = overBudget ? m.table.complete(res.id, res.fence, this.now) : m.table.commitEmpty(res.id, res.fence, manifest, this.now);
+        if (r === "completed") this.acknowledged.set(res.id, res.fence);
+        return r === "completed";
+      });
+      return;
+    }
+    this.fenced(m, res.id, res.fence, () => {
+      // The fences of a batch: deferred, then synced before anything is published.
+      const ok = m.table.deferredBatch(() => m.table.beginCommit(res.id, res.fence, manifest, this.now));
+      m.table.sync();
+      return ok;
+    }, () => m.fenced.push({ id: res.id, fence: res.fence }));
+  }
+
+  private publishNext(m: Master): void {
+    const next = m.fenced.shift();
+    if (next === undefined) return;
+    this.fenced(m, next.id, next.fence, () => {
+      const r = m.table.replayCommit(next.id, next.fence, (man) => this.publish(m, next.id, next.fence, man), this.now);
+      return r === "completed";
+    });
+  }
+
+  /** What a master does after a restart, and now and then: replay every commit past its fence, reclaim expired leases. */
+  private recover(m: Master): void {
+    const committing = this.attempt(() => m.table.recoverCommitting()) ?? [];
+    for (const c of committing) {
+      this.fenced(m, c.id, c.fence, () => {
+        const r = m.table.replayCommit(c.id, c.fence, (man) => this.publish(m, c.id, c.fence, man), this.now);
+        return r === "completed";
+      });
+    }
+    const expired = this.attempt(() => m.table.recoverExpired(this.now, TTL, 4)) ?? [];
+    for (const e of expired) this.checkedClaim(m, e.id);
+  }
+
+  // ---- checks -----------------------------------------------------------------------------
+
+  /**
+   * Runs a transition under `fence` on `id` and checks it: under a stale fence (the record is
+   * not under it, or there is none) it must be refused and change nothing; a record past its
+   * commit fence keeps its fence. `then` runs when the transition succeeded.
+   */
+  private fenced(m: Master, id: string, fence: string, op: () => boolean, then?: () => void): void {
+    const before = this.read(m, id);
+    const ok = this.attempt(op);
+    const after = this.read(m, id);
+    const stale = before === null || before.token !== fence;
+    if (stale && ok) this.violation(`${m.owner} succeeded on ${this.name(id)} under the stale fence ${fence} (record ${JSON.stringify(before)})`);
+    if (stale && !isDeepStrictEqual(before, after)) this.violation(`a stale fence ${fence} changed ${this.name(id)}: ${JSON.stringify(before)} -> ${JSON.stringify(after)}`);
+    this.checkFenced(id, after);
+    if (ok && then) then();
+  }
+
+  /** A record seen past its commit fence keeps that fence, and never goes back to `leased`. */
+  private checkFenced(id: string, rec: LeaseRecord | null): void {
+    const was = this.fencedAt.get(id);
+    if (was !== undefined && (rec === null || rec.token !== was || rec.status === "leased")) {
+      this.violation(`${this.name(id)} was past its commit fence under ${was} and is now ${JSON.stringify(rec)}: stolen`);
+    }
+    if (rec !== null && rec.status !== "leased") this.fencedAt.set(id, rec.token);
+    if (rec?.status !== "done") return;
+    this.done.add(id);
+    // An empty commit (or a completion without one) is its done record (its sync may have failed
+    // after the write: it is done all the same).
+    if (rec.commit === undefined || rec.commit.hashes.length === 0) this.committed(rec.owner, id, rec.token, []);
+  }
+
+  /** The publication of `id`'s children under `fence`: the one commit of its content. */
+  private publish(m: Master, id: string, fence: string, manifest: CommitManifest): void {
+    if (this.o.kind === "memory") {
+      const durable = this.disk.durable.get(id);
+      if (durable?.token !== fence || durable.status === "leased") {
+        this.violation(`${m.owner} publishes the children of ${this.name(id)} while its fence ${fence} is not durable (durable: ${JSON.stringify(durable ?? null)})`);
+      }
+    }
+    this.committed(m.owner, id, fence, manifest.hashes);
+  }
+
+  private committed(owner: string, id: string, fence: string, children: string[]): void {
+    const earlier = this.commits.get(id);
+    if (earlier !== undefined && earlier.fence !== fence) this.violation(`${this.name(id)} committed twice: under ${earlier.fence}, then by ${owner} under ${fence}`);
+    this.commits.set(id, { fence, children: children.length > 0 });
+    for (const c of children) this.corpus.add(this.index.get(c)!);
+  }
+
+  /** The record as the acting master's table reads it; a failing read (none here) would throw. */
+  private read(m: Master, id: string): LeaseRecord | null {
+    const rec = m.table.record(id);
+    return rec === null ? null : structuredClone(rec);
+  }
+
+  /** Runs `fn`; an injected EIO is the answer "it failed" (the master does not know more). */
+  private attempt<T>(fn: () => T): T | null {
+    this.failed = false;
+    try {
+      return fn();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EIO") throw err;
+      this.faults.eio = (this.faults.eio ?? 0) + 1;
+      this.failed = true;
+      return null;
+    }
+  }
+
+  // ---- crashes ----------------------------------------------------------------------------
+
+  private crash(m: Master): void {
+    if (this.o.kind === "journal") return this.reopenJournal();
+    this.reopen(m);
+  }
+
+  /** One master's process ends (its memory is gone) and starts again on the same store. */
+  private reopen(m: Master): void {
+    m.table?.close();
+    m.held.clear();
+    m.fenced = [];
+    m.stalledUntil = 0;
+    if (this.o.kind === "memory") {
+      const store = this.o.broken === "stale-cache" ? new StaleCacheStore(this.disk, this.durability)
+        : this.o.broken === "unsynced-fence" ? new UnsyncedFenceStore(this.disk, this.durability)
+        : new MemoryStore(this.disk, this.durability);
+      m.table = new LeaseTable({ root: "memory", durability: this.durability }, store);
+    } else {
+      const root = join(this.dir!, "leases");
+      m.files = new FaultyFiles({ root, durability: this.durability, shardCount: 4 });
+      m.table = new LeaseTable({ root, durability: this.durability }, m.files);
+    }
+    this.checkAll(m);
+  }
+
+  /** The process owning the journal ends and starts again: the next opening absorbs its journal. */
+  private reopenJournal(): void {
+    const root = join(this.dir!, "leases");
+    this.masters[0]!.table?.close();
+    const table = new LeaseTable({ root, durability: this.durability, shardCount: 4 });
+    table.takeExclusive();
+    for (const m of this.masters) {
+      m.table = table;
+      m.held.clear();
+      m.fenced = [];
+      m.stalledUntil = 0;
+    }
+    this.checkAll(this.masters[0]!);
+  }
+
+  /** A crash in the middle of a journal line's write: part of a line, then the process is gone. */
+  private tornWrite(): void {
+    const root = join(this.dir!, "leases");
+    const live = readdirSync(root).filter((n) => JOURNAL_FILE.test(n));
+    assert.equal(live.length, 1, `one live journal (${live.join(", ")})`);
+    const line = JSON.stringify({ put: { id: this.ids[0], status: "done" } });
+    appendFileSync(join(root, live[0]!), line.slice(0, 1 + Math.floor(this.random() * (line.length - 1))));
+    this.reopenJournal();
+  }
+
+  /** Every process is gone and only what was synced is left: no published fence may be lost. */
+  private powerCut(): void {
+    this.disk.powerCut();
+    this.fencedAt.clear();
+    for (const [id, c] of [...this.commits]) {
+      const rec = this.disk.visible.get(id);
+      const kept = rec !== undefined && rec.token === c.fence && rec.status !== "leased";
+      if (kept) continue;
+      // An empty commit publishes nothing: a power cut may undo one that was not made durable
+      // (--sync fence, or its sync failed and the table said so), and it is redone. Under --sync
+      // all, one the table acknowledged must survive.
+      const acknowledged = this.acknowledged.get(id) === c.fence;
+      if (!c.children && !(acknowledged && this.durability === "all")) {
+        this.commits.delete(id);
+        this.done.delete(id);
+        continue;
+      }
+      this.violation(`a power cut lost the commit of ${this.name(id)} under ${c.fence} (left ${JSON.stringify(rec ?? null)})`);
+    }
+    for (const id of [...this.done]) if (this.disk.visible.get(id)?.status !== "done") this.done.delete(id);
+    for (const m of this.masters) this.reopen(m);
+  }
+
+  /** After a reopening: every record the table holds is checked against what was seen before. */
+  private checkAll(m: Master): void {
+    for (const rec of m.table.snapshot()) this.checkFenced(rec.id, rec);
+    for (const id of this.fencedAt.keys()) if (m.table.record(id) === null) this.checkFenced(id, null);
+  }
+
+  // ---- the corpus -------------------------------------------------------------------------
+
+  /** Content i's children: 2i + ROOTS and 2i + ROOTS + 1, while there are contents. */
+  private childrenOf(id: string): string[] {
+    const i = this.index.get(id)!;
+    return [2 * i + ROOTS, 2 * i + ROOTS + 1].filter((c) => c < this.ids.length).map((c) => this.ids[c]!);
+  }
+
+  private manifest(children: string[]): CommitManifest {
+    return canonicalManifest({ worker: "w", staging_id: children.length === 0 ? "" : "0".repeat(32), hashes: children, num_generated: children.length });
+  }
+
+  private name(id: string): string {
+    return `content ${this.index.get(id)}`;
+  }
+
+  private violation(what: string): never {
+    const broken = this.o.broken ? ` --broken ${this.o.broken}` : "";
+    throw new SimViolation(
+      `lease simulation (${this.o.kind}, --sync ${this.durability}, seed ${this.o.seed}) violated at step ${this.step}: ${what}\n` +
+        `replay: node --import tsx bench/explore-sim.mjs --store ${this.o.kind} --seed ${this.o.seed} --runs 1 --steps ${this.o.steps} --contents ${this.ids.length}${broken}`,
+    );
+  }
+}
