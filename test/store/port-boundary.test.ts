@@ -42,7 +42,9 @@ const SQL = [
   /\bDELETE\s+FROM\s/,
   /\b(CREATE|DROP|ALTER)\s+(TABLE|INDEX|UNIQUE|VIEW|TRIGGER)\b/,
   /\bPRAGMA\s+\w+/,
-  /\.(prepare|pragma)\(/,
+  // A connection's prepare takes SQL text; other ports have a prepare of their own (the lease store's).
+  /\.prepare\(\s*["'`]/,
+  /\.pragma\(/,
 ];
 
 function sources(dir: string): string[] {
