@@ -25,7 +25,6 @@ import { removeBelow } from "../files/pinned-dir.ts";
 import type { LaneConfig } from "../config/schema.ts";
 import { chunkTarget, deadlineFloor, halveRate, hardTimeout, pickLane, sizeChunk, updateRate } from "../core/schedule.ts";
 import type { SweepStore } from "../store/port.ts";
-import { sweepStoreOf } from "../store/sqlite/index.ts";
 import { chunkCommand, resultsDir } from "../generator/command.ts";
 import { contractBreach, outputTail, resultsMissing } from "../generator/contract.ts";
 import { LAST_SEED } from "../core/ranges.ts";
@@ -104,7 +103,7 @@ export class SweepEngine implements Books<EngineMark> {
   readonly store: SweepStore;
 
   constructor(private readonly o: EngineOptions) {
-    this.store = "store" in o ? o.store : sweepStoreOf(o.db);
+    this.store = o.store;
     for (const lane of o.lanes) {
       this.lanes.set(lane.config.name, lane);
       this.lanesById.set(lane.laneId, lane);
