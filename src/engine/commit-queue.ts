@@ -67,7 +67,7 @@ export interface CommitQueueOptions {
   /** Called once when the queue fails (the store refused writes for giveUpMs, or is corrupt). */
   onFail?: (error: StoreError) => void;
   /**
-   * Absent: a COMMIT is durable when it returns (synchronous = FULL). Present: handlers settle
+   * Absent: a commit is durable when it returns. Present: handlers settle
    * only after a `sync()` that started after their commit resolved; commits made while one runs
    * share the next.
    */
