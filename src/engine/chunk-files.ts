@@ -6,7 +6,7 @@ import { basename, join, relative } from "node:path";
 import { removeBelow } from "../files/pinned-dir.ts";
 import { removeEntriesOffLoop, type RemovalEntry } from "../files/removal-thread.ts";
 import type { AssignedChunk, AssignedMinimize } from "../net/messages.ts";
-import { sweepStoreOf, type StoreHandle } from "../store/sqlite/index.ts";
+import type { SweepStore } from "../store/port.ts";
 import type { Assignment, MinimizeAssignment } from "./sweep-types.ts";
 
 /** Where chunk `chunkId` runs: its scratch directory and its log, under `<out>/tmp/`. */
@@ -40,10 +40,9 @@ export function discardChunkFiles(outDir: string, f: { scratchDir: string; logPa
 
 /**
  * Removes a session's leftover chunk and minimize scratch directories (a crashed or killed
- * worker's). Returns how many. `books` may still be the worker protocol's SQLite connection.
+ * worker's). Returns how many.
  */
-export function removeSessionScratch(books: StoreHandle, outDir: string, sessionId: number): number {
-  const store = sweepStoreOf(books);
+export function removeSessionScratch(store: SweepStore, outDir: string, sessionId: number): number {
   const tmp = join(outDir, "tmp");
   const ids = new Set(store.sessionChunkIds(sessionId));
   const unitIds = new Set(store.sessionUnitIds(sessionId));

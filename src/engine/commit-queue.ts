@@ -26,8 +26,7 @@
 import assert from "node:assert/strict";
 import { formatDuration } from "../config/duration.ts";
 import { StoreError } from "../errors.ts";
-import type { RefusalCode, StoreRefusal, SweepStore } from "../store/port.ts";
-import { sweepStoreOf, type StoreHandle } from "../store/sqlite/index.ts";
+import type { RefusalCode, StoreDurability, StoreRefusal, SweepStore } from "../store/port.ts";
 
 /** The in-memory books a transaction changes: taken before each attempt, put back after a failed one. */
 export interface Books<Mark> {
@@ -40,11 +39,8 @@ export interface Books<Mark> {
   committed(): () => void;
 }
 
-/** Makes commits durable off the event loop (a WAL fsync on the thread pool), for a store whose commits do not sync themselves. */
-export interface Durability {
-  /** Resolves once every commit made before the call is on disk. */
-  sync(): Promise<void>;
-}
+/** Makes commits durable off the event loop (the store's SessionStore.deferDurability()). */
+export type Durability = StoreDurability;
 
 /** Rejection of a "drop" handler while the store refuses writes: nothing happened, ask again later. */
 export class StoreBlocked extends StoreError {
@@ -71,7 +67,7 @@ export interface CommitQueueOptions {
   /** Called once when the queue fails (the store refused writes for giveUpMs, or is corrupt). */
   onFail?: (error: StoreError) => void;
   /**
-   * Absent: a COMMIT is durable when it returns (synchronous = FULL). Present: handlers settle
+   * Absent: a commit is durable when it returns. Present: handlers settle
    * only after a `sync()` that started after their commit resolved; commits made while one runs
    * share the next.
    */
@@ -109,15 +105,11 @@ export class CommitQueue<Mark> {
   /** Transactions committed, handlers run, attempts refused and syncs made, for the benchmarks and the summary. */
   readonly stats = { commits: 0, handlers: 0, refused: 0, syncs: 0 };
 
-  private readonly store: SweepStore;
-
-  /** `store` may still be the sweep session drivers' SQLite connection (src/sweep/). */
   constructor(
-    store: StoreHandle,
+    private readonly store: SweepStore,
     private readonly books: Books<Mark>,
     private readonly o: CommitQueueOptions,
   ) {
-    this.store = sweepStoreOf(store);
     this.retryFirstMs = o.retryFirstMs ?? 100;
     this.retryMaxMs = o.retryMaxMs ?? 2_000;
     this.store.setLockWait(o.busyMs ?? 25);

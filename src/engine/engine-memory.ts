@@ -1,5 +1,6 @@
 // The engine's memory at a checkpoint: what a transaction the store refused may have changed, so
-// that SweepEngine.rollback can put it back (commit-queue.ts drives checkpoint / rollback).
+// that SweepEngine.rollback can put it back (commit-queue.ts drives checkpoint / rollback), and
+// what the engine's parts (chunk-endings.ts, minimize-units.ts) do to that memory.
 import type { LaneSnapshot } from "../core/lane-state.ts";
 import type { EngineLane, InFlight, MinimizeInFlight, SessionCounts, WorkerView } from "./sweep-types.ts";
 
@@ -7,11 +8,21 @@ import type { EngineLane, InFlight, MinimizeInFlight, SessionCounts, WorkerView 
 export interface EngineMark {
   lanes: { lane: EngineLane; state: LaneSnapshot; rate: number | null }[];
   chunksRun: Map<string, number>;
-  inFlight: Map<number, InFlight>;
-  minimizing: Map<number, MinimizeInFlight>;
+  inFlight: ReadonlyMap<number, InFlight>;
+  minimizing: ReadonlyMap<number, MinimizeInFlight>;
   counts: SessionCounts;
   /** Worker views changed since the checkpoint, with their state before the first change. */
   workers: Map<WorkerView, WorkerMemory>;
+}
+
+/** What a part of the engine changes of the engine's memory while it books a unit, inside the open transaction. */
+export interface EngineBooks {
+  /** The session's counts (a rollback replaces the object: read it through here each time). */
+  readonly counts: SessionCounts;
+  /** Runs `action` once the open transaction committed (at once outside one). */
+  whenCommitted(action: () => void): void;
+  /** Remembers `worker`'s scheduling memory before a change (a refused transaction puts it back). */
+  touch(worker: WorkerView): void;
 }
 
 export interface WorkerMemory {

@@ -17,6 +17,8 @@ import { laneArgs, minimizeCommand } from "../generator/command.ts";
 import { ingestMinimized } from "../generator/minimize.ts";
 import type { SweepStore } from "../store/port.ts";
 import { laneIdentity } from "../config/schema.ts";
+import type { EngineBooks } from "./engine-memory.ts";
+import { Leases } from "./leases.ts";
 import {
   abortWording,
   type ChunkReport,
@@ -26,32 +28,30 @@ import {
   type FinishResult,
   type MinimizeAssignment,
   type MinimizeInFlight,
-  type SessionCounts,
   type WorkerView,
 } from "./sweep-types.ts";
 
 /** What a MinimizeUnits reads of and does to the engine that owns it. */
-export interface MinimizeHost {
+export interface MinimizeHost extends EngineBooks {
   readonly draining: DrainReason | null;
   readonly floorSeconds: number;
-  readonly counts: SessionCounts;
   remainingSeconds(): number;
-  /** Runs `action` once the open transaction committed (at once outside one). */
-  whenCommitted(action: () => void): void;
-  /** Remembers `worker`'s scheduling memory before a change (a refused transaction puts it back). */
-  touch(worker: WorkerView): void;
   laneDisabled(lane: string, worker: WorkerView, why: string): void;
 }
 
 export class MinimizeUnits {
-  inFlight = new Map<number, MinimizeInFlight>();
+  /** The units executors hold. */
+  readonly inFlight: Leases<MinimizeInFlight>;
+  private readonly store: SweepStore;
 
   constructor(
     private readonly o: EngineOptions,
-    private readonly store: SweepStore,
     private readonly lanesById: ReadonlyMap<number, EngineLane>,
     private readonly host: MinimizeHost,
-  ) {}
+  ) {
+    this.store = o.store;
+    this.inFlight = new Leases(o.now);
+  }
 
   /** The share of slots for minimization, or null when `[generator] minimize` is not configured. */
   get share(): number | null {
@@ -107,7 +107,7 @@ export class MinimizeUnits {
     const now = this.o.now();
     const hardTimeoutSeconds = Math.max(1, Math.min(m.timeoutSeconds, Math.floor(remainingSeconds)));
     const cutBySessionEnd = hardTimeoutSeconds < m.timeoutSeconds;
-    this.inFlight.set(unitId, { unitId, lane: lane.config.name, laneId: lane.laneId, seeds, worker, scratchDir, logPath, startedMs: now, cutBySessionEnd, lastBeatMs: now });
+    this.inFlight.hold(unitId, { unitId, lane: lane.config.name, laneId: lane.laneId, seeds, worker, scratchDir, logPath, startedMs: now, cutBySessionEnd, lastBeatMs: now });
     return {
       unitId,
       lane: lane.config.name,
@@ -127,8 +127,7 @@ export class MinimizeUnits {
   finish(worker: WorkerView, unitId: number, report: ChunkReport): FinishResult {
     const row = this.store.minimizeUnit(unitId);
     if (!row || row.session_id !== this.o.sessionId || row.worker_id !== worker.workerId) return { note: "unknown chunk", seeds: 0 };
-    const flight = this.inFlight.get(unitId);
-    this.inFlight.delete(unitId);
+    const flight = this.inFlight.release(unitId);
     if (row.status !== "running" && row.status !== "leased") return { note: "already recorded", seeds: 0 };
     const tmp = join(this.o.outDir, "tmp");
     const u: MinimizeInFlight = flight ?? {
@@ -219,9 +218,8 @@ export class MinimizeUnits {
 
   /** Takes a unit back from a worker that is gone (lease expired, disconnected): its finds wait for another unit. */
   reissue(unitId: number, why: string): void {
-    const flight = this.inFlight.get(unitId);
+    const flight = this.inFlight.release(unitId);
     if (!flight) return;
-    this.inFlight.delete(unitId);
     const row = this.store.minimizeUnit(unitId);
     if (!row || (row.status !== "running" && row.status !== "leased")) return;
     this.store.endMinimizeUnit(unitId, "reissued", null, { merged: 0, newFailures: 0, failed: 0 });
@@ -231,21 +229,17 @@ export class MinimizeUnits {
 
   /** Units `worker` holds right now. */
   heldBy(worker: WorkerView): MinimizeInFlight[] {
-    return [...this.inFlight.values()].filter((u) => u.worker === worker);
+    return this.inFlight.heldBy(worker);
   }
 
   /** Marks the unit's lease as alive. Returns whether `worker` still holds it. */
   heartbeat(worker: WorkerView, unitId: number): boolean {
-    const u = this.inFlight.get(unitId);
-    if (!u || u.worker !== worker) return false;
-    u.lastBeatMs = this.o.now();
-    return true;
+    return this.inFlight.heartbeat(worker, unitId);
   }
 
   /** Units whose holder has not sent a heartbeat for `leaseSeconds`. */
   expiredLeases(leaseSeconds: number): MinimizeInFlight[] {
-    const limit = this.o.now() - leaseSeconds * 1000;
-    return [...this.inFlight.values()].filter((u) => u.lastBeatMs < limit);
+    return this.inFlight.expired(leaseSeconds);
   }
 
   /** Empties a unit's scratch directory before it runs, never following a symlink below <out>. */

@@ -6,7 +6,6 @@ import type { LaneState } from "../core/lane-state.ts";
 import type { ChildOutcome } from "../exec/run-child.ts";
 import type { IngestResult } from "../generator/ingest.ts";
 import type { SweepStore, Transport } from "../store/port.ts";
-import type { StoreHandle } from "../store/sqlite/index.ts";
 
 /** A lane taking part in this session. */
 export interface EngineLane {
@@ -137,13 +136,9 @@ export interface InFlight {
   lastBeatMs: number;
 }
 
-/**
- * The engine's books: `store`, or `db`, the SQLite connection the sweep session drivers
- * (src/sweep/) still pass; `db` goes once they pass a SweepStore.
- */
-export type EngineOptions = EngineSettings & ({ store: SweepStore } | { db: StoreHandle });
-
-export interface EngineSettings {
+export interface EngineOptions {
+  /** The books the engine keeps in memory are the ones this store holds. */
+  store: SweepStore;
   config: Config;
   outDir: string;
   generationId: number;

@@ -27,11 +27,9 @@ import type { Connection } from "../net/connection.ts";
 import { heldUnit, type CoordinatorReplyT, type HelloFrame, type ProveFrame } from "../net/messages.ts";
 import { WorkerServer } from "../net/worker-server.ts";
 import type { AttachedWorker, ReadService, WorkProtocol, WorkRequest } from "../net/work-protocol.ts";
-import { touchChunkHeartbeat } from "../store/chunks.ts";
-import { earlierRates, insertWorker, markWorkerGone, touchWorker } from "../store/workers.ts";
 import { generatorIdentity } from "../generator/identity.ts";
 import type { Config } from "../config/schema.ts";
-import type { Db } from "../store/db.ts";
+import type { SweepStore } from "../store/port.ts";
 import type { Assignment, MinimizeAssignment, SweepEngine, WorkerView } from "./sweep-engine.ts";
 import { removeSessionScratch, wireChunk, wireUnit } from "./chunk-files.ts";
 import { StoreBlocked, type CommitQueue } from "./commit-queue.ts";
@@ -54,7 +52,7 @@ export interface SweepWorker extends AttachedWorker, WorkerView {
 
 /** What the worker side needs of the session it serves (sweep/session.ts opens one). */
 export interface ServedSession {
-  db: Db;
+  store: SweepStore;
   config: Config;
   outDir: string;
   sessionId: number;
@@ -186,7 +184,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
     for (const u of [...engine.minimize.inFlight.values()]) this.reissueUnit(u.unitId, "the session ended");
     await this.books.settled();
     if (this.books.failed) throw this.books.failed;
-    return { outcome, abandoned, scratchRemoved: removeSessionScratch(this.o.session.db, this.o.session.outDir, this.o.session.sessionId) };
+    return { outcome, abandoned, scratchRemoved: removeSessionScratch(this.o.session.store, this.o.session.outDir, this.o.session.sessionId) };
   }
 
   /** The commit queue gave up on the store: run() ends the session. */
@@ -305,8 +303,8 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
   admit(conn: Connection, hello: HelloFrame, slots: number): Promise<SweepWorker> {
     return this.books.run(() => {
       const s = this.o.session;
-      const workerId = insertWorker(s.db, { sessionId: s.sessionId, host: hello.host, addr: conn.remote, jobs: hello.jobs, genHash: s.genHash, appBuild: s.appBuild });
-      const seeded = earlierRates(s.db, hello.host, hello.jobs, workerId);
+      const workerId = s.store.joinWorker({ sessionId: s.sessionId, host: hello.host, addr: conn.remote, jobs: hello.jobs, genHash: s.genHash, appBuild: s.appBuild });
+      const seeded = s.store.earlierRates(hello.host, hello.jobs, workerId);
       const known = [...seeded].map(([lane, r]) => `${lane} ${r.toFixed(1)}/s`).join(", ");
       this.o.log(`worker ${hello.host}#${workerId} joined (-j ${hello.jobs}, from ${conn.remote})${known ? `  known rates: ${known}` : ""}`);
       return {
@@ -399,13 +397,13 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
           const held = heldUnit(id);
           return held.kind === "chunk" ? engine.heartbeat(w, held.chunkId) : engine.minimize.heartbeat(w, held.unitId);
         });
-        const db = this.o.session.db;
+        const store = this.o.session.store;
         this.books
           .run(() => {
-            touchWorker(db, w.workerId);
+            store.workerSeen(w.workerId);
             for (const id of known) {
               const held = heldUnit(id);
-              if (held.kind === "chunk") touchChunkHeartbeat(db, held.chunkId);
+              if (held.kind === "chunk") store.chunkHeartbeat(held.chunkId);
             }
           }, "drop")
           .catch(() => undefined);
@@ -438,7 +436,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
     const held = this.o.engine.heldBy(w);
     const units = this.o.engine.minimize.heldBy(w);
     await this.book(() => {
-      markWorkerGone(this.o.session.db, w.workerId);
+      this.o.session.store.workerGone(w.workerId);
       for (const f of held) this.o.engine.reissue(f.chunkId, `worker ${w.label} left (${why})`);
       for (const u of units) this.o.engine.minimize.reissue(u.unitId, `worker ${w.label} left (${why})`);
     });

@@ -25,7 +25,6 @@ import { FileProblem } from "../files/file-problem.ts";
 import { PinnedDir } from "../files/pinned-dir.ts";
 import { placeFile, placeNote, placeTree, scanTree, scannedFile, type TreeNode } from "../files/tree.ts";
 import type { SweepStore } from "../store/port.ts";
-import { sweepStoreOf, type StoreHandle } from "../store/sqlite/index.ts";
 import { recordQuarantineReasons, type QuarantineReason } from "./quarantine-reasons.ts";
 import { artifactNames, numbered, storePath } from "./ingest-files.ts";
 import { problemReason, readFailureEntry, type ParsedFailure } from "./failure-entry.ts";
@@ -85,9 +84,8 @@ export interface IngestResult {
   refused: string | null;
 }
 
-/** Ingests one chunk's results into `books` (a SweepStore, or a SQLite connection the sweep drivers still hold), atomically. */
-export function ingestChunk(books: StoreHandle, t: IngestTarget): IngestResult {
-  const store = sweepStoreOf(books);
+/** Ingests one chunk's results into `store`, atomically. */
+export function ingestChunk(store: SweepStore, t: IngestTarget): IngestResult {
   const result: IngestResult = {
     finds: 0,
     newFailures: 0,

@@ -12,7 +12,6 @@ import { FileProblem } from "../files/file-problem.ts";
 import { resolveStorePath } from "../generator/ingest.ts";
 import type { InFlight, SessionCounts, EngineLane, DrainReason } from "../engine/sweep-engine.ts";
 import { FAILURE_STATES, type SessionRow, type SweepStore } from "../store/port.ts";
-import { sweepStoreOf, type StoreHandle } from "../store/sqlite/index.ts";
 import type { MetricFamily } from "../ui/metrics.ts";
 import type { DashboardSnapshot, DashboardSource, FailureDetail, LaneView, SweepView, WorkerRow } from "../ui/source.ts";
 import { sweepMetrics } from "./dashboard-metrics.ts";
@@ -41,13 +40,9 @@ export interface LiveSweep {
   };
 }
 
-/**
- * The campaign's books: `store`, or `db`, the SQLite connection the sweep session drivers
- * (src/sweep/) still pass; `db` goes once they pass a SweepStore.
- */
-export type SweepSourceOptions = SweepSourceSettings & ({ store: SweepStore } | { db: StoreHandle });
-
-export interface SweepSourceSettings {
+export interface SweepSourceOptions {
+  /** The campaign's books. */
+  store: SweepStore;
   outDir: string;
   title: string;
   live: LiveSweep | null;
@@ -64,7 +59,7 @@ export class SweepDashboardSource implements DashboardSource {
 
   constructor(private readonly o: SweepSourceOptions) {
     this.wallNow = o.wallNow ?? Date.now;
-    this.store = "store" in o ? o.store : sweepStoreOf(o.db);
+    this.store = o.store;
   }
 
   snapshot(): DashboardSnapshot {

@@ -9,8 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { printable } from "../core/log-lines.ts";
 import { formatInt } from "../config/format.ts";
-import type { FailureState, PendingGroup } from "../store/port.ts";
-import { sweepStoreOf, type StoreHandle } from "../store/sqlite/index.ts";
+import type { FailureState, PendingGroup, SweepStore } from "../store/port.ts";
 import { resolveStorePath } from "../generator/ingest.ts";
 
 export interface FailureFilters {
@@ -83,9 +82,7 @@ export function failureTotals(failures: readonly { hits: number; distinct?: numb
 
 const SEEDS_SHOWN = 20;
 
-/** `books`: a SweepStore, or the SQLite connection the sweep session drivers still pass. */
-export function failuresData(books: StoreHandle, outDir: string, requested: FailureFilters): FailuresData {
-  const store = sweepStoreOf(books);
+export function failuresData(store: SweepStore, outDir: string, requested: FailureFilters): FailuresData {
   const filters = effectiveFilters(requested);
   const gen = store.currentGeneration();
   const generationId = filters.allGenerations ? null : (gen?.id ?? -1);

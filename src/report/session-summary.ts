@@ -6,8 +6,7 @@ import { formatDuration } from "../config/duration.ts";
 import { formatInt } from "../config/format.ts";
 import { printable } from "../core/log-lines.ts";
 import { writeOutputFile } from "../files/output-file.ts";
-import { reasonList, type SessionEnd } from "../store/port.ts";
-import { sweepStoreOf, type StoreHandle } from "../store/sqlite/index.ts";
+import { reasonList, type SessionEnd, type SweepStore } from "../store/port.ts";
 import type { SessionCounts } from "../engine/sweep-engine.ts";
 import { LAST_SEED, SEED_LIMIT } from "../core/ranges.ts";
 
@@ -31,9 +30,7 @@ export interface SummaryInput {
   outDir: string;
 }
 
-/** `books`: a SweepStore, or the SQLite connection the sweep session drivers still pass. */
-export function sessionSummary(books: StoreHandle, s: SummaryInput): string {
-  const store = sweepStoreOf(books);
+export function sessionSummary(store: SweepStore, s: SummaryInput): string {
   const c = s.counts;
   const out: string[] = [];
   out.push("");

@@ -6,8 +6,7 @@ import { join } from "node:path";
 import { printable } from "../core/log-lines.ts";
 import { formatDuration } from "../config/duration.ts";
 import { counted, formatInt, formatRate } from "../config/format.ts";
-import { reasonList, type ChunkTotals, type FailureGroup, type MinimizeProgress, type PendingGroup, type QuarantineGroup } from "../store/port.ts";
-import { sweepStoreOf, type StoreHandle } from "../store/sqlite/index.ts";
+import { reasonList, type ChunkTotals, type FailureGroup, type MinimizeProgress, type PendingGroup, type QuarantineGroup, type SweepStore } from "../store/port.ts";
 import { LAST_SEED, SEED_LIMIT } from "../core/ranges.ts";
 import { failureTotals, NOTHING_RECORDED, pendingLines, totalsLine, type FailureTotals } from "./failures.ts";
 
@@ -88,9 +87,7 @@ export function emptyStatus(ctx: StatusContext): StatusData {
   };
 }
 
-/** `books`: a SweepStore, or the SQLite connection the sweep session drivers still pass. */
-export function statusData(books: StoreHandle, ctx: StatusContext): StatusData {
-  const store = sweepStoreOf(books);
+export function statusData(store: SweepStore, ctx: StatusContext): StatusData {
   const gen = store.currentGeneration();
   if (!gen) return emptyStatus(ctx);
   const rows = store.activeLanes(gen.id);

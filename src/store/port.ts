@@ -204,3 +204,29 @@ export interface SweepStore extends StoreTransactions, GenerationBook, LaneBook,
   /** Closes the store; a store obtained from a connection someone else owns leaves it open. */
   close(): void;
 }
+
+/** Makes commits durable off the event loop, for a store whose commits do not sync themselves. */
+export interface StoreDurability {
+  /** Resolves once every commit made before the call is on disk; rejects with a StoreError when that fails. */
+  sync(): Promise<void>;
+}
+
+/**
+ * The books as a sweep session writes them (the one writer the campaign lock admits): once the
+ * session is set up, a backend may defer the durability of its commits, and the session's commit
+ * queue then settles a commit's handlers only once `sync()` says the commit is on disk.
+ */
+export interface SessionStore extends SweepStore {
+  /**
+   * From now on a commit may return before it is durable, where the backend makes commits durable
+   * more cheaply off the event loop: returns how to wait for that, or null when every commit stays
+   * durable when it returns. Called once, after the session's opening writes.
+   */
+  deferDurability(): StoreDurability | null;
+  /**
+   * Before the session's last writes: every commit so far made durable, each later one durable
+   * when it returns, and a write waits for another process's lock as long as when the store
+   * opened. Rejects when the store cannot be made durable (the session's end is then not recorded).
+   */
+  settle(): Promise<void>;
+}

@@ -6,10 +6,7 @@ import { laneIdentity } from "../config/schema.ts";
 import { formatInt } from "../config/format.ts";
 import { LaneState } from "../core/lane-state.ts";
 import { RefusedError, UsageError } from "../errors.ts";
-import type { Db } from "../store/db.ts";
-import { currentGeneration, seedsSwept, startGeneration, type GenerationRow } from "../store/generations.ts";
-import { openFailureCount } from "../store/failures.ts";
-import { activeLane, laneChunkRows, laneSeedsSwept, lastCompleteCount, restartLane, saveCursor, type LaneRow } from "../store/lanes.ts";
+import type { GenerationRow, LaneRow, SweepStore } from "../store/port.ts";
 import type { EngineLane } from "../engine/sweep-engine.ts";
 
 /** Asks the user a yes/no question; resolves false when the answer is not an explicit yes. */
@@ -22,15 +19,15 @@ export interface GenerationChoice {
 }
 
 /** Finds or starts the generation for the generator on disk. A change asks before voiding coverage. */
-export async function ensureGeneration(db: Db, genHash: string, confirm: Confirm, log: (line: string) => void): Promise<GenerationChoice> {
-  const current = currentGeneration(db);
+export async function ensureGeneration(store: SweepStore, genHash: string, confirm: Confirm, log: (line: string) => void): Promise<GenerationChoice> {
+  const current = store.currentGeneration();
   if (!current) {
-    startGeneration(db, null, genHash, "initial");
-    return { generation: currentGeneration(db)!, fresh: true };
+    store.startGeneration(null, genHash, "initial");
+    return { generation: store.currentGeneration()!, fresh: true };
   }
   if (current.gen_hash === genHash) return { generation: current, fresh: false };
-  const swept = seedsSwept(db, current.id);
-  const open = openFailureCount(db, current.id);
+  const swept = store.seedsSwept(current.id);
+  const open = store.openFailureCount(current.id);
   log(`the generator changed: ${current.gen_hash.slice(0, 12)} -> ${genHash.slice(0, 12)}`);
   log(`  generation ${current.id} swept ${formatInt(swept)} seeds; a new generation restarts every lane at base_seed`);
   if (open > 0) log(`  its ${open} open failure(s) become 'stale' (their seeds no longer mean the same tests)`);
@@ -39,8 +36,8 @@ export async function ensureGeneration(db: Db, genHash: string, confirm: Confirm
       "the generator changed and no new generation was started; restore the generator (or the [generator] command), or re-run with --yes",
     );
   }
-  startGeneration(db, current.id, genHash, "generator changed");
-  return { generation: currentGeneration(db)!, fresh: true };
+  store.startGeneration(current.id, genHash, "generator changed");
+  return { generation: store.currentGeneration()!, fresh: true };
 }
 
 /**
@@ -48,7 +45,7 @@ export async function ensureGeneration(db: Db, genHash: string, confirm: Confirm
  * config. A lane whose identity changed is retired and restarted only after confirmation.
  */
 export async function syncLanes(
-  db: Db,
+  store: SweepStore,
   generationId: number,
   config: Config,
   confirm: Confirm,
@@ -57,13 +54,13 @@ export async function syncLanes(
   const rows = new Map<string, LaneRow>();
   for (const lane of config.lanes) {
     const identity = laneIdentity(lane);
-    const row = activeLane(db, generationId, lane.name);
+    const row = store.activeLane(generationId, lane.name);
     if (row && row.params_json === identity) {
       rows.set(lane.name, row);
       continue;
     }
     if (row) {
-      const swept = laneSeedsSwept(db, row.id);
+      const swept = store.laneSeedsSwept(row.id);
       log(`lane '${lane.name}' changed: ${row.params_json} -> ${identity}`);
       log(`  ${formatInt(swept)} seeds of its coverage would be discarded`);
       if (!(await confirm(`Restart lane '${lane.name}' from base_seed ${lane.baseSeed}?`))) {
@@ -72,8 +69,8 @@ export async function syncLanes(
         );
       }
     }
-    restartLane(db, row?.id ?? null, generationId, lane.name, identity, lane.baseSeed);
-    rows.set(lane.name, activeLane(db, generationId, lane.name)!);
+    store.restartLane(row?.id ?? null, generationId, lane.name, identity, lane.baseSeed);
+    rows.set(lane.name, store.activeLane(generationId, lane.name)!);
   }
   return rows;
 }
@@ -86,16 +83,16 @@ export interface RecoveredLanes {
 }
 
 /** Rebuilds cursor, frontier and gaps of each lane from its chunk rows (crash recovery). */
-export function recoverLanes(db: Db, lanes: readonly LaneConfig[], rows: ReadonlyMap<string, LaneRow>): RecoveredLanes {
+export function recoverLanes(store: SweepStore, lanes: readonly LaneConfig[], rows: ReadonlyMap<string, LaneRow>): RecoveredLanes {
   const out: RecoveredLanes = { lanes: [], lastCounts: new Map(), uncovered: new Map() };
   for (const lane of lanes) {
     const row = rows.get(lane.name)!;
-    const state = LaneState.recover(row.base_seed, row.cursor, laneChunkRows(db, row.id));
-    if (state.cursor !== row.cursor) saveCursor(db, row.id, state.cursor);
+    const state = LaneState.recover(row.base_seed, row.cursor, store.laneChunks(row.id));
+    if (state.cursor !== row.cursor) store.saveCursor(row.id, state.cursor);
     const queued = state.queued();
     if (queued > 0) out.uncovered.set(lane.name, queued);
     out.lanes.push({ config: lane, laneId: row.id, state, rate: row.seeds_per_sec });
-    out.lastCounts.set(lane.name, lastCompleteCount(db, row.id));
+    out.lastCounts.set(lane.name, store.lastCompleteCount(row.id));
   }
   return out;
 }

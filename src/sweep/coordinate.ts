@@ -15,7 +15,6 @@ import { failuresData, renderFailures } from "../report/failures.ts";
 import { liveViewLines, renderLive, type LiveData } from "../report/live.ts";
 import { renderStatus, statusData } from "../report/status.ts";
 import { clock } from "../report/sweep-console.ts";
-import { setSessionPort } from "../store/sessions.ts";
 import type { UiAddress } from "../ui/address.ts";
 import type { Confirm } from "./campaign.ts";
 import { runSweepSession, type SweepExecutor } from "./session-runner.ts";
@@ -99,7 +98,7 @@ function remoteWorkers(o: CoordinateOptions): SweepExecutor {
       const at = await listenForWorkers(remote, o.bind ?? (d.bind || hostname()), o.port ?? d.port, ADDRESS_FLAGS);
       where = `${at.shown}:${at.port}`;
       s.lock.setPort(at.port);
-      setSessionPort(s.db, s.sessionId, at.port);
+      s.store.setSessionPort(s.sessionId, at.port);
       const workers = remote;
       glance = () => `${workers.workers.size} worker(s), ${engine.inFlightChunks().length} chunk(s) in flight`;
       if (o.live) {
@@ -170,7 +169,7 @@ function liveData(s: SweepSession, engine: SweepEngine, remote: SweepWorkerProto
 function readService(s: SweepSession, live: () => LiveData): ReadService {
   return {
     status(json) {
-      const data = statusData(s.db, {
+      const data = statusData(s.store, {
         genHashNow: s.genHash,
         appBuildNow: s.appBuild,
         outDir: s.outDir,
@@ -180,7 +179,7 @@ function readService(s: SweepSession, live: () => LiveData): ReadService {
       return json ? { type: "json", data: { ...data, live: live() } } : { type: "text", text: renderStatus(data) + "\n" + renderLive(live()) };
     },
     failures(req) {
-      const data = failuresData(s.db, s.outDir, { state: req.state, bucket: req.bucket, allGenerations: req.all_generations });
+      const data = failuresData(s.store, s.outDir, { state: req.state, bucket: req.bucket, allGenerations: req.all_generations });
       return req.json ? { type: "json", data } : { type: "text", text: renderFailures(data, { verbose: req.verbose, lines: req.lines }) };
     },
   };

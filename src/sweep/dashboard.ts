@@ -1,5 +1,5 @@
 // The dashboard of a running sweep (`run --ui`, and `coordinate --ui`): the sweep source over the
-// session's store connection and engine, served where --ui says, and the banner lines that name
+// session's store and engine, served where --ui says, and the banner lines that name
 // it. Off loopback the campaign token guards it (created in <out> like a coordinator's), and the
 // read-only scrape credential is kept beside it while the dashboard serves.
 import { hostname } from "node:os";
@@ -26,7 +26,7 @@ export async function serveSweepDashboard(o: SweepDashboardOptions): Promise<{ s
   const loopback = isLoopbackHost(o.address.host);
   const found = loopback ? null : serverToken({ outDir: o.session.outDir, env: process.env });
   const source = new SweepDashboardSource({
-    db: o.session.db,
+    store: o.session.store,
     outDir: o.session.outDir,
     leaseSeconds: o.session.config.distributed.leaseSeconds,
     title: `fuzzfleet — ${o.session.config.dir}`,

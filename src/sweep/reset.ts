@@ -7,9 +7,7 @@ import type { CampaignPaths } from "../config/paths.ts";
 import { laneIdentity } from "../config/schema.ts";
 import { RefusedError, UsageError } from "../errors.ts";
 import { CampaignLock } from "../lock/campaign-lock.ts";
-import { openStore } from "../store/db.ts";
-import { currentGeneration, startGeneration } from "../store/generations.ts";
-import { activeLane, restartLane } from "../store/lanes.ts";
+import { openSweepStore } from "../store/sqlite/index.ts";
 import type { Confirm } from "./campaign.ts";
 import { tryGenerationHash } from "../generator/identity.ts";
 
@@ -25,15 +23,15 @@ export async function resetCommand(o: ResetOptions): Promise<number> {
   const write = o.write ?? ((line: string) => process.stdout.write(line + "\n"));
   const config = loadConfig(o.paths.configPath);
   const lock = CampaignLock.acquire(o.paths.outDir, { command: "reset", forceUnlock: o.forceUnlock });
-  const db = openStore(o.paths.dbPath, { journal: config.store.journal });
+  const store = openSweepStore(o.paths.dbPath, { journal: config.store.journal });
   try {
-    const gen = currentGeneration(db);
+    const gen = store.currentGeneration();
     if (!gen) {
       write("nothing to reset");
       return 0;
     }
     if (o.lane !== null) {
-      const row = activeLane(db, gen.id, o.lane);
+      const row = store.activeLane(gen.id, o.lane);
       const configured = config.lanes.find((l) => l.name === o.lane);
       if (!row && configured) {
         write(`lane '${o.lane}' has not started in generation ${gen.id} yet: the next run starts it at ${formatInt(configured.baseSeed)}; nothing to reset`);
@@ -48,7 +46,7 @@ export async function resetCommand(o: ResetOptions): Promise<number> {
       if (!(await o.confirm(`Restart lane '${o.lane}' from seed ${formatInt(base)} (discards ${formatInt(covered)} seeds of coverage)?`))) {
         throw new RefusedError(`lane '${o.lane}' was not reset`);
       }
-      restartLane(db, row.id, gen.id, o.lane, identity, base);
+      store.restartLane(row.id, gen.id, o.lane, identity, base);
       write(`lane '${o.lane}' reset to ${formatInt(base)}`);
       return 0;
     }
@@ -56,11 +54,11 @@ export async function resetCommand(o: ResetOptions): Promise<number> {
       throw new RefusedError("no new generation was started");
     }
     const hash = tryGenerationHash(config) ?? gen.gen_hash;
-    const id = startGeneration(db, gen.id, hash, "manual reset");
+    const id = store.startGeneration(gen.id, hash, "manual reset");
     write(`generation ${id} started (${hash.slice(0, 12)})`);
     return 0;
   } finally {
-    db.close();
+    store.close();
     lock.release();
   }
 }

@@ -14,9 +14,8 @@ import { checkCommand, laneArgs } from "../generator/command.ts";
 import { RefusedError, UsageError } from "../errors.ts";
 import { runChild } from "../exec/run-child.ts";
 import { CampaignLock } from "../lock/campaign-lock.ts";
-import { openStore, type Db } from "../store/db.ts";
-import { failureSeedLanes, listFailures, markFailureFixed, touchFailure, type FailureListRow, type SeedLane } from "../store/failures.ts";
-import { currentGeneration } from "../store/generations.ts";
+import type { FailureListRow, SeedLane, SweepStore } from "../store/port.ts";
+import { openSweepStore } from "../store/sqlite/index.ts";
 import { appBuildId, generationHash } from "../generator/identity.ts";
 
 /** Seeds re-checked per failure: they all reduce to the same minimized input, a sample suffices. */
@@ -68,9 +67,9 @@ export async function resweepCommand(o: ResweepOptions): Promise<number> {
   const genHash = generationHash(config);
   const lock = CampaignLock.acquire(o.paths.outDir, { command: "resweep", forceUnlock: o.forceUnlock });
   const signal = o.signal ?? new AbortController().signal;
-  const db = openStore(o.paths.dbPath, { journal: config.store.journal });
+  const store = openSweepStore(o.paths.dbPath, { journal: config.store.journal });
   try {
-    const gen = currentGeneration(db);
+    const gen = store.currentGeneration();
     if (!gen) {
       write("nothing recorded yet");
       return 0;
@@ -81,35 +80,35 @@ export async function resweepCommand(o: ResweepOptions): Promise<number> {
           "its seeds no longer mean the same tests. Run 'fuzzfleet run' to start a new generation.",
       );
     }
-    const open = listFailures(db, { state: "open", generationId: gen.id, id: o.id }).filter(
+    const open = store.listFailures({ state: "open", generationId: gen.id, id: o.id }).filter(
       (f) => f.state === "open" && f.generation_id === gen.id,
     );
     if (open.length === 0) {
       write(o.id != null ? `failure #${o.id} is not an open failure of generation ${gen.id}` : "no open failures to re-sweep");
       return 0;
     }
-    const plan = planChecks(db, open);
+    const plan = planChecks(store, open);
     const verdicts = new Map<string, Map<number, Verdict>>();
     const outcomes = new Map<number, Outcome>();
     let n = 0;
     // Decides (in one transaction) every failure whose lane groups have all been checked.
     const decideReady = () =>
-      db.transaction(() => {
+      store.transaction(() => {
         for (const f of open) {
           if (outcomes.has(f.id)) continue;
           const seeds = plan.seedsOf.get(f.id)!;
           if (!seeds.every((s) => verdicts.has(s.lane_params))) continue;
           const bad = seeds.filter((s) => verdicts.get(s.lane_params)!.get(s.seed)?.bucket !== "ok");
           if (bad.length > 0) {
-            touchFailure(db, f.id);
+            store.touchFailure(f.id);
             const now = [...new Set(bad.map((s) => verdicts.get(s.lane_params)!.get(s.seed)?.bucket ?? "no verdict"))].sort();
             outcomes.set(f.id, { failure: f, fixed: false, seeds: bad.map((s) => s.seed), now: now.length === 1 && now[0] === f.bucket ? null : now });
           } else {
-            markFailureFixed(db, f.id, appBuild);
+            store.markFailureFixed(f.id, appBuild);
             outcomes.set(f.id, { failure: f, fixed: true, seeds: seeds.map((s) => s.seed), now: null });
           }
         }
-      })();
+      });
     write(`re-checking ${counted(open.length, "open failure")} of generation ${gen.id}: ${counted(plan.groups.size, "lane group")} to check`);
     let interrupted = false;
     for (const [params, seeds] of plan.groups) {
@@ -146,7 +145,7 @@ export async function resweepCommand(o: ResweepOptions): Promise<number> {
     if (interrupted) write("interrupted — failures with seeds not yet checked were left unchanged");
     return 0;
   } finally {
-    db.close();
+    store.close();
     lock.release();
   }
 }
@@ -222,11 +221,11 @@ interface CheckPlan {
  * collects seeds from every lane that hit its minimized input: seeds are grouped by the lane of
  * the chunk that recorded them, not by the lane of the first find.
  */
-function planChecks(db: Db, failures: readonly FailureListRow[]): CheckPlan {
+function planChecks(store: SweepStore, failures: readonly FailureListRow[]): CheckPlan {
   const seedsOf = new Map<number, SeedLane[]>();
   const grouped = new Map<string, Set<number>>();
   for (const f of failures) {
-    const sampled = failureSeedLanes(db, f.id, SEEDS_PER_FAILURE);
+    const sampled = store.failureSeedLanes(f.id, SEEDS_PER_FAILURE);
     const seeds = sampled.length > 0 ? sampled : [{ seed: f.first_seed, lane_params: f.lane_params }];
     seedsOf.set(f.id, seeds);
     for (const s of seeds) {

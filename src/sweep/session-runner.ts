@@ -18,7 +18,7 @@ import { SweepEngine, type EngineMark } from "../engine/sweep-engine.ts";
 import { EXIT } from "../exit-codes.ts";
 import { saveSessionSummary, sessionSummary } from "../report/session-summary.ts";
 import { SweepConsole, type ConsoleOptions, type LiveRedraw } from "../report/sweep-console.ts";
-import type { SessionEnd, Transport } from "../store/sessions.ts";
+import type { SessionEnd, Transport } from "../store/port.ts";
 import type { UiAddress } from "../ui/address.ts";
 import type { Dashboard } from "../ui/server.ts";
 import type { Confirm } from "./campaign.ts";
@@ -111,7 +111,7 @@ export async function runSweepSession(o: SessionRequest, executor: SweepExecutor
     out = new SweepConsole({ live: redraw, write, remaining: () => (deadlineMs - performance.now()) / 1000, ...executor.console(s, redraw) });
     const shown = out;
     const engine = new SweepEngine({
-      db: s.db,
+      store: s.store,
       config: s.config,
       outDir: s.outDir,
       generationId: s.generationId,
@@ -124,13 +124,13 @@ export async function runSweepSession(o: SessionRequest, executor: SweepExecutor
       deadlineMs,
       events: shown,
     });
-    books = new CommitQueue(s.db, engine, {
+    books = new CommitQueue(s.store, engine, {
       giveUpMs: s.config.store.giveUpSeconds * 1000,
       now: () => performance.now(),
       log: (line) => shown.line(executor.mark(line)),
       path: o.paths.dbPath,
       onFail: () => executor.storeFailed(),
-      durability: s.walSync,
+      durability: s.durability,
     });
     for (const line of await executor.start({ session: s, engine, books, console: shown, startMs, write })) write(line);
     if (o.ui) {
@@ -147,7 +147,7 @@ export async function runSweepSession(o: SessionRequest, executor: SweepExecutor
     // The summary is printed on a clean screen.
     shown.close();
     status = signal.aborted ? "interrupted" : allDisabled ? "disabled" : "done";
-    const summary = sessionSummary(s.db, {
+    const summary = sessionSummary(s.store, {
       sessionId: s.sessionId,
       generationId: s.generationId,
       status,

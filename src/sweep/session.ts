@@ -13,13 +13,9 @@ import { loadConfig, type Config } from "../config/load.ts";
 import { deadlineFloor } from "../core/schedule.ts";
 import { RefusedError, UsageError } from "../errors.ts";
 import { CampaignLock, type LockCommand } from "../lock/campaign-lock.ts";
-import { journalModeOf, OPEN_BUSY_MS, openStore, setBusyTimeout, type Db } from "../store/db.ts";
-import { abortLostChunks, repairChunkRanges } from "../store/chunks.ts";
-import { repairLaneCursors } from "../store/lanes.ts";
+import type { SessionEnd, SessionStore, StoreDurability, SweepStore } from "../store/port.ts";
+import { openSessionStore } from "../store/sqlite/index.ts";
 import { LAST_SEED, SEED_LIMIT } from "../core/ranges.ts";
-import { releaseLostUnits } from "../store/minimize.ts";
-import { endSession, insertSession, markCrashedSessions, type SessionEnd } from "../store/sessions.ts";
-import { WalSync } from "../store/wal-sync.ts";
 import type { EngineLane } from "../engine/sweep-engine.ts";
 import { clock } from "../report/sweep-console.ts";
 import { ensureGeneration, recoverLanes, selectLanes, syncLanes, type Confirm } from "./campaign.ts";
@@ -40,7 +36,7 @@ export interface OpenSessionOptions {
 
 export interface SweepSession {
   config: Config;
-  db: Db;
+  store: SessionStore;
   lock: CampaignLock;
   outDir: string;
   genHash: string;
@@ -51,8 +47,8 @@ export interface SweepSession {
   lanes: EngineLane[];
   lastCounts: Map<string, number | null>;
   uncovered: Map<string, number>;
-  /** In WAL mode: the commits' durability, made off the event loop (the session's CommitQueue waits for it). */
-  walSync: WalSync | null;
+  /** Non-null where commits are made durable off the event loop (the session's CommitQueue waits for it). */
+  durability: StoreDurability | null;
   log: (line: string) => void;
 }
 
@@ -77,18 +73,18 @@ export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSess
   const genHash = generationHash(config);
   const outDir = o.paths.outDir;
   const lock = CampaignLock.acquire(outDir, { command: o.command, port: o.port ?? null, forceUnlock: o.forceUnlock, log: o.log });
-  let db: Db | null = null;
+  let store: SessionStore | null = null;
   try {
-    db = openStore(o.paths.dbPath, { journal: config.store.journal });
-    recordCrashes(db, o.log);
-    repairSeedRanges(db, o.log);
+    store = openSessionStore(o.paths.dbPath, { journal: config.store.journal, log: o.log });
+    recordCrashes(store, o.log);
+    repairSeedRanges(store, o.log);
     removeLeftovers(outDir, o.log);
-    const { generation, fresh } = await ensureGeneration(db, genHash, o.confirm, o.log);
-    const rows = await syncLanes(db, generation.id, config, o.confirm, o.log);
+    const { generation, fresh } = await ensureGeneration(store, genHash, o.confirm, o.log);
+    const rows = await syncLanes(store, generation.id, config, o.confirm, o.log);
     mkdirSync(join(outDir, "failures"), { recursive: true });
     mkdirSync(join(outDir, "tmp"), { recursive: true });
-    const recovered = recoverLanes(db, selected, rows);
-    const sessionId = insertSession(db, {
+    const recovered = recoverLanes(store, selected, rows);
+    const sessionId = store.startSession({
       generationId: generation.id,
       requestedSeconds: o.requestedSeconds,
       appBuild,
@@ -98,7 +94,7 @@ export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSess
     });
     return {
       config,
-      db,
+      store,
       lock,
       outDir,
       genHash,
@@ -109,11 +105,11 @@ export async function openSweepSession(o: OpenSessionOptions): Promise<SweepSess
       lanes: recovered.lanes,
       lastCounts: recovered.lastCounts,
       uncovered: recovered.uncovered,
-      walSync: journalModeOf(db) === "wal" ? new WalSync(db, o.paths.dbPath, { log: o.log }) : null,
+      durability: store.deferDurability(),
       log: o.log,
     };
   } catch (err) {
-    db?.close();
+    store?.close();
     lock.release();
     throw err;
   }
@@ -135,15 +131,15 @@ function checkBudget(seconds: number, config: Config): void {
  * and their chunks in flight aborted:lost. Recovery re-sweeps those ranges like any other
  * non-complete chunk.
  */
-function recordCrashes(db: Db, log: (line: string) => void): void {
+function recordCrashes(store: SweepStore, log: (line: string) => void): void {
   let crashed: number[] = [];
   let lost = 0;
   let released = 0;
-  db.transaction(() => {
-    crashed = markCrashedSessions(db);
-    lost = abortLostChunks(db);
-    released = releaseLostUnits(db);
-  })();
+  store.transaction(() => {
+    crashed = store.markCrashedSessions();
+    lost = store.abortLostChunks();
+    released = store.releaseLostUnits();
+  });
   if (released > 0) log(`${released} find(s) a minimize unit held when its process died wait for minimization again`);
   if (crashed.length === 0 && lost === 0) return;
   const which = crashed.length === 0 ? "" : `session(s) ${crashed.map((id) => `#${id}`).join(", ")} ended without closing (the process died): marked crashed`;
@@ -155,9 +151,9 @@ function recordCrashes(db: Db, log: (line: string) => void): void {
  * A store written before seeds were bounded may hold chunk ranges past the last exact seed (or
  * cursors past the limit), which no lane can be rebuilt from: repaired here, in one line.
  */
-function repairSeedRanges(db: Db, log: (line: string) => void): void {
-  const chunks = repairChunkRanges(db, LAST_SEED);
-  const lanes = repairLaneCursors(db, SEED_LIMIT);
+function repairSeedRanges(store: SweepStore, log: (line: string) => void): void {
+  const chunks = store.repairChunkRanges(LAST_SEED);
+  const lanes = store.repairLaneCursors(SEED_LIMIT);
   if (chunks.length > 0) {
     const first = chunks[0]!;
     const more = chunks.length > 1 ? ` and ${chunks.length - 1} more` : "";
@@ -204,16 +200,13 @@ function removeLeftovers(outDir: string, log: (line: string) => void): void {
  */
 export async function closeSweepSession(s: SweepSession, status: SessionEnd): Promise<void> {
   try {
-    // The checkpointer ends first, so that this connection closes last and removes the WAL; the
-    // session's last write is durable when it returns.
-    await s.walSync?.close();
-    s.db.pragma("synchronous = FULL");
-    setBusyTimeout(s.db, OPEN_BUSY_MS);
-    endSession(s.db, s.sessionId, status);
+    // The session's last write is durable when it returns.
+    await s.store.settle();
+    s.store.endSession(s.sessionId, status);
   } catch (err) {
     s.log(`could not record the end of session ${s.sessionId} (${(err as Error).message}); the next start marks it crashed — nothing else is lost`);
   } finally {
-    s.db.close();
+    s.store.close();
     s.lock.release();
   }
 }

@@ -9,6 +9,7 @@ import { after, test } from "node:test";
 import { CommitQueue, StoreBlocked, type Books, type Durability } from "../../src/engine/commit-queue.ts";
 import { StoreError } from "../../src/errors.ts";
 import { openStore, type Db } from "../../src/store/db.ts";
+import { sqliteSweepStore } from "../../src/store/sqlite/index.ts";
 
 const root = mkdtempSync(join(tmpdir(), "fuzzfleet-queue-"));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -44,7 +45,7 @@ function setup(o: { giveUpMs?: number; journal?: "wal" | "truncate"; durability?
   const log: string[] = [];
   const clock = { now: 0 };
   const failures: StoreError[] = [];
-  const queue = new CommitQueue(db, books, {
+  const queue = new CommitQueue(sqliteSweepStore(db), books, {
     giveUpMs: o.giveUpMs ?? 60_000,
     now: () => clock.now,
     log: (l) => log.push(l),

@@ -6,7 +6,6 @@ import { mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { check, CoordinatorReply, minimizeWireId, type AssignedMinimize, type CoordinatorReplyT, type Frame } from "../../src/net/messages.ts";
-import { addFailureSeed, insertFailure } from "../../src/store/failures.ts";
 import { PLANTED } from "../helpers/campaign.ts";
 import { fakeWorker, send } from "../helpers/wire.ts";
 import { servedSweep, type ServedSweep } from "./served-sweep.ts";
@@ -34,7 +33,7 @@ async function coordinator(o: { leaseSeconds?: number; budgetSeconds?: number } 
   const lane = s.session.lanes[0]!;
   const seeds = [101, 202, 303];
   for (const seed of seeds) {
-    const id = insertFailure(s.session.db, {
+    const id = s.session.store.recordFailure({
       generationId: s.session.generationId,
       laneId: lane.laneId,
       dedupKey: `key-${seed}`,
@@ -47,16 +46,16 @@ async function coordinator(o: { leaseSeconds?: number; budgetSeconds?: number } 
       appBuild: null,
       signature: `crash: boom ${seed}`,
     });
-    addFailureSeed(s.session.db, id, seed, null);
+    s.session.store.addFailureSeed(id, seed, null);
   }
   const { port } = await s.protocol.listen("127.0.0.1", 0);
   return { ...s, port, lines, seeds };
 }
 
 const request = (w: { conn: Parameters<typeof send>[0] }, frame: Frame) => send(w.conn, frame) as Promise<CoordinatorReplyT>;
-const pending = (s: ServedSweep) =>
-  (s.session.db.prepare("SELECT COUNT(*) AS n FROM failure WHERE minimize_state = 'pending'").get() as { n: number }).n;
-const unitStatus = (s: ServedSweep, id: number) => (s.session.db.prepare("SELECT status FROM minimize_unit WHERE id = ?").get(id) as { status: string }).status;
+/** Finds of the session's generation (all open here) waiting for a unit. */
+const pending = (s: ServedSweep) => s.session.store.minimizeProgress(s.session.generationId).pending;
+const unitStatus = (s: ServedSweep, id: number) => s.session.store.minimizeUnit(id)!.status;
 
 async function unitFor(port: number): Promise<{ w: Awaited<ReturnType<typeof fakeWorker>>; unit: AssignedMinimize }> {
   const w = await fakeWorker(port, TOKEN, "minimizer");
@@ -120,8 +119,7 @@ test("a unit whose holder stops heartbeating is taken back when its lease expire
 });
 
 test("a unit killed at its own timeout fails its finds for good; one killed early by the session's end gives them back", TEST, async () => {
-  const failedFinds = (s: ServedSweep) =>
-    (s.session.db.prepare("SELECT COUNT(*) AS n FROM failure WHERE minimize_state = 'failed'").get() as { n: number }).n;
+  const failedFinds = (s: ServedSweep) => s.session.store.minimizeProgress(s.session.generationId).failed;
   const timedOut = (unit: AssignedMinimize) =>
     ({ type: "done", chunk_id: minimizeWireId(unit.unit_id), elapsed: unit.hard_timeout, rc: null, outcome: "timeout", error: null }) as const;
 

@@ -47,7 +47,7 @@ export async function servedSweep(o: {
   writeFileSync(nonce.path, `${nonce.value}\n`);
   const quiet = new Proxy({}, { get: () => () => undefined }) as EngineEvents;
   const engine = new SweepEngine({
-    db: session.db,
+    store: session.store,
     config: session.config,
     outDir: session.outDir,
     generationId: session.generationId,
@@ -60,13 +60,13 @@ export async function servedSweep(o: {
     deadlineMs: performance.now() + (o.budgetSeconds ?? 3600) * 1000,
     events: quiet,
   });
-  const books: CommitQueue<EngineMark> = new CommitQueue(session.db, engine, {
+  const books: CommitQueue<EngineMark> = new CommitQueue(session.store, engine, {
     giveUpMs: session.config.store.giveUpSeconds * 1000,
     now: () => performance.now(),
     log: o.log,
     path: campaign.dbPath,
     onFail: () => protocol.storeFailed(),
-    durability: session.walSync,
+    durability: session.durability,
   });
   const protocol = new SweepWorkerProtocol({
     session,

@@ -20,6 +20,7 @@ import { CommitQueue, StoreBlocked } from "../../src/engine/commit-queue.ts";
 import { SweepEngine, type Assignment, type EngineEvents, type EngineMark, type WorkerView } from "../../src/engine/sweep-engine.ts";
 import { abortLostChunks } from "../../src/store/chunks.ts";
 import { openStore, type Db } from "../../src/store/db.ts";
+import { sqliteSweepStore } from "../../src/store/sqlite/index.ts";
 import { insertGeneration } from "../../src/store/generations.ts";
 import { activeLane, doneAheadOfCursor, insertLane, laneSeedsSwept, type LaneRow } from "../../src/store/lanes.ts";
 import { insertSession, markCrashedSessions } from "../../src/store/sessions.ts";
@@ -128,11 +129,12 @@ base_seed = 1000000
     })();
     const rows = new Map<string, LaneRow>();
     for (const lane of this.config.lanes) rows.set(lane.name, activeLane(this.db, this.generationId, lane.name)!);
-    const recovered = recoverLanes(this.db, this.config.lanes, rows);
+    const store = sqliteSweepStore(this.db);
+    const recovered = recoverLanes(store, this.config.lanes, rows);
     this.sweptAtStart = this.sweptNow();
     this.sessionId = insertSession(this.db, { generationId: this.generationId, requestedSeconds: 1e9, appBuild: null, transport: "distributed", host: "sim", port: null });
     this.engine = new SweepEngine({
-      db: this.db,
+      store,
       config: this.config,
       outDir: this.outDir,
       generationId: this.generationId,
@@ -145,7 +147,7 @@ base_seed = 1000000
       deadlineMs: Number.MAX_SAFE_INTEGER,
       events: quiet,
     });
-    this.books = new CommitQueue(this.db, this.engine, {
+    this.books = new CommitQueue(store, this.engine, {
       giveUpMs: Number.MAX_SAFE_INTEGER,
       now: () => this.clockMs,
       log: () => undefined,

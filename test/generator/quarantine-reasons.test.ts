@@ -32,7 +32,7 @@ test("reasons are counted per file and grouped; inconclusive ones are marked; a 
   }
   writeFileSync(join(q, "5.c"), "x\n");
   symlinkSync(join(root, "secret"), join(q, "why", "5.c"));
-  const r = ingestChunk(bench.db, t);
+  const r = ingestChunk(bench.store, t);
   assert.equal(r.quarantine, 5);
   assert.deepEqual(
     [...r.quarantineReasons].sort((a, b) => a.reason.localeCompare(b.reason)),
@@ -49,7 +49,7 @@ test("reasons are counted per file and grouped; inconclusive ones are marked; a 
     { reason: "stack underflow", inconclusive: false, count: 1 },
   ]);
   // Replayed (a commit that failed), the chunk's rows end the same, not doubled.
-  ingestChunk(bench.db, t);
+  ingestChunk(bench.store, t);
   assert.equal(quarantineGroups(bench.db, t.generationId).reduce((n, g) => n + g.count, 0), 5);
   bench.db.close();
 });

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { openStore } from "../../src/store/db.ts";
+import { openSweepStore } from "../../src/store/sqlite/index.ts";
 import { SCHEMA_VERSION } from "../../src/store/migrations.ts";
 import { failuresData } from "../../src/report/failures.ts";
 import { statusData } from "../../src/report/status.ts";
@@ -49,7 +50,7 @@ test("a schema-1 store opens read-only with a clear message, then a writer migra
   } finally {
     db.close();
   }
-  const reader = openStore(path, { readonly: true });
+  const reader = openSweepStore(path, { readonly: true });
   try {
     const f = failuresData(reader, root, { state: "all", bucket: null, allGenerations: false });
     assert.equal(f.failures.length, 2, "only the minimized rows are distinct failures");

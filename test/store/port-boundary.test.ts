@@ -2,9 +2,9 @@
 // outside src/store/ no file loads the SQLite binding, calls a connection's prepare/pragma, or
 // holds SQL text; what it takes from src/store/ is the port (port.ts), the pure signature rule
 // (signature.ts), and the SQLite adapter's entry (sqlite/index.ts) — opening a store is for the
-// commands (cli/); the rest of the domain may only turn a connection it is handed into the port
-// (sweepStoreOf / StoreHandle). A new import or statement that breaks a rule fails here, naming
-// the file, the line and the rule.
+// commands (cli/, and the sweep commands and the sessions they open, sweep/); the engine, the
+// generator contract and the reports are handed a store. A new import or statement that breaks a
+// rule fails here, naming the file, the line and the rule.
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -14,25 +14,10 @@ import { fileURLToPath } from "node:url";
 const SRC = fileURLToPath(new URL("../../src/", import.meta.url));
 const STORE = join(SRC, "store");
 
-/**
- * The sweep session drivers, rewritten right now to one session runner: they still open the
- * store and call its statement functions with their SQLite connection. They are converted to the
- * port next; each must leave this list then (a listed file that keeps the rules fails below).
- */
-const NOT_YET_CONVERTED = new Set([
-  "sweep/campaign.ts",
-  "sweep/coordinate.ts",
-  "sweep/reset.ts",
-  "sweep/resweep.ts",
-  "sweep/session-runner.ts",
-  "sweep/session.ts",
-  "engine/worker-protocol.ts",
-]);
-
 /** What a file outside src/store/ may import from it. */
 const PORT_MODULES = new Set(["store/port.ts", "store/signature.ts", "store/sqlite/index.ts"]);
-/** What a file outside src/store/ and src/cli/ may take from the adapter: the conversion of a handed-over connection. */
-const ADAPTER_NAMES_FOR_THE_DOMAIN = new Set(["sweepStoreOf", "StoreHandle"]);
+/** The folders whose files open a store: the commands. */
+const OPENERS = ["cli/", "sweep/"];
 
 /** SQL as a statement begins, or a call on a SQLite connection. Upper-case keywords only: prose says "select", SQL here says SELECT. */
 const SQL = [
@@ -81,11 +66,8 @@ function problemsOf(file: string): string[] {
       out.push(`src/${rel}:${line}: imports ${target}; outside store/, use the port (store/port.ts)`);
       continue;
     }
-    if (target === "store/sqlite/index.ts" && !rel.startsWith("cli/")) {
-      const names = m[1]!.split(",").map((n) => n.trim().replace(/^type\s+/, "")).filter((n) => n !== "");
-      for (const n of names) {
-        if (!ADAPTER_NAMES_FOR_THE_DOMAIN.has(n)) out.push(`src/${rel}:${line}: takes ${n} from the SQLite adapter; only the commands (cli/) open a store`);
-      }
+    if (target === "store/sqlite/index.ts" && !OPENERS.some((dir) => rel.startsWith(dir))) {
+      out.push(`src/${rel}:${line}: imports the SQLite adapter; only the commands (${OPENERS.join(", ")}) open a store, the rest is handed the port`);
     }
   }
   return out;
@@ -94,13 +76,7 @@ function problemsOf(file: string): string[] {
 const outside = sources(SRC).filter((f) => !f.startsWith(STORE + "/"));
 
 test("outside store/, nothing loads better-sqlite3, writes SQL, or reaches past the store port", () => {
-  const problems = outside.filter((f) => !NOT_YET_CONVERTED.has(relative(SRC, f))).flatMap(problemsOf);
-  assert.deepEqual(problems, []);
-});
-
-test("every file excepted from the store boundary still needs its exception", () => {
-  const kept = [...NOT_YET_CONVERTED].filter((rel) => problemsOf(join(SRC, rel)).length === 0);
-  assert.deepEqual(kept, [], "these keep the rules now: take them off NOT_YET_CONVERTED");
+  assert.deepEqual(outside.flatMap(problemsOf), []);
 });
 
 test("the boundary check sees SQL, the binding and a statement module when they are there", () => {

@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import Database from "better-sqlite3";
 import { openStore } from "../../src/store/db.ts";
-import { openSweepStore, sqliteSweepStore, sweepStoreOf } from "../../src/store/sqlite/index.ts";
+import { openSessionStore, openSweepStore, sqliteSweepStore } from "../../src/store/sqlite/index.ts";
+import type { SqliteSweepStore } from "../../src/store/sqlite/sweep-store.ts";
 
 const root = mkdtempSync(join(tmpdir(), "ff-port-"));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -85,12 +86,59 @@ test("a store over a connection its opener keeps: one port per connection, and c
   try {
     const store = sqliteSweepStore(db);
     assert.equal(sqliteSweepStore(db), store);
-    assert.equal(sweepStoreOf(db), store);
-    assert.equal(sweepStoreOf(store), store);
     store.close();
     assert.equal(db.open, true);
     assert.equal(store.currentGeneration(), undefined);
   } finally {
     db.close();
+  }
+});
+
+test("a session's store: its opening writes are durable at once; in WAL mode deferDurability hands commits to sync(), and settle() takes that back before the last writes", { timeout: 30_000 }, async () => {
+  const path = storePath();
+  const logged: string[] = [];
+  const store = openSessionStore(path, { journal: "wal", log: (l) => logged.push(l) });
+  // The adapter's own connection, to read its pragmas.
+  const db = (store as unknown as SqliteSweepStore).db;
+  const synchronous = () => db.pragma("synchronous", { simple: true });
+  assert.equal(synchronous(), 2, "FULL while the session opens");
+  const gen = store.startGeneration(null, "cc".repeat(32), "initial");
+  const durability = store.deferDurability();
+  assert.ok(durability !== null, "WAL: commits are made durable off the event loop");
+  assert.equal(store.deferDurability(), durability, "deferred once");
+  assert.equal(synchronous(), 1, "NORMAL: a commit returns before its fsync");
+  store.restartLane(null, gen, "a", "{}", 0);
+  await durability.sync();
+  store.setLockWait(25);
+  await store.settle();
+  await assert.rejects(durability.sync(), /closed/, "the deferred durability ended (its checkpointer and the WAL's descriptor closed)");
+  assert.equal(synchronous(), 2, "the last writes are durable when they return");
+  assert.equal(db.pragma("busy_timeout", { simple: true }), 5_000, "and wait for a lock as long as at opening");
+  store.endSession(store.startSession({ generationId: gen, requestedSeconds: 60, appBuild: null, transport: "local", host: "h", port: null }), "done");
+  store.close();
+  const reader = openSweepStore(path, { readonly: true });
+  try {
+    assert.deepEqual(
+      reader.activeLanes(gen).map((l) => l.name),
+      ["a"],
+    );
+    assert.deepEqual(
+      reader.recentSessions(5).map((s) => s.status),
+      ["done"],
+    );
+  } finally {
+    reader.close();
+  }
+  assert.deepEqual(logged, []);
+});
+
+test("a session's store on a TRUNCATE journal defers nothing: every commit is durable when it returns", async () => {
+  const store = openSessionStore(storePath(), { journal: "truncate", log: () => assert.fail("nothing to say") });
+  try {
+    assert.equal(store.deferDurability(), null);
+    assert.equal((store as unknown as SqliteSweepStore).db.pragma("synchronous", { simple: true }), 2);
+    await store.settle();
+  } finally {
+    store.close();
   }
 });

@@ -3,6 +3,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openStore, type Db } from "../../src/store/db.ts";
+import type { SweepStore } from "../../src/store/port.ts";
+import { sqliteSweepStore } from "../../src/store/sqlite/index.ts";
 import { insertChunk } from "../../src/store/chunks.ts";
 import { insertGeneration } from "../../src/store/generations.ts";
 import { insertLane } from "../../src/store/lanes.ts";
@@ -15,6 +17,8 @@ export const GEN_HASH = "ab".repeat(32);
 
 export interface IngestBench {
   db: Db;
+  /** The port over `db`, as ingest is handed it. */
+  store: SweepStore;
   /** The campaign's output directory. */
   out: string;
   /** A new running chunk and its target; results are `<out>/tmp/chunk-<id>[/sub]`, created by the caller. */
@@ -32,6 +36,7 @@ export function ingestBench(dir: string): IngestBench {
   const session = insertSession(db, { generationId: gen, requestedSeconds: 60, appBuild: null, transport: "local", host: "h", port: null });
   return {
     db,
+    store: sqliteSweepStore(db),
     out,
     chunk(seedFrom, seedTo, sub) {
       const chunkId = insertChunk(db, { sessionId: session, laneId: lane, seedFrom, seedTo, appBuild: null, status: "running", workerId: null });

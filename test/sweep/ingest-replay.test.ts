@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { after, describe, test } from "node:test";
 import type { Db } from "../../src/store/db.ts";
+import { sqliteSweepStore } from "../../src/store/sqlite/index.ts";
 import { markFailureFixed } from "../../src/store/failures.ts";
 import { ingestChunk, type IngestResult, type IngestTarget } from "../../src/generator/ingest.ts";
 import { books, ingestBench, snapshot, writeFailure, type IngestBench } from "./ingest-fixture.ts";
@@ -30,7 +31,7 @@ function campaign(name: string): { bench: IngestBench; target: IngestTarget & { 
   writeFileSync(join(outside, "secret"), "not the generator's");
   const first = bench.chunk(1, 10);
   writeFailure(first.scratch, 2, { seed: 2, bucket: "crash" }, { "input.min.txt": "F" });
-  ingestChunk(bench.db, first);
+  ingestChunk(bench.store, first);
   markFailureFixed(bench.db, 1, "app1");
 
   const t = bench.chunk(11, 30);
@@ -58,7 +59,7 @@ function rollBack(db: Db, t: IngestTarget): void {
   assert.throws(
     () =>
       db.transaction(() => {
-        ingestChunk(db, t);
+        ingestChunk(sqliteSweepStore(db), t);
         throw new Error("SQLITE_BUSY: database is locked");
       })(),
     /SQLITE_BUSY/,
@@ -68,7 +69,7 @@ function rollBack(db: Db, t: IngestTarget): void {
 describe("ingestChunk replayed after a rollback", () => {
   const clean = campaign("clean");
   const cleanScratch = snapshot(clean.target.scratch, true);
-  const cleanResult = clean.bench.db.transaction(() => ingestChunk(clean.bench.db, clean.target))();
+  const cleanResult = clean.bench.db.transaction(() => ingestChunk(clean.bench.store, clean.target))();
 
   test("the single clean run books what the chunk holds", () => {
     assert.deepEqual(
@@ -100,7 +101,7 @@ describe("ingestChunk replayed after a rollback", () => {
         assert.deepEqual(books(c.bench.db), booksBefore, "a rollback leaves the books as they were");
         assert.deepEqual(snapshot(c.target.scratch, true), scratchBefore, "and the scratch directory untouched");
       }
-      const r = c.bench.db.transaction(() => ingestChunk(c.bench.db, c.target))();
+      const r = c.bench.db.transaction(() => ingestChunk(c.bench.store, c.target))();
 
       assert.deepEqual(portable(r, c.bench.out), portable(cleanResult, clean.bench.out));
       assert.deepEqual(books(c.bench.db), books(clean.bench.db));
@@ -121,7 +122,7 @@ describe("ingestChunk replayed after a rollback", () => {
     // After the rollback, another party's files appear in the leftover of failure A.
     const leftover = join(c.bench.out, "failures", key("crash", "A").slice(0, 12));
     writeFileSync(join(leftover, "notes.txt"), "someone else's");
-    const r = c.bench.db.transaction(() => ingestChunk(c.bench.db, c.target))();
+    const r = c.bench.db.transaction(() => ingestChunk(c.bench.store, c.target))();
     assert.equal(r.newFailures, 2);
     const a = c.bench.db.prepare("SELECT artifact_dir FROM failure WHERE dedup_key = ?").get(key("crash", "A")) as { artifact_dir: string };
     assert.equal(a.artifact_dir, `failures/${key("crash", "A").slice(0, 12)}-g1`);

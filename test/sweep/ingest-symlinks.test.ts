@@ -60,7 +60,7 @@ describe("ingestChunk and symlinks", () => {
   test("a chunk scratch directory replaced by a symlink refuses the chunk", () => {
     const t = b.chunk(1, 10);
     symlinkSync(victim, t.scratch);
-    const r = ingestChunk(b.db, t);
+    const r = ingestChunk(b.store, t);
     refusedLike(r, t.resultsDir, new RegExp(`^${t.scratch} is a symbolic link to '${victim}'; nothing is followed through a symlink; the chunk's results are read only from real directories$`));
     untouched();
   });
@@ -69,7 +69,7 @@ describe("ingestChunk and symlinks", () => {
     const t = b.chunk(1, 10, "run-000000");
     mkdirSync(t.scratch);
     symlinkSync(victim, t.resultsDir);
-    refusedLike(ingestChunk(b.db, t), t.resultsDir, /run-000000 is a symbolic link/);
+    refusedLike(ingestChunk(b.store, t), t.resultsDir, /run-000000 is a symbolic link/);
     untouched();
 
     const u = b.chunk(1, 10);
@@ -78,7 +78,7 @@ describe("ingestChunk and symlinks", () => {
     renameSync(join(victim, "failures"), join(victim, "..", "tmp-elsewhere", `chunk-${u.chunkId}`, "failures"));
     symlinkSync(join(victim, "..", "tmp-elsewhere"), join(b.out, "tmp"));
     const elsewhere = snapshot(join(victim, "..", "tmp-elsewhere"), true);
-    refusedLike(ingestChunk(b.db, u), u.resultsDir, new RegExp(`^${join(b.out, "tmp")} is a symbolic link`));
+    refusedLike(ingestChunk(b.store, u), u.resultsDir, new RegExp(`^${join(b.out, "tmp")} is a symbolic link`));
     assert.deepEqual(snapshot(join(victim, "..", "tmp-elsewhere"), true), elsewhere);
     assert.equal(failureCount(b), 0);
   });
@@ -87,11 +87,11 @@ describe("ingestChunk and symlinks", () => {
     const t = b.chunk(1, 10);
     mkdirSync(t.scratch);
     symlinkSync(join(victim, "failures"), join(t.scratch, "failures"));
-    refusedLike(ingestChunk(b.db, t), t.resultsDir, /failures is a symbolic link/);
+    refusedLike(ingestChunk(b.store, t), t.resultsDir, /failures is a symbolic link/);
     const u = b.chunk(1, 10);
     mkdirSync(u.scratch);
     symlinkSync(join(victim, "quarantine"), join(u.scratch, "quarantine"));
-    refusedLike(ingestChunk(b.db, u), u.resultsDir, /quarantine is a symbolic link/);
+    refusedLike(ingestChunk(b.store, u), u.resultsDir, /quarantine is a symbolic link/);
     untouched();
   });
 
@@ -99,7 +99,7 @@ describe("ingestChunk and symlinks", () => {
     const t = b.chunk(1, 10);
     writeFailure(t.scratch, 3, { seed: 3, bucket: "crash" }, { "input.min.txt": "mine" });
     symlinkSync(join(victim, "failures", "5"), join(t.scratch, "failures", "5"));
-    const r = ingestChunk(b.db, t);
+    const r = ingestChunk(b.store, t);
     assert.equal(r.refused, null);
     assert.deepEqual([r.finds, r.newFailures], [1, 1]);
     assert.deepEqual(
@@ -121,7 +121,7 @@ describe("ingestChunk and symlinks", () => {
     symlinkSync(join(victim, "failures"), join(t.scratch, "failures", "4", "escape"));
     writeFailure(t.scratch, 6, { seed: 6, bucket: "crash" }, { "input.min.txt": "C" });
     assert.equal(spawnSync("mkfifo", [join(t.scratch, "failures", "6", "pipe")]).status, 0);
-    const r = ingestChunk(b.db, t);
+    const r = ingestChunk(b.store, t);
     assert.deepEqual(
       r.malformed.map((m) => [m.entry.split("/").pop(), m.reason]),
       [
@@ -143,7 +143,7 @@ describe("ingestChunk and symlinks", () => {
     writeFileSync(join(t.scratch, "quarantine", "a.c"), "bad a");
     symlinkSync(join(victim, "quarantine", "v.c"), join(t.scratch, "quarantine", "b.c"));
     symlinkSync(join(victim, "quarantine"), join(t.scratch, "quarantine", "c"));
-    const r = ingestChunk(b.db, t);
+    const r = ingestChunk(b.store, t);
     assert.equal(r.refused, null);
     assert.equal(r.quarantine, 1);
     assert.deepEqual(
@@ -165,7 +165,7 @@ describe("ingestChunk and symlinks", () => {
     mkdirSync(sink);
     rmSync(join(b.out, "failures"), { recursive: true });
     symlinkSync(sink, join(b.out, "failures"));
-    const r = ingestChunk(b.db, t);
+    const r = ingestChunk(b.store, t);
     assert.match(r.refused ?? "", new RegExp(`^the campaign directory ${join(b.out, "failures")} is a symbolic link to '${sink}'; nothing is followed through a symlink; restore it as a real directory$`));
     assert.deepEqual(readdirSync(sink), []);
     assert.equal(failureCount(b), 0);

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, beforeEach, describe, test } from "node:test";
 import { openStore, type Db } from "../../src/store/db.ts";
+import { sqliteSweepStore } from "../../src/store/sqlite/index.ts";
 import { insertGeneration } from "../../src/store/generations.ts";
 import { insertLane } from "../../src/store/lanes.ts";
 import { insertSession } from "../../src/store/sessions.ts";
@@ -57,7 +58,7 @@ describe("ingestChunk", () => {
     writeFailure(results, 6, { seed: 6, bucket: "crash", msg: "m6" }, { "input.txt": "full6", "input.min.txt": "A" });
     writeFailure(results, 7, { seed: 7, bucket: "crash", shrunk: false }, { "input.txt": "B" });
     writeFailure(results, 8, { seed: 8, bucket: "wrong-result", key_file: "custom.bin" }, { "custom.bin": "A", "input.min.txt": "zzz" });
-    const r = ingestChunk(db, target(results, 1, 10));
+    const r = ingestChunk(sqliteSweepStore(db), target(results, 1, 10));
     assert.deepEqual({ finds: r.finds, newFailures: r.newFailures, unshrunk: r.unshrunk, malformed: r.malformed }, { finds: 4, newFailures: 3, unshrunk: 1, malformed: [] });
     const rows = db.prepare("SELECT dedup_key, bucket, first_seed, hits, shrunk, artifact_dir FROM failure ORDER BY id").all() as {
       dedup_key: string;
@@ -76,7 +77,7 @@ describe("ingestChunk", () => {
       ],
     );
     assert.equal(readFileSync(join(out, rows[0]!.artifact_dir, "input.txt"), "utf8"), "full5", "the first seed's artifacts are kept");
-    const again = ingestChunk(db, target(results, 1, 10));
+    const again = ingestChunk(sqliteSweepStore(db), target(results, 1, 10));
     assert.equal(again.newFailures, 0);
     assert.deepEqual(
       (db.prepare("SELECT hits FROM failure ORDER BY id").all() as { hits: number }[]).map((x) => x.hits),
@@ -93,7 +94,7 @@ describe("ingestChunk", () => {
     writeFileSync(join(taken, "marker"), "an earlier generation's failure");
     const results = join(out, "tmp", "r2");
     writeFailure(results, 3, { seed: 3, bucket: "crash" }, { "input.min.txt": "A" });
-    ingestChunk(db, target(results, 1, 10));
+    ingestChunk(sqliteSweepStore(db), target(results, 1, 10));
     assert.equal(readFileSync(join(taken, "marker"), "utf8"), "an earlier generation's failure");
     const dir = (db.prepare("SELECT artifact_dir FROM failure").get() as { artifact_dir: string }).artifact_dir;
     assert.notEqual(join(out, dir), taken);
@@ -111,7 +112,7 @@ describe("ingestChunk", () => {
     symlinkSync(join(root, "outside"), join(results, "failures", "6", "link"));
     mkdirSync(join(results, "failures", "7"));
     writeFileSync(join(results, "failures", "7", "meta.json"), "{not json");
-    const r = ingestChunk(db, target(results, 1, 10));
+    const r = ingestChunk(sqliteSweepStore(db), target(results, 1, 10));
     assert.equal(r.finds, 0);
     assert.deepEqual(
       r.malformed.map((m) => m.reason.replace(/:.*/, "")).sort(),
@@ -130,7 +131,7 @@ describe("ingestChunk", () => {
     symlinkSync(join(root, "outside-min"), join(results, "failures", "2", "input.min.txt"));
     writeFailure(results, 3, { seed: 3, bucket: "crash" }, { "report.txt": "only a report" });
     writeFailure(results, 4, { seed: 4, bucket: "crash" }, { "input.min.c": "A" });
-    const r = ingestChunk(db, target(results, 1, 10));
+    const r = ingestChunk(sqliteSweepStore(db), target(results, 1, 10));
     assert.deepEqual(
       r.malformed.map((m) => [m.entry.split("/").pop(), m.reason]),
       [
@@ -148,14 +149,14 @@ describe("ingestChunk", () => {
   test("a fixed failure that is hit again is reopened and counted apart from new ones", () => {
     const first = join(out, "tmp", "re1");
     writeFailure(first, 2, { seed: 2, bucket: "crash" }, { "input.min.txt": "A" });
-    ingestChunk(db, target(first, 1, 10));
+    ingestChunk(sqliteSweepStore(db), target(first, 1, 10));
     const id = (db.prepare("SELECT id FROM failure").get() as { id: number }).id;
     markFailureFixed(db, id, "app1");
     const again = join(out, "tmp", "re2");
     writeFailure(again, 12, { seed: 12, bucket: "crash" }, { "input.min.txt": "A" });
     writeFailure(again, 13, { seed: 13, bucket: "crash" }, { "input.min.txt": "A" });
     writeFailure(again, 14, { seed: 14, bucket: "crash" }, { "input.min.txt": "B" });
-    const r = ingestChunk(db, target(again, 11, 20));
+    const r = ingestChunk(sqliteSweepStore(db), target(again, 11, 20));
     assert.deepEqual(
       { finds: r.finds, newFailures: r.newFailures, reopened: r.reopened, reopenedIds: r.reopenedIds },
       { finds: 3, newFailures: 1, reopened: 1, reopenedIds: [id] },
@@ -166,7 +167,7 @@ describe("ingestChunk", () => {
       resolved_app_build: null,
       hits: 3,
     });
-    const open = ingestChunk(db, target(again, 11, 20));
+    const open = ingestChunk(sqliteSweepStore(db), target(again, 11, 20));
     assert.equal(open.reopened, 0, "an open failure hit again is just a hit");
   });
 
@@ -174,16 +175,16 @@ describe("ingestChunk", () => {
     const a = join(out, "tmp", "q1");
     mkdirSync(join(a, "quarantine"), { recursive: true });
     for (let s = 1; s <= 30; s++) writeFileSync(join(a, "quarantine", `${s}.txt`), `bad ${s}`);
-    assert.equal(ingestChunk(db, target(a, 1, 30)).quarantine, 30);
+    assert.equal(ingestChunk(sqliteSweepStore(db), target(a, 1, 30)).quarantine, 30);
     const b = join(out, "tmp", "q2");
     mkdirSync(join(b, "quarantine"), { recursive: true });
     for (let s = 31; s <= 60; s++) writeFileSync(join(b, "quarantine", `${s}.txt`), `bad ${s}`);
-    assert.equal(ingestChunk(db, target(b, 31, 60)).quarantine, 30);
+    assert.equal(ingestChunk(sqliteSweepStore(db), target(b, 31, 60)).quarantine, 30);
     assert.equal(readdirSync(join(out, "quarantine", "ab".repeat(6))).length, QUARANTINE_SAMPLES);
   });
 
   test("a chunk without failures/ or quarantine/ ingests as clean", () => {
-    const r = ingestChunk(db, target(join(out, "tmp", "nothing-here"), 1, 10));
+    const r = ingestChunk(sqliteSweepStore(db), target(join(out, "tmp", "nothing-here"), 1, 10));
     assert.deepEqual(r, { finds: 0, newFailures: 0, newDistinct: 0, newSignatures: 0, newFailureIds: [], reopened: 0, reopenedIds: [], unshrunk: 0, quarantine: 0, quarantineReasons: [], malformed: [], refused: null });
   });
 });
