@@ -20,8 +20,9 @@ export function sweepSeries(store: SweepStore, generationId: number, laneNames: 
   for (const c of chunks) if (!names.includes(c.lane)) names.push(c.lane);
   const empty: SweepSeries = { t: [], lanes: Object.fromEntries(names.map((n) => [n, []])), total: [], finds: [], distinct: [] };
   if (chunks.length === 0) return empty;
-  const start = Math.floor(Math.min(...chunks.map((c) => c.from)));
-  const end = Math.ceil(Math.max(untilMs === null ? 0 : untilMs / 1000, ...chunks.map((c) => c.to)));
+  // A fold, not Math.min(...spread): a long campaign's chunks are more arguments than a call takes.
+  const start = Math.floor(chunks.reduce((m, c) => Math.min(m, c.from), Infinity));
+  const end = Math.ceil(chunks.reduce((m, c) => Math.max(m, c.to), untilMs === null ? 0 : untilMs / 1000));
   const width = Math.max(1, Math.ceil((end - start) / MAX_POINTS));
   const n = Math.max(1, Math.ceil((end - start) / width));
   const perLane = new Map(names.map((name) => [name, new Array<number>(n).fill(0)]));
