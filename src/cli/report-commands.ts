@@ -11,7 +11,7 @@ import { FAILURE_STATES, type SweepStore } from "../store/port.ts";
 import { openSweepStore } from "../store/sqlite/index.ts";
 import { exportBundle, exploreKeptOut, sweepKeptOut } from "../report/export.ts";
 import { writeOutputFile, type KeptOut } from "../files/output-file.ts";
-import { effectiveFilters, failuresData, NOTHING_RECORDED, renderFailures, type FailureFilters } from "../report/failures.ts";
+import { DEFAULT_PAGING, effectiveFilters, failuresData, NOTHING_RECORDED, renderFailures, type FailureFilters } from "../report/failures.ts";
 import { emptyStatus, renderStatus, statusData, type StatusContext } from "../report/status.ts";
 import { ConfigError, UsageError } from "../errors.ts";
 import { appBuildId, tryGenerationHash } from "../generator/identity.ts";
@@ -122,6 +122,8 @@ export function registerReportCommands(program: Command): void {
     .option("--all-generations", allGenerationsHelp)
     .option("-v, --verbose", "show the head of each report.txt")
     .option("--lines <n>", "report.txt lines shown with -v", intAtLeast(1), 30)
+    .option("--limit <n>", `distinct failures a page (default ${DEFAULT_PAGING.limit})`, intAtLeast(1))
+    .option("--page <n>", "which page of distinct failures, from 1 (default 1)", intAtLeast(1))
     .option("--json", "print the same data as one JSON object")
     .option("--master <host:port>", "ask a running coordinator instead of reading the store")
     .addOption(tokenOption("with --master: the shared secret (default: $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token)"))
@@ -134,6 +136,8 @@ export function registerReportCommands(program: Command): void {
         allGenerations?: boolean;
         verbose?: boolean;
         lines: number;
+        limit?: number;
+        page?: number;
         json?: boolean;
         master?: string;
         token?: string;
@@ -142,7 +146,7 @@ export function registerReportCommands(program: Command): void {
       }>(
         async (o) => {
           if (o.corpus !== undefined) {
-            refuseSweepFilters(o, ["master", "bucket", "allGenerations"]);
+            refuseSweepFilters(o, ["master", "bucket", "allGenerations", "limit", "page"]);
             const { exploreFindingsData, renderExploreFindings } = await loadExploreFindings();
             const data = exploreFindingsData(o.corpus);
             process.stdout.write(o.json ? JSON.stringify(data, null, 2) + "\n" : renderExploreFindings(data, { verbose: o.verbose ?? false, lines: o.lines }));
@@ -151,6 +155,11 @@ export function registerReportCommands(program: Command): void {
           const paths = campaignPaths(o);
           const filters = effectiveFilters({ state: o.state, bucket: o.bucket ?? null, allGenerations: o.allGenerations ?? false });
           if (o.master) {
+            if (o.limit !== undefined || o.page !== undefined) {
+              throw new UsageError(
+                `--${o.page !== undefined ? "page" : "limit"} pages the store's failures, which a coordinator does not (it answers with the first ${DEFAULT_PAGING.limit}); run 'fuzzfleet failures --page N' on the coordinator's host, without --master`,
+              );
+            }
             const { host, port } = parseHostPort(o.master);
             const token = clientToken({ flag: o.token, file: o.tokenFile, outDir: paths.outDir });
             printRead(
@@ -173,7 +182,7 @@ export function registerReportCommands(program: Command): void {
             paths.dbPath,
             () => (o.json ? JSON.stringify({ generation: null, filters, failures: [] }, null, 2) + "\n" : `${NOTHING_RECORDED}\n`),
             (store) => {
-              const data = failuresData(store, paths.outDir, filters);
+              const data = failuresData(store, paths.outDir, filters, { limit: o.limit ?? DEFAULT_PAGING.limit, page: o.page ?? 1 });
               return o.json ? JSON.stringify(data, null, 2) + "\n" : renderFailures(data, { verbose: o.verbose ?? false, lines: o.lines });
             },
           );
@@ -266,7 +275,7 @@ function writeBundle(output: string | undefined, text: string, what: string, kee
   process.stderr.write(`wrote ${output} (${what}, ${Buffer.byteLength(text)} bytes)\n`);
 }
 
-const SWEEP_FLAGS = { master: "--master", bucket: "--bucket", allGenerations: "--all-generations", id: "--id", full: "--full" } as const;
+const SWEEP_FLAGS = { master: "--master", bucket: "--bucket", allGenerations: "--all-generations", id: "--id", full: "--full", limit: "--limit", page: "--page" } as const;
 
 /** --corpus reads an explore campaign's findings: the sweep's filters mean nothing there. */
 function refuseSweepFilters<T extends object>(opts: T, keys: (keyof typeof SWEEP_FLAGS & keyof T)[]): void {

@@ -43,8 +43,30 @@ export function sweepMetrics(s: DashboardSnapshot): MetricFamily[] {
     { name: "fuzzfleet_workers", help: "The session's workers by liveness (alive, slow, lost, left).", type: "gauge", samples: countBy(s.workers ?? [], (w) => w.liveness).map(([liveness, n]) => ({ labels: { liveness }, value: n })) },
     { name: "fuzzfleet_worker_last_heartbeat_seconds", help: "Seconds since each attached worker was last heard from (as the store recorded it).", type: "gauge", samples: (s.workers ?? []).filter((w) => w.liveness !== "left" && w.lastHeartbeatSeconds !== null).map((w) => ({ labels: { worker: w.label }, value: w.lastHeartbeatSeconds! })) },
     { name: "fuzzfleet_worker_chunks_held", help: "Chunks each attached worker holds now (as the store recorded it).", type: "gauge", samples: (s.workers ?? []).filter((w) => w.liveness !== "left").map((w) => ({ labels: { worker: w.label }, value: w.holding.length })) },
+    ...discoveryFamilies(v?.discovery ?? null),
   ];
   return families;
+}
+
+type Discovery = NonNullable<DashboardSnapshot["sweep"]>["discovery"];
+
+/** When to stop (docs/sweep.md): one gauge each for the campaign, and the same per lane. */
+function discoveryFamilies(d: Discovery | null): MetricFamily[] {
+  const gauges: [suffix: string, help: string, value: (e: Discovery["campaign"]) => number | null][] = [
+    ["next_new_probability", "Good-Turing estimate that the next seed finds a distinct failure never seen (singletons / seeds swept).", (e) => e.nextNewProbability],
+    ["seeds_to_next_new", "Expected seeds until the next new distinct failure (seeds swept / singletons); absent when none is expected.", (e) => e.unitsToNextNew],
+    ["estimated_failures", "Chao2 estimate of how many distinct failures exist in all, found or not.", (e) => Math.round(e.estimatedTotal * 1000) / 1000],
+    ["estimated_failures_low", "Lower end of the 95 % interval of the Chao2 estimate.", (e) => e.interval[0]],
+    ["estimated_failures_high", "Upper end of the 95 % interval of the Chao2 estimate.", (e) => e.interval[1]],
+  ];
+  const one = (e: Discovery["campaign"], value: (e: Discovery["campaign"]) => number | null, labels?: Record<string, string>): Sample[] => {
+    const x = value(e);
+    return x === null ? [] : [{ ...(labels ? { labels } : {}), value: x }];
+  };
+  return gauges.flatMap(([suffix, help, value]) => [
+    { name: `fuzzfleet_discovery_${suffix}`, help: `${help} All lanes together.`, type: "gauge" as const, samples: d ? one(d.campaign, value) : [] },
+    { name: `fuzzfleet_lane_discovery_${suffix}`, help: `${help} Per lane, from its own seeds.`, type: "gauge" as const, samples: d ? d.lanes.flatMap((l) => one(l, value, { lane: l.lane })) : [] },
+  ]);
 }
 
 function countBy<T>(items: readonly T[], key: (t: T) => string): [string, number][] {

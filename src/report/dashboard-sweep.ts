@@ -15,12 +15,15 @@ import { FAILURE_STATES, type SessionRow, type SweepStore } from "../store/port.
 import type { MetricFamily } from "../ui/metrics.ts";
 import type { DashboardSnapshot, DashboardSource, FailureDetail, LaneView, SweepView, WorkerRow } from "../ui/source.ts";
 import { sweepMetrics } from "./dashboard-metrics.ts";
+import { sweepDiscovery } from "./sweep-discovery.ts";
 import { sweepSeries } from "./sweep-timeline.ts";
 import { workerRows } from "./sweep-workers.ts";
 
 /** Rows of the failures table; `fuzzfleet failures` lists them all. */
 const FAILURES_SHOWN = 200;
 const SESSIONS_SHOWN = 10;
+/** How old a snapshot /metrics may answer from (ms): about one scrape interval of a busy Prometheus. */
+const METRICS_MAX_AGE_MS = 1000;
 /** A report.txt is shown up to this size. */
 const REPORT_MAX_BYTES = 256 * 1024;
 
@@ -54,6 +57,7 @@ export interface SweepSourceOptions {
 
 export class SweepDashboardSource implements DashboardSource {
   private last: DashboardSnapshot | null = null;
+  private lastTakenMs = -Infinity;
   private readonly wallNow: () => number;
   private readonly store: SweepStore;
 
@@ -65,11 +69,17 @@ export class SweepDashboardSource implements DashboardSource {
   snapshot(): DashboardSnapshot {
     if (this.store.inTransaction && this.last) return this.last;
     this.last = this.take();
+    this.lastTakenMs = performance.now();
     return this.last;
   }
 
+  /**
+   * From the last snapshot while it is younger than METRICS_MAX_AGE_MS: however many scrapers
+   * poll, the books are read at most once a second for them (a snapshot reads aggregates only).
+   */
   metrics(): MetricFamily[] {
-    return sweepMetrics(this.snapshot());
+    const fresh = this.last !== null && performance.now() - this.lastTakenMs < METRICS_MAX_AGE_MS;
+    return sweepMetrics(fresh ? this.last! : this.snapshot());
   }
 
   failureDetail(id: number): FailureDetail | null {
@@ -119,7 +129,8 @@ export class SweepDashboardSource implements DashboardSource {
     const flights = live ? live.engine.inFlightChunks() : [];
     const engineLanes = new Map((live?.engine.engineLanes() ?? []).map((l) => [l.laneId, l]));
     const findsByLane = store.findsByLane();
-    const lanes: LaneView[] = store.activeLanes(gen.id).map((row) => ({
+    const rows = store.activeLanes(gen.id);
+    const lanes: LaneView[] = rows.map((row) => ({
       name: row.name,
       baseSeed: row.base_seed,
       cursor: row.cursor,
@@ -131,22 +142,26 @@ export class SweepDashboardSource implements DashboardSource {
         .filter((f) => f.laneId === row.id)
         .map((f) => ({ chunkId: f.chunkId, seedFrom: f.seedFrom, seedTo: f.seedTo, runningSeconds: Math.max(0, (live!.now() - f.startedMs) / 1000), worker: f.worker.label })),
     }));
-    const failures = store.listFailures({ state: "all", generationId: gen.id });
+    // Only the rows shown are read; the counts come from one grouped pass over the distinct failures.
+    const scope = { state: "all" as const, generationId: gen.id };
+    const failures = store.failurePage(scope, FAILURES_SHOWN, 0);
+    const counted = store.countFailures(scope);
     const totals = store.completeTotals(gen.id);
+    const seedsSwept = store.seedsSwept(gen.id);
     const sweep: SweepView = {
       generation: gen.id,
       lanes,
       totals: {
-        seedsSwept: store.seedsSwept(gen.id),
+        seedsSwept,
         finds: totals.finds,
-        distinct: failures.length,
-        open: failures.filter((f) => f.state === "open").length,
+        distinct: counted.distinct,
+        open: counted.byState.open ?? 0,
         chunksComplete: totals.chunks,
-        hits: failures.reduce((n, f) => n + f.hits, 0),
-        byState: Object.fromEntries(FAILURE_STATES.map((state) => [state, failures.filter((f) => f.state === state).length])),
+        hits: counted.hits,
+        byState: Object.fromEntries(FAILURE_STATES.map((state) => [state, counted.byState[state] ?? 0])),
       },
       series: sweepSeries(store, gen.id, lanes.map((l) => l.name), live ? this.wallNow() : null),
-      failures: failures.slice(0, FAILURES_SHOWN).map((f) => ({
+      failures: failures.map((f) => ({
         id: f.id,
         bucket: f.bucket,
         lane: f.lane_name,
@@ -157,7 +172,13 @@ export class SweepDashboardSource implements DashboardSource {
         lastSeen: f.last_seen,
         message: f.message,
       })),
-      failuresTotal: failures.length,
+      failuresTotal: counted.distinct,
+      discovery: sweepDiscovery(
+        store,
+        gen.id,
+        seedsSwept,
+        rows.map((row, i) => ({ id: row.id, name: row.name, seeds: lanes[i]!.cursor - lanes[i]!.baseSeed + lanes[i]!.doneAhead })),
+      ),
       sessions: sessions.map((s) => ({
         id: s.id,
         mode: s.mode,

@@ -48,10 +48,21 @@ export interface FailureEntry {
   seeds: number[];
 }
 
+/** Which slice of the distinct failures to show: `limit` a page, pages counted from 1. */
+export interface FailurePaging {
+  limit: number;
+  page: number;
+}
+
+/** What `failures` shows when no page is asked for. */
+export const DEFAULT_PAGING: FailurePaging = { limit: 100, page: 1 };
+
 export interface FailuresData {
   generation: number | null;
   filters: FailureFilters;
-  /** Distinct failures: one per minimized-input key. */
+  /** The page shown, and how many distinct failures and pages there are in all. */
+  page: FailurePaging & { total: number; pages: number };
+  /** Distinct failures: one per minimized-input key; only the page asked for. */
   failures: FailureEntry[];
   /** Finds not minimized yet, grouped by signature: not distinct failures. */
   pending: PendingGroup[];
@@ -82,17 +93,23 @@ export function failureTotals(failures: readonly { hits: number; distinct?: numb
 
 const SEEDS_SHOWN = 20;
 
-export function failuresData(store: SweepStore, outDir: string, requested: FailureFilters): FailuresData {
+/**
+ * Reads the page asked for and the counts of all: its cost follows the rows shown and the distinct
+ * failures, never the hits.
+ */
+export function failuresData(store: SweepStore, outDir: string, requested: FailureFilters, paging: FailurePaging = DEFAULT_PAGING): FailuresData {
   const filters = effectiveFilters(requested);
   const gen = store.currentGeneration();
   const generationId = filters.allGenerations ? null : (gen?.id ?? -1);
   const filter = { state: filters.state, bucket: filters.bucket, generationId };
-  const rows = gen ? store.listFailures(filter) : [];
+  const rows = gen ? store.failurePage(filter, paging.limit, (paging.page - 1) * paging.limit) : [];
+  const counted = gen ? store.countFailures(filter) : { distinct: 0, hits: 0 };
   const pending = gen ? store.pendingGroups(filter) : [];
   return {
     generation: gen?.id ?? null,
     filters,
-    totals: failureTotals(rows, pending),
+    page: { ...paging, total: counted.distinct, pages: Math.ceil(counted.distinct / paging.limit) },
+    totals: failureTotals([{ hits: counted.hits, distinct: counted.distinct }], pending),
     pending,
     failures: rows.map((r) => ({
       id: r.id,
@@ -124,6 +141,9 @@ export interface RenderFailureOptions {
 
 export function renderFailures(d: FailuresData, opts: RenderFailureOptions): string {
   if (d.generation === null) return `${NOTHING_RECORDED}\n`;
+  if (d.failures.length === 0 && d.page.total > 0) {
+    return `page ${d.page.page} is past the last: ${counted(d.page.total, "distinct failure")} make ${counted(d.page.pages, "page")} of ${d.page.limit} (--page 1 to --page ${d.page.pages})\n`;
+  }
   if (d.failures.length === 0 && d.pending.length === 0) {
     const state = d.filters.state === "all" ? "" : `${d.filters.state} `;
     const bucket = d.filters.bucket ? ` in bucket '${printable(d.filters.bucket, { max: 64 })}'` : "";
@@ -131,6 +151,11 @@ export function renderFailures(d: FailuresData, opts: RenderFailureOptions): str
     return `no ${state}failures${bucket} ${where}\n`;
   }
   const out: string[] = opts.verbose ? verboseEntries(d, opts) : d.failures.map(failureLine);
+  if (d.page.total > d.failures.length && d.failures.length > 0) {
+    const first = (d.page.page - 1) * d.page.limit + 1;
+    const next = d.page.page < d.page.pages ? `; --page ${d.page.page + 1} for the next` : "";
+    out.push(`(distinct failures ${formatInt(first)}–${formatInt(first + d.failures.length - 1)} of ${formatInt(d.page.total)}: page ${d.page.page} of ${d.page.pages}${next}, --limit N for more a page)`);
+  }
   if (d.failures.length > 0 && !opts.verbose) out.push("");
   out.push(...pendingLines(d.pending));
   out.push(totalsLine(d.totals));

@@ -9,6 +9,7 @@ import { counted, formatInt, formatRate } from "../config/format.ts";
 import { reasonList, type ChunkTotals, type FailureGroup, type MinimizeProgress, type PendingGroup, type QuarantineGroup, type SweepStore } from "../store/port.ts";
 import { LAST_SEED, SEED_LIMIT } from "../core/ranges.ts";
 import { failureTotals, NOTHING_RECORDED, pendingLines, totalsLine, type FailureTotals } from "./failures.ts";
+import { nextNewText, sweepDiscovery, totalText, type SweepDiscovery } from "./sweep-discovery.ts";
 
 export interface LaneStatus {
   name: string;
@@ -33,6 +34,10 @@ export interface StatusData {
   app_build: string | null;
   lanes: LaneStatus[];
   totals: ChunkTotals;
+  /** Complete chunks per app build (null: chunks that named none), the generation's lanes together. */
+  app_builds: { app_build: string | null; chunks: number; seeds: number; finds: number }[];
+  /** When to stop: the chance that the next seed finds a new distinct failure, and how many exist (docs/sweep.md). */
+  discovery: SweepDiscovery | null;
   /** Distinct failures per state and bucket. */
   failures: FailureGroup[];
   /** Finds pending minimization, per state, bucket and signature (this generation, open ones). */
@@ -76,6 +81,8 @@ export function emptyStatus(ctx: StatusContext): StatusData {
     app_build: ctx.appBuildNow,
     lanes: [],
     totals: { seeds: 0, seconds: 0, chunks: 0, aborted: 0, reissued: 0, quarantine: 0 },
+    app_builds: [],
+    discovery: null,
     failures: [],
     pending: [],
     failure_totals: failureTotals([], []),
@@ -125,7 +132,22 @@ export function statusData(store: SweepStore, ctx: StatusContext): StatusData {
     ],
     ctx.laneOrder ?? null,
   ).map(({ id: _id, ...lane }) => lane);
+  const tallies = store.laneTallies(gen.id);
   const totals = store.chunkTotals(gen.id);
+  const builds = new Map<string | null, StatusData["app_builds"][number]>();
+  for (const t of tallies) {
+    const b = builds.get(t.app_build) ?? { app_build: t.app_build, chunks: 0, seeds: 0, finds: 0 };
+    b.chunks += t.chunks;
+    b.seeds += t.seeds;
+    b.finds += t.finds;
+    builds.set(t.app_build, b);
+  }
+  const discovery = sweepDiscovery(
+    store,
+    gen.id,
+    store.seedsSwept(gen.id),
+    rows.map((l) => ({ id: l.id, name: l.name, seeds: store.laneSeedsSwept(l.id) })),
+  );
   const failures = store.failureGroups(gen.id);
   const pending = store.pendingGroups({ state: "all", generationId: gen.id });
   return {
@@ -134,6 +156,8 @@ export function statusData(store: SweepStore, ctx: StatusContext): StatusData {
     app_build: ctx.appBuildNow,
     lanes,
     totals,
+    app_builds: [...builds.values()].filter((b) => b.chunks > 0),
+    discovery,
     failures,
     pending,
     failure_totals: failureTotals(failures, pending),
@@ -190,6 +214,11 @@ export function renderStatus(d: StatusData, o: { quarantineNote?: string } = {})
   );
   if (d.totals.aborted > 0) out.push(`${d.totals.aborted} aborted chunk(s) — their ranges were not counted as covered`);
   if (d.totals.reissued > 0) out.push(`${d.totals.reissued} reissued chunk(s) — a worker's lease ended and the range went back on the queue`);
+  if (d.app_builds.length > 1 || d.app_builds.some((b) => b.app_build !== null)) {
+    for (const b of d.app_builds) {
+      out.push(`  app build ${printable(b.app_build ?? "(none named)", { max: 80 })}: ${formatInt(b.seeds)} seeds in ${formatInt(b.chunks)} chunk(s), ${counted(b.finds, "find")}`);
+    }
+  }
   out.push(...quarantineLines(d, o.quarantineNote));
   out.push("");
   if (d.failures.length === 0 && d.pending.length === 0) {
@@ -210,6 +239,7 @@ export function renderStatus(d: StatusData, o: { quarantineNote?: string } = {})
     }
   }
   if (d.stale_failures > 0) out.push(`  (${d.stale_failures} failure(s) from earlier generations are stale)`);
+  if (d.discovery) out.push("", ...discoveryLines(d.discovery));
   out.push("");
   out.push("recent sessions:");
   for (const s of d.sessions) {
@@ -219,6 +249,17 @@ export function renderStatus(d: StatusData, o: { quarantineNote?: string } = {})
     out.push(`  #${s.id} ${s.status}  ${s.started_at} -> ${end}${requested}${where}`);
   }
   return out.join("\n") + "\n";
+}
+
+/** When to stop: the campaign's estimate, then each lane's. */
+function discoveryLines(d: SweepDiscovery): string[] {
+  const line = (name: string, e: SweepDiscovery["campaign"]) =>
+    `  ${printable(name, { max: 64 }).padEnd(16)} new failure: ${nextNewText(e)}; distinct failures: ${totalText(e)}`;
+  return [
+    "when to stop (Good-Turing chance that the next seed finds a new distinct failure; Chao2 estimate of how many exist — docs/sweep.md):",
+    line("all lanes", d.campaign),
+    ...d.lanes.map((l) => line(l.lane, l)),
+  ];
 }
 
 /**

@@ -1,12 +1,13 @@
-// A sweep's history as plotted series, from the store alone (the chunk and failure rows of one
-// generation), shared by the live dashboard and the static report. Seeds/s: each complete
-// chunk's seeds are spread evenly over the time it ran, so a ten-minute chunk draws a plateau
-// rather than a spike at its end. Finds: cumulative, counted when their chunk was recorded.
-// Distinct failures: cumulative, counted at each failure's first_seen.
+// A sweep's history as plotted series, from the store's bounded history (store/history.ts: seeds
+// and finds per lane and time slot, distinct failures first seen per slot), shared by the live
+// dashboard and the static report. Seeds/s: each complete chunk's seeds were spread evenly over
+// the time it ran, so a ten-minute chunk draws a plateau rather than a spike at its end. Finds:
+// cumulative, counted when their chunk was recorded. Distinct failures: cumulative, counted when
+// each was first seen. What this reads is bounded by lanes × slots, whatever the campaign's age.
 import type { SweepStore } from "../store/port.ts";
 import type { SweepSeries } from "../ui/source.ts";
 
-/** Most points on a plot; buckets widen to keep to it. */
+/** Most points on a plot; neighbouring slots merge to keep to it. */
 const MAX_POINTS = 240;
 
 /**
@@ -14,44 +15,39 @@ const MAX_POINTS = 240;
  * last chunk's end otherwise). Lanes are named in `laneNames` order, then any others found.
  */
 export function sweepSeries(store: SweepStore, generationId: number, laneNames: readonly string[], untilMs: number | null): SweepSeries {
-  const chunks = store.completeTimedChunks(generationId).map((c) => ({ ...c, from: Date.parse(c.started_at) / 1000, to: Date.parse(c.ended_at) / 1000 }));
-  const firsts = store.failureFirstSeen(generationId).map((t) => Date.parse(t) / 1000);
+  const h = store.sweepHistory(generationId);
   const names = [...laneNames];
-  for (const c of chunks) if (!names.includes(c.lane)) names.push(c.lane);
+  for (const r of h?.lanes ?? []) if (!names.includes(r.lane)) names.push(r.lane);
   const empty: SweepSeries = { t: [], lanes: Object.fromEntries(names.map((n) => [n, []])), total: [], finds: [], distinct: [] };
-  if (chunks.length === 0) return empty;
-  const start = Math.floor(Math.min(...chunks.map((c) => c.from)));
-  const end = Math.ceil(Math.max(untilMs === null ? 0 : untilMs / 1000, ...chunks.map((c) => c.to)));
-  const width = Math.max(1, Math.ceil((end - start) / MAX_POINTS));
-  const n = Math.max(1, Math.ceil((end - start) / width));
+  if (!h || h.lanes.length === 0) return empty;
+  const first = h.lanes.reduce((m, r) => Math.min(m, r.slot), Infinity);
+  const end = Math.max(h.lastEnd, untilMs === null ? 0 : untilMs / 1000);
+  const slots = Math.max(1, Math.ceil((end - h.origin) / h.width) - first);
+  const merge = Math.ceil(slots / MAX_POINTS);
+  const n = Math.ceil(slots / merge);
+  const width = merge * h.width;
+  const point = (slot: number) => Math.min(n - 1, Math.max(0, Math.floor((slot - first) / merge)));
   const perLane = new Map(names.map((name) => [name, new Array<number>(n).fill(0)]));
   const findsAt = new Array<number>(n).fill(0);
-  for (const c of chunks) {
-    const span = Math.max(c.to - c.from, 0.001);
-    const density = c.seeds / span;
-    const row = perLane.get(c.lane)!;
-    for (let b = Math.max(0, Math.floor((c.from - start) / width)); b < n && start + b * width < c.to; b++) {
-      const overlap = Math.min(c.to, start + (b + 1) * width) - Math.max(c.from, start + b * width);
-      if (overlap > 0) row[b]! += (density * overlap) / width;
-    }
-    // A chunk ending in the last bucket's upper edge still belongs to it.
-    findsAt[Math.min(n - 1, Math.max(0, Math.floor((c.to - start) / width)))]! += c.finds;
+  for (const r of h.lanes) {
+    perLane.get(r.lane)![point(r.slot)]! += r.seeds / width;
+    findsAt[point(r.slot)]! += r.finds;
   }
+  const distinctAt = new Array<number>(n).fill(0);
+  for (const d of h.distinct) distinctAt[point(d.slot)]! += d.n;
   const series: SweepSeries = { ...empty, lanes: {} };
   let finds = 0;
-  let fi = 0;
-  for (let b = 0; b < n; b++) {
-    const t = start + (b + 1) * width;
-    series.t.push(t);
-    finds += findsAt[b]!;
+  let distinct = 0;
+  for (let p = 0; p < n; p++) {
+    series.t.push(h.origin + (first + (p + 1) * merge) * h.width);
+    finds += findsAt[p]!;
+    distinct += distinctAt[p]!;
     series.finds.push(finds);
-    while (fi < firsts.length && firsts[fi]! <= t) fi++;
-    series.distinct.push(fi);
+    series.distinct.push(distinct);
   }
   let total = new Array<number>(n).fill(0);
   for (const [name, row] of perLane) {
-    const rounded = row.map((r) => Math.round(r * 10) / 10);
-    series.lanes[name] = rounded;
+    series.lanes[name] = row.map((r) => Math.round(r * 10) / 10);
     total = total.map((x, i) => x + row[i]!);
   }
   series.total = total.map((r) => Math.round(r * 10) / 10);

@@ -3,6 +3,7 @@
 // reissued, or aborted:<why>. A chunk still in flight when its process died becomes
 // aborted:lost at the next start. Only 'complete' counts as coverage.
 import { type Db, isoNow, stmt } from "./db.ts";
+import { chunkFacts, countChunk, laneTallies, rebuildTallies, sumTallies } from "./tallies.ts";
 import type { ChunkRecord, NewChunk, ChunkCounts, ChunkTotals, RepairedRange } from "./records.ts";
 export type { ChunkRecord, NewChunk, ChunkCounts, ChunkTotals, RepairedRange } from "./records.ts";
 
@@ -21,22 +22,31 @@ export function getChunk(db: Db, chunkId: number): ChunkRecord | undefined {
   return stmt(db, "SELECT * FROM chunk WHERE id = ?").get(chunkId) as ChunkRecord | undefined;
 }
 
+/**
+ * Books the chunk complete, and its aggregates with it (tallies.ts): what the row counted for in
+ * its old status is taken back first, so a chunk booked complete twice counts once.
+ */
 export function markChunkComplete(db: Db, chunkId: number, seconds: number, counts: ChunkCounts): void {
+  const now = isoNow();
+  const before = chunkFacts(db, chunkId);
   stmt(
     db,
     `UPDATE chunk SET status = 'complete', ended_at = ?, seconds = ?, clean = ?, finds = ?, quarantine = ?, unshrunk = ?
       WHERE id = ?`,
-  ).run(isoNow(), seconds, counts.clean, counts.finds, counts.quarantine, counts.unshrunk, chunkId);
+  ).run(now, seconds, counts.clean, counts.finds, counts.quarantine, counts.unshrunk, chunkId);
+  if (!before) return;
+  countChunk(db, before, -1);
+  countChunk(db, { ...before, status: "complete", ended_at: now, seconds, finds: counts.finds, quarantine: counts.quarantine }, 1);
 }
 
 /** status is 'reissued' or 'aborted:<why>'. seconds may be null when unknown. */
 export function markChunkEnded(db: Db, chunkId: number, status: string, seconds: number | null): void {
-  stmt(db, "UPDATE chunk SET status = ?, ended_at = ?, seconds = COALESCE(?, seconds) WHERE id = ?").run(
-    status,
-    isoNow(),
-    seconds,
-    chunkId,
-  );
+  const now = isoNow();
+  const before = chunkFacts(db, chunkId);
+  stmt(db, "UPDATE chunk SET status = ?, ended_at = ?, seconds = COALESCE(?, seconds) WHERE id = ?").run(status, now, seconds, chunkId);
+  if (!before) return;
+  countChunk(db, before, -1);
+  countChunk(db, { ...before, status, ended_at: now, seconds: seconds ?? before.seconds }, 1);
 }
 
 /**
@@ -45,6 +55,12 @@ export function markChunkEnded(db: Db, chunkId: number, status: string, seconds:
  * session hands out anything: then every such chunk belongs to a process that died.
  */
 export function abortLostChunks(db: Db): number {
+  stmt(
+    db,
+    `INSERT INTO chunk_tally (lane_id, app_build, aborted)
+     SELECT lane_id, COALESCE(app_build, ''), COUNT(*) FROM chunk WHERE status IN ('running', 'leased') GROUP BY lane_id, COALESCE(app_build, '')
+         ON CONFLICT (lane_id, app_build) DO UPDATE SET aborted = aborted + excluded.aborted`,
+  ).run();
   return stmt(db, "UPDATE chunk SET status = 'aborted:lost' WHERE status IN ('running', 'leased')").run().changes;
 }
 
@@ -52,18 +68,9 @@ export function touchChunkHeartbeat(db: Db, chunkId: number): void {
   stmt(db, "UPDATE chunk SET last_heartbeat = ? WHERE id = ?").run(isoNow(), chunkId);
 }
 
-/** Seeds, seconds and chunks complete, chunks aborted and reissued, and quarantined tests, over one generation. */
+/** Seeds, seconds and chunks complete, chunks aborted and reissued, and quarantined tests, over one generation (its aggregates). */
 export function chunkTotals(db: Db, generationId: number): ChunkTotals {
-  return stmt(
-    db,
-    `SELECT COALESCE(SUM(CASE WHEN c.status = 'complete' THEN c.seed_to - c.seed_from + 1 END), 0) AS seeds,
-            COALESCE(SUM(CASE WHEN c.status = 'complete' THEN c.seconds END), 0) AS seconds,
-            COALESCE(SUM(CASE WHEN c.status = 'complete' THEN 1 END), 0) AS chunks,
-            COALESCE(SUM(CASE WHEN c.status LIKE 'aborted%' THEN 1 END), 0) AS aborted,
-            COALESCE(SUM(CASE WHEN c.status = 'reissued' THEN 1 END), 0) AS reissued,
-            COALESCE(SUM(c.quarantine), 0) AS quarantine
-       FROM chunk c JOIN lane l ON l.id = c.lane_id WHERE l.generation_id = ?`,
-  ).get(generationId) as ChunkTotals;
+  return sumTallies(laneTallies(db, generationId));
 }
 
 export function sessionChunkIds(db: Db, sessionId: number): number[] {
@@ -89,12 +96,15 @@ export function repairChunkRanges(db: Db, lastSeed: number): RepairedRange[] {
          OR c.seed_from < 0 OR c.seed_from > c.seed_to OR c.seed_to > ?`,
   ).all(lastSeed) as (Omit<RepairedRange, "now"> & { baseSeed: number })[];
   const update = stmt(db, "UPDATE chunk SET seed_from = ?, seed_to = ?, status = 'aborted:invalid range' WHERE id = ?");
-  return db.transaction(() =>
-    rows.map(({ baseSeed, ...r }) => {
+  return db.transaction(() => {
+    const repaired = rows.map(({ baseSeed, ...r }) => {
       const clampable = Number.isSafeInteger(r.seedFrom) && r.seedFrom >= 0 && r.seedFrom <= lastSeed && r.seedTo >= r.seedFrom;
       const now: [number, number] = clampable ? [r.seedFrom, lastSeed] : [baseSeed, baseSeed];
       update.run(now[0], now[1], r.chunkId);
       return { ...r, now };
-    }),
-  )();
+    });
+    // A repair is rare and may turn complete chunks into aborted ones: the aggregates are recounted whole.
+    if (repaired.length > 0) rebuildTallies(db);
+    return repaired;
+  })();
 }

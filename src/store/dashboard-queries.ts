@@ -1,5 +1,5 @@
 // The read-only queries behind a sweep's dashboard, its metrics and its static report: finds per
-// lane, the totals of complete chunks, the timed chunks and first sightings the plots are drawn
+// lane and the totals of complete chunks (from their aggregates, tallies.ts), the timed chunks and first sightings the plots are drawn
 // from, and each worker of a session with the chunks it holds. Nothing here writes.
 import { stmt, type Db } from "./db.ts";
 import type { TimedChunk, HeldChunk, SessionWorker } from "./records.ts";
@@ -7,7 +7,7 @@ export type { TimedChunk, HeldChunk, SessionWorker } from "./records.ts";
 
 /** Failing seeds found by each lane's complete chunks, by lane id. */
 export function findsByLane(db: Db): Map<number, number> {
-  const rows = stmt(db, "SELECT lane_id, SUM(finds) AS finds FROM chunk WHERE status = 'complete' GROUP BY lane_id").all() as { lane_id: number; finds: number }[];
+  const rows = stmt(db, "SELECT lane_id, SUM(finds) AS finds FROM chunk_tally GROUP BY lane_id").all() as { lane_id: number; finds: number }[];
   return new Map(rows.map((r) => [r.lane_id, r.finds]));
 }
 
@@ -15,7 +15,7 @@ export function findsByLane(db: Db): Map<number, number> {
 export function completeTotals(db: Db, generationId: number): { chunks: number; finds: number } {
   return stmt(
     db,
-    `SELECT COUNT(*) AS chunks, COALESCE(SUM(c.finds), 0) AS finds FROM chunk c JOIN lane l ON l.id = c.lane_id WHERE l.generation_id = ? AND c.status = 'complete'`,
+    `SELECT COALESCE(SUM(t.chunks), 0) AS chunks, COALESCE(SUM(t.finds), 0) AS finds FROM chunk_tally t JOIN lane l ON l.id = t.lane_id WHERE l.generation_id = ?`,
   ).get(generationId) as { chunks: number; finds: number };
 }
 

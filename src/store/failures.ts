@@ -12,6 +12,8 @@
 // State: open -> fixed (resweep: every re-checked seed passed) -> open again (reopenFailure: a
 // sweep hit it, a regression); open -> stale (its generation ended; final).
 import { type Db, isoNow, stmt } from "./db.ts";
+import { addDistinctToHistory } from "./history.ts";
+import { countLaneHit } from "./tallies.ts";
 import type { FailureState, FailureRow, MinimizeState, NewFailure, SeedLane, FailureFilter, FailureListRow, FailureGroup, PendingGroup } from "./records.ts";
 export { FAILURE_STATES } from "./records.ts";
 export type { FailureState, FailureRow, MinimizeState, NewFailure, SeedLane, FailureFilter, FailureListRow, FailureGroup, PendingGroup } from "./records.ts";
@@ -58,6 +60,7 @@ export function insertFailure(db: Db, f: NewFailure): number {
     f.signature,
     f.shrunk ? null : "pending",
   );
+  if (f.shrunk) addDistinctToHistory(db, f.generationId, now, 1);
   return Number(info.lastInsertRowid);
 }
 
@@ -71,6 +74,7 @@ export function addFailureSeed(db: Db, failureId: number, seed: number, chunkId:
   const info = stmt(db, "INSERT OR IGNORE INTO failure_seed (failure_id, seed, chunk_id) VALUES (?, ?, ?)").run(failureId, seed, chunkId);
   if (info.changes === 0) return false;
   stmt(db, "UPDATE failure SET hits = hits + 1, last_seen = ? WHERE id = ?").run(isoNow(), failureId);
+  countLaneHit(db, failureId, chunkId);
   return true;
 }
 
@@ -113,8 +117,29 @@ export function touchFailure(db: Db, failureId: number): void {
   stmt(db, "UPDATE failure SET last_seen = ? WHERE id = ?").run(isoNow(), failureId);
 }
 
-/** The distinct failures, ordered by state, bucket, then hits descending (ties by id). */
-export function listFailures(db: Db, filter: FailureFilter): FailureListRow[] {
+/**
+ * The distinct failures, ordered by state, bucket, then hits descending (ties by id); with `page`,
+ * only that slice of the order (what a view shows, whatever the number of failures).
+ */
+export function listFailures(db: Db, filter: FailureFilter, page?: { limit: number; offset: number }): FailureListRow[] {
+  const { where, args } = distinctWhere(filter);
+  const sql = `SELECT f.*, l.name AS lane_name, l.params_json AS lane_params FROM failure f JOIN lane l ON l.id = f.lane_id
+                WHERE ${where.join(" AND ")}
+                ORDER BY CASE f.state WHEN 'open' THEN 0 WHEN 'fixed' THEN 1 ELSE 2 END, f.bucket, f.hits DESC, f.id
+                ${page ? "LIMIT ? OFFSET ?" : ""}`;
+  return stmt(db, sql).all(...args, ...(page ? [page.limit, page.offset] : [])) as FailureListRow[];
+}
+
+/** How many distinct failures the filter selects, their hits, and how many in each state. */
+export function countFailures(db: Db, filter: FailureFilter): { distinct: number; hits: number; byState: Record<string, number> } {
+  const { where, args } = distinctWhere(filter);
+  const rows = stmt(db, `SELECT f.state AS state, COUNT(*) AS n, COALESCE(SUM(f.hits), 0) AS hits FROM failure f WHERE ${where.join(" AND ")} GROUP BY f.state`).all(
+    ...args,
+  ) as { state: string; n: number; hits: number }[];
+  return { distinct: rows.reduce((n, r) => n + r.n, 0), hits: rows.reduce((n, r) => n + r.hits, 0), byState: Object.fromEntries(rows.map((r) => [r.state, r.n])) };
+}
+
+function distinctWhere(filter: FailureFilter): { where: string[]; args: (string | number)[] } {
   const where: string[] = [`f.${DISTINCT}`];
   const args: (string | number)[] = [];
   if (filter.id != null) {
@@ -127,10 +152,7 @@ export function listFailures(db: Db, filter: FailureFilter): FailureListRow[] {
       args.push(filter.signature);
     }
   }
-  const sql = `SELECT f.*, l.name AS lane_name, l.params_json AS lane_params FROM failure f JOIN lane l ON l.id = f.lane_id
-                WHERE ${where.join(" AND ")}
-                ORDER BY CASE f.state WHEN 'open' THEN 0 WHEN 'fixed' THEN 1 ELSE 2 END, f.bucket, f.hits DESC, f.id`;
-  return stmt(db, sql).all(...args) as FailureListRow[];
+  return { where, args };
 }
 
 /** Distinct failures per state and bucket. */

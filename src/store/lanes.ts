@@ -86,6 +86,22 @@ export function laneSeedsSwept(db: Db, laneId: number): number {
   return distinctSeeds(stmt(db, "SELECT seed_from, seed_to FROM chunk WHERE lane_id = ? AND status = 'complete'").all(laneId) as RangeRow[]);
 }
 
+/**
+ * Distinct seeds swept by complete chunks of one lane, read without its chunks below the cursor:
+ * every seed there lies in a complete chunk (the coverage invariant), so the lane's covered prefix
+ * plus what was done ahead of it is the same count laneSeedsSwept merges every range for.
+ */
+export function laneSeedsCovered(db: Db, laneId: number): number {
+  const lane = stmt(db, "SELECT base_seed, cursor FROM lane WHERE id = ?").get(laneId) as { base_seed: number; cursor: number } | undefined;
+  return lane ? lane.cursor - lane.base_seed + doneAheadOfCursor(db, laneId, lane.cursor) : 0;
+}
+
+/** The same over every lane of a generation, retired ones included. */
+export function generationSeedsCovered(db: Db, generationId: number): number {
+  const lanes = stmt(db, "SELECT id FROM lane WHERE generation_id = ?").all(generationId) as { id: number }[];
+  return lanes.reduce((n, lane) => n + laneSeedsCovered(db, lane.id), 0);
+}
+
 interface RangeRow {
   seed_from: number;
   seed_to: number;

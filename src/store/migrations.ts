@@ -3,6 +3,7 @@
 import { StoreError } from "../errors.ts";
 import type { Db } from "./db.ts";
 import { findSignature } from "./signature.ts";
+import { rebuildTallies } from "./tallies.ts";
 
 /**
  * Each entry upgrades the schema by one version: SQL, or a function for a step SQL cannot say
@@ -152,10 +153,65 @@ const MIGRATIONS: readonly (string | ((db: Db) => void))[] = [
     }
     db.exec("UPDATE failure SET minimize_state = 'pending' WHERE shrunk = 0");
   },
+  // 3: the views' aggregates (tallies.ts, history.ts), kept by the statements that book chunks
+  // and failures, and the indexes that let a view read a lane's chunks ahead of its cursor and
+  // the chunks in flight without reading every chunk.
+  `
+  CREATE TABLE chunk_tally (
+    lane_id INTEGER NOT NULL REFERENCES lane(id),
+    app_build TEXT NOT NULL,
+    chunks INTEGER NOT NULL DEFAULT 0,
+    seeds INTEGER NOT NULL DEFAULT 0,
+    seconds REAL NOT NULL DEFAULT 0,
+    finds INTEGER NOT NULL DEFAULT 0,
+    quarantine INTEGER NOT NULL DEFAULT 0,
+    aborted INTEGER NOT NULL DEFAULT 0,
+    reissued INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (lane_id, app_build)
+  );
+  CREATE TABLE lane_failure (
+    lane_id INTEGER NOT NULL REFERENCES lane(id),
+    failure_id INTEGER NOT NULL REFERENCES failure(id),
+    hits INTEGER NOT NULL,
+    PRIMARY KEY (lane_id, failure_id)
+  );
+  CREATE INDEX lane_failure_failure ON lane_failure (failure_id);
+  CREATE TABLE sweep_timeline (
+    generation_id INTEGER PRIMARY KEY REFERENCES generation(id),
+    origin INTEGER NOT NULL,
+    width INTEGER NOT NULL,
+    last_end REAL NOT NULL
+  );
+  CREATE TABLE sweep_history (
+    generation_id INTEGER NOT NULL REFERENCES generation(id),
+    lane_id INTEGER NOT NULL REFERENCES lane(id),
+    slot INTEGER NOT NULL,
+    seeds REAL NOT NULL DEFAULT 0,
+    finds INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (generation_id, lane_id, slot)
+  );
+  CREATE TABLE distinct_history (
+    generation_id INTEGER NOT NULL REFERENCES generation(id),
+    slot INTEGER NOT NULL,
+    n INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (generation_id, slot)
+  );
+  CREATE INDEX chunk_lane_reach ON chunk (lane_id, status, seed_to);
+  CREATE INDEX chunk_held ON chunk (session_id) WHERE status IN ('running', 'leased');
+  CREATE TABLE quarantine_tally (
+    lane_id INTEGER NOT NULL REFERENCES lane(id),
+    reason TEXT NOT NULL,
+    inconclusive INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (lane_id, reason)
+  );
+  `,
+  // 3 (continued): the aggregates of the rows already there.
+  (db) => rebuildTallies(db),
 ];
 
 /** The schema version each migration step leaves behind (two steps may share one version). */
-const STEP_VERSION: readonly number[] = [1, 2, 2];
+const STEP_VERSION: readonly number[] = [1, 2, 2, 3, 3];
 
 export const SCHEMA_VERSION = STEP_VERSION[STEP_VERSION.length - 1]!;
 

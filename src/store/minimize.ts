@@ -6,6 +6,8 @@
 // (its process died) gives its finds back as 'pending' at the next start.
 import { type Db, isoNow, stmt } from "./db.ts";
 import { addFailureSeed, DISTINCT, failureById, reopenFailure } from "./failures.ts";
+import { addDistinctToHistory } from "./history.ts";
+import { forgetLaneHits } from "./tallies.ts";
 import type { PendingFind, MinimizeUnitRow, MinimizeProgress } from "./records.ts";
 export type { PendingFind, MinimizeUnitRow, MinimizeProgress } from "./records.ts";
 
@@ -128,6 +130,7 @@ export function mergeFind(db: Db, findId: number, targetId: number): boolean {
   if (findId !== targetId) {
     for (const s of seeds) addFailureSeed(db, targetId, s.seed, s.chunk_id);
     stmt(db, "DELETE FROM failure_seed WHERE failure_id = ?").run(findId);
+    forgetLaneHits(db, findId);
     stmt(db, "UPDATE failure SET hits = 0, minimize_state = 'done', merged_into = ?, minimize_note = NULL WHERE id = ?").run(targetId, findId);
   }
   if (target.state === "fixed") reopenFailure(db, targetId);
@@ -136,7 +139,10 @@ export function mergeFind(db: Db, findId: number, targetId: number): boolean {
 
 /** A pending find whose own input turned out minimal: it becomes the distinct failure itself. */
 export function promoteFind(db: Db, findId: number): void {
+  const find = failureById(db, findId);
   stmt(db, "UPDATE failure SET shrunk = 1, minimize_state = NULL, minimize_note = NULL WHERE id = ?").run(findId);
+  // It counts among the distinct failures from when it was first seen, as one found minimal would.
+  if (find && find.minimize_state !== null) addDistinctToHistory(db, find.generation_id, find.first_seen, 1);
 }
 
 export function minimizeProgress(db: Db, generationId: number): MinimizeProgress {

@@ -38,8 +38,12 @@ import type {
   TimedChunk,
 } from "./records.ts";
 import type { ChunkRow } from "../core/lane-state.ts";
+import type { SweepHistory } from "./history.ts";
+import type { IncidenceCounts, LaneTally } from "./tallies.ts";
 
 export type * from "./records.ts";
+export type { SweepHistory } from "./history.ts";
+export type { IncidenceCounts, LaneTally } from "./tallies.ts";
 export { FAILURE_STATES, isoNow, reasonList, UNRECORDED_REASON } from "./records.ts";
 
 /**
@@ -81,7 +85,7 @@ export interface GenerationBook {
   currentGeneration(): GenerationRow | undefined;
   /** Starts a generation, closing `previousId` first (open failures stale, lanes retired). Returns its id. */
   startGeneration(previousId: number | null, genHash: string, note: string): number;
-  /** Distinct seeds covered by complete chunks of every lane of the generation. */
+  /** Distinct seeds covered by complete chunks of every lane of the generation (read from the cursors and the chunks ahead of them). */
   seedsSwept(generationId: number): number;
 }
 
@@ -199,8 +203,26 @@ export interface SessionBook {
   sessionWorkers(sessionId: number): SessionWorker[];
 }
 
+/**
+ * What the views read: aggregates the books keep up to date in the same unit of work that changes
+ * them, so that a view costs what it shows (lanes, distinct failures, rows of a page), never what
+ * the campaign has accumulated (chunks, hits).
+ */
+export interface ViewBook {
+  /** Per lane of the generation (retired ones included) and app build: what its chunks add up to. */
+  laneTallies(generationId: number): LaneTally[];
+  /** The generation's history at a bounded number of points; null before anything was recorded. */
+  sweepHistory(generationId: number): SweepHistory | null;
+  /** Distinct failures and their singletons and doubletons, for the campaign and by lane id. */
+  incidenceCounts(generationId: number): { campaign: IncidenceCounts; lanes: Map<number, IncidenceCounts> };
+  /** One page of listFailures' order. */
+  failurePage(filter: FailureFilter, limit: number, offset: number): FailureListRow[];
+  /** How many distinct failures the filter selects, their hits, and how many per state. */
+  countFailures(filter: FailureFilter): { distinct: number; hits: number; byState: Record<string, number> };
+}
+
 /** A campaign's books. */
-export interface SweepStore extends StoreTransactions, GenerationBook, LaneBook, ChunkBook, FailureBook, MinimizeBook, QuarantineBook, SessionBook {
+export interface SweepStore extends StoreTransactions, GenerationBook, LaneBook, ChunkBook, FailureBook, MinimizeBook, QuarantineBook, SessionBook, ViewBook {
   /** Closes the store; a store obtained from a connection someone else owns leaves it open. */
   close(): void;
 }

@@ -117,6 +117,29 @@ export const CLIENT_JS = String.raw`
     }
   }
 
+  // When to stop, beside the discovery curve: the Good-Turing chance that the next seed finds a new
+  // distinct failure and Chao2's estimate of how many exist (docs/sweep.md says how, and when not to trust it).
+  function estimateText(e) {
+    var next = e.nextNewProbability === null ? '-' : e.unitsToNextNew === null ? 'none expected (no failure found by one seed only)'
+      : e.nextNewProbability.toPrecision(2) + ' per seed (one in ~' + int(e.unitsToNextNew) + ' seeds)';
+    return 'new failure: ' + next + '; distinct failures: ' + int(e.observed) + ' seen, ~' + (Math.round(e.estimatedTotal * 10) / 10) +
+      ' in all (95 %: ' + int(e.interval[0]) + '\u2013' + int(e.interval[1]) + ')';
+  }
+  function renderDiscovery(v) {
+    var box = document.getElementById('discovery'); clear(box);
+    if (!v.discovery) return;
+    var all = el('div', null, 'estimate'); all.setAttribute('data-lane', '');
+    all.appendChild(el('span', 'when to stop \u2014 all lanes: ', 'name'));
+    all.appendChild(el('span', estimateText(v.discovery.campaign)));
+    box.appendChild(all);
+    v.discovery.lanes.forEach(function (l) {
+      var row = el('div', null, 'estimate'); row.setAttribute('data-lane', l.lane);
+      row.appendChild(el('span', l.lane + ': ', 'name'));
+      row.appendChild(el('span', estimateText(l)));
+      box.appendChild(row);
+    });
+  }
+
   function showDetail(d) {
     var box = document.getElementById('detail'); clear(box);
     box.appendChild(el('div', '#' + d.id + ' ' + d.bucket));
@@ -240,7 +263,7 @@ export const CLIENT_JS = String.raw`
     document.body.setAttribute('data-kind', s.kind);
     renderStatus(s);
     show('sweep-view', s.kind === 'sweep'); show('sessions-view', s.kind === 'sweep'); show('explore-view', s.kind === 'explore');
-    if (s.sweep) { renderTotals(s.sweep); renderLanes(s.sweep); renderCharts(s.sweep); renderFailures(s.sweep); renderSessions(s.sweep); }
+    if (s.sweep) { renderTotals(s.sweep); renderLanes(s.sweep); renderCharts(s.sweep); renderDiscovery(s.sweep); renderFailures(s.sweep); renderSessions(s.sweep); }
     renderWorkers(s.workers);
     if (s.explore) renderExplore(s.explore);
   }

@@ -66,7 +66,7 @@ export function pageHtml(o: PageOptions): string {
 <h2>Totals</h2><div id="totals"></div>
 <h2>Lanes <span class="muted">(green: the covered prefix from base_seed to cursor; yellow: done ahead, not yet coverage; blue: in flight)</span></h2><div id="lanes"></div>
 <div class="charts"><div class="chart"><h3>seeds/s per lane and in total</h3><div id="rate-chart"></div></div>
-<div class="chart"><h3>finds and distinct failures</h3><div id="finds-chart"></div></div></div>
+<div class="chart"><h3>finds and distinct failures</h3><div id="finds-chart"></div><div id="discovery" class="muted"></div></div></div>
 <h2>Failures <span class="muted">(click a row for its report and repro line)</span></h2>
 <table id="failures"><thead><tr><th>#</th><th>signature</th><th>lane</th><th>state</th><th>hits</th><th>first seed</th><th>first seen</th><th>last seen</th></tr></thead><tbody></tbody></table>
 </section>

@@ -2,6 +2,7 @@
 // `coordinate`, `explore`, or a store read by `fuzzfleet ui`) and the dashboard's server, page,
 // `/metrics` and the static report. A source is asked for a snapshot at most once a second
 // (the server caches it for every client), so it may run a few read-only queries each time.
+import type { DiscoveryEstimate } from "../core/discovery-estimate.ts";
 import type { MetricFamily } from "./metrics.ts";
 
 export interface DashboardSource {
@@ -45,6 +46,8 @@ export interface SweepView {
   /** How many failures there are in all, when `failures` is cut. */
   failuresTotal: number;
   sessions: SessionView[];
+  /** When to stop: for all lanes together and per active lane (docs/sweep.md). */
+  discovery: { campaign: DiscoveryEstimate; lanes: (DiscoveryEstimate & { lane: string })[] };
 }
 
 export interface LaneView {

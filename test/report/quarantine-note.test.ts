@@ -13,6 +13,8 @@ const data = (reasons: QuarantineGroup[]): StatusData => ({
   app_build: null,
   lanes: [],
   totals: { seeds: 1000, seconds: 2, chunks: 3, aborted: 0, reissued: 0, quarantine: reasons.reduce((n, r) => n + r.count, 0) },
+  app_builds: [],
+  discovery: null,
   failures: [],
   pending: [],
   failure_totals: failureTotals([], []),

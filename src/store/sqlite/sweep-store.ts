@@ -12,6 +12,8 @@ import * as lanes from "../lanes.ts";
 import * as minimize from "../minimize.ts";
 import * as quarantine from "../quarantine.ts";
 import * as sessions from "../sessions.ts";
+import * as history from "../history.ts";
+import * as tallies from "../tallies.ts";
 import * as workers from "../workers.ts";
 import { sqliteRefusal } from "./refusal.ts";
 
@@ -54,7 +56,7 @@ export class SqliteSweepStore implements SweepStore {
     return generations.startGeneration(this.db, previousId, genHash, note);
   }
   seedsSwept(generationId: number) {
-    return generations.seedsSwept(this.db, generationId);
+    return lanes.generationSeedsCovered(this.db, generationId);
   }
 
   // Lanes.
@@ -86,7 +88,7 @@ export class SqliteSweepStore implements SweepStore {
     return lanes.doneAheadOfCursor(this.db, laneId, cursor);
   }
   laneSeedsSwept(laneId: number) {
-    return lanes.laneSeedsSwept(this.db, laneId);
+    return lanes.laneSeedsCovered(this.db, laneId);
   }
   repairLaneCursors(limit: number) {
     return lanes.repairLaneCursors(this.db, limit);
@@ -262,5 +264,22 @@ export class SqliteSweepStore implements SweepStore {
   }
   sessionWorkers(sessionId: number) {
     return views.sessionWorkers(this.db, sessionId);
+  }
+
+  // Views: the aggregates (../tallies.ts, ../history.ts).
+  laneTallies(generationId: number) {
+    return tallies.laneTallies(this.db, generationId);
+  }
+  sweepHistory(generationId: number) {
+    return history.readHistory(this.db, generationId);
+  }
+  incidenceCounts(generationId: number) {
+    return tallies.incidenceCounts(this.db, generationId);
+  }
+  failurePage(filter: failures.FailureFilter, limit: number, offset: number) {
+    return failures.listFailures(this.db, filter, { limit, offset });
+  }
+  countFailures(filter: failures.FailureFilter) {
+    return failures.countFailures(this.db, filter);
   }
 }
