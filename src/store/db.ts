@@ -13,7 +13,9 @@ import { StoreError } from "../errors.ts";
 import { migrate, newerSchema, SCHEMA_VERSION, schemaVersion } from "./migrations.ts";
 export { isoNow } from "./records.ts";
 
-export type Db = Database.Database;
+export type { Db } from "./statement.ts";
+export { atomically, stmt } from "./statement.ts";
+import type { Db } from "./statement.ts";
 
 /** What `[store] journal` may say; "auto" picks by file system. */
 export type JournalChoice = "auto" | "wal" | "truncate";
@@ -234,26 +236,6 @@ function isLockedError(err: unknown): boolean {
 function isHotJournalError(err: unknown): boolean {
   const code = sqliteCode(err);
   return code === "SQLITE_READONLY_ROLLBACK" || code === "SQLITE_READONLY";
-}
-
-const statements = new WeakMap<Db, Map<string, Database.Statement>>();
-
-/** A prepared statement, compiled once per connection. */
-export function stmt(db: Db, sql: string): Database.Statement {
-  let cache = statements.get(db);
-  if (!cache) statements.set(db, (cache = new Map()));
-  let s = cache.get(sql);
-  if (!s) cache.set(sql, (s = db.prepare(sql)));
-  return s;
-}
-
-/**
- * Runs `fn` atomically: in a transaction of its own, or simply inside the caller's when one is
- * open already (the caller's transaction, or its savepoint, then makes it atomic). Each nested
- * savepoint is two more statements, and statements are what a busy coordinator pays for.
- */
-export function atomically<T>(db: Db, fn: () => T): T {
-  return db.inTransaction ? fn() : db.transaction(fn)();
 }
 
 function mayWrite(path: string): boolean {

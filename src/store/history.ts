@@ -6,7 +6,7 @@
 // back by whole slots. A chunk's seeds are spread evenly over the time it ran (a ten-minute
 // chunk draws a plateau, not a spike at its end); its finds count in the slot where it ended.
 // Called from the statements that book chunks and failures (tallies.ts), in their transaction.
-import { type Db, stmt } from "./db.ts";
+import { type Db, stmt } from "./statement.ts";
 
 /** Most slots a generation keeps; the views show at most half as many points. */
 export const MAX_SLOTS = 480;

@@ -1,7 +1,7 @@
 // The sweep store's schema and its upgrades: each step moves a store written by an older
 // fuzzfleet one version up, inside one transaction; a store newer than this build is refused.
 import { StoreError } from "../errors.ts";
-import type { Db } from "./db.ts";
+import type { Db } from "./statement.ts";
 import { findSignature } from "./signature.ts";
 import { rebuildTallies } from "./tallies.ts";
 

@@ -7,7 +7,7 @@
 // a chunk leaving a status takes back what it added, and entering one adds, so booking the same
 // chunk twice never counts it twice. rebuildTallies recomputes them from the rows (the migration
 // that introduced them, and the repair of impossible ranges).
-import { type Db, stmt } from "./db.ts";
+import { type Db, stmt } from "./statement.ts";
 import { addChunkToHistory, rebuildHistory } from "./history.ts";
 import type { ChunkTotals } from "./records.ts";
 
