@@ -10,6 +10,7 @@ import { printable } from "../core/log-lines.ts";
 import { formatDuration } from "../config/duration.ts";
 import { counted, formatInt } from "../config/format.ts";
 import type { Assignment, EngineEvents, InFlight, WorkerView } from "../engine/sweep-engine.ts";
+import type { MinimizeInFlight } from "../engine/sweep-types.ts";
 import type { IngestResult } from "../generator/ingest.ts";
 
 /** The longest line written; a reason from outside is cut to REASON_MAX_CHARS before that. */
@@ -116,6 +117,21 @@ export class SweepConsole implements EngineEvents {
     const from = this.o.showWorker ? ` from ${worker.label}` : "";
     this.line(`       ${which}${parts.join(", ")} in ${formatDuration(seconds)} (${rate.toFixed(1)} seeds/s)${from}`);
     for (const m of r.malformed) this.line(`       malformed failure entry ${printable(m.entry, { max: 255 })}: ${printable(m.reason, { max: REASON_MAX_CHARS })}`);
+  }
+
+  /**
+   * A minimize unit booked: a line only when it changed what a failure is (a new distinct failure,
+   * a fixed one reopened: old pending finds of a bug resweep closed reopen it here, not on a chunk
+   * line) or the minimizer failed; a unit that merged its finds into open failures stays quiet.
+   */
+  minimizeRecorded(u: MinimizeInFlight, r: { merged: number; newFailures: number; failed: number; reopened: number; aborted: string | null }, seconds: number): void {
+    if (r.newFailures === 0 && r.reopened === 0 && r.failed === 0) return;
+    const parts = [`${formatInt(r.merged)} merged`];
+    if (r.newFailures > 0) parts.push(`${formatInt(r.newFailures)} new`);
+    if (r.reopened > 0) parts.push(`${formatInt(r.reopened)} reopened`);
+    if (r.failed > 0) parts.push(`${formatInt(r.failed)} could not be minimized${r.aborted ? ` (${printable(r.aborted, { max: REASON_MAX_CHARS })})` : ""}`);
+    const from = this.o.showWorker ? ` from ${u.worker.label}` : "";
+    this.line(`[${clock()}] minimized ${u.lane} finds (unit ${u.unitId}): ${parts.join(", ")} in ${formatDuration(seconds)}${from}`);
   }
 
   chunkAborted(f: InFlight, worker: WorkerView, why: string, seconds: number, logKept: boolean): void {

@@ -38,3 +38,13 @@ test("a single host's lines stay short: the chunk's start line above already nam
     ["       9,720 clean in 3s (208.8 seeds/s)"],
   );
 });
+
+test("a minimize unit that reopened a fixed failure says so on its own line; one that only merged stays quiet", () => {
+  const unit = { unitId: 4, lane: "small", laneId: 1, seeds: [5, 9], worker, scratchDir: "/x", logPath: "/x.log", startedMs: 0, cutBySessionEnd: false, lastBeatMs: 0 };
+  const out = lines(false, (c) => {
+    c.minimizeRecorded(unit, { merged: 12, newFailures: 0, failed: 0, reopened: 0, aborted: null }, 4);
+    c.minimizeRecorded(unit, { merged: 12, newFailures: 0, failed: 0, reopened: 2, aborted: null }, 4);
+  });
+  assert.equal(out.length, 1, out.join("\n"));
+  assert.match(out[0]!, /^\[\d\d:\d\d:\d\d\] minimized small finds \(unit 4\): 12 merged, 2 reopened in 4s$/);
+});
