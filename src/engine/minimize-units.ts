@@ -146,7 +146,7 @@ export class MinimizeUnits {
     const counts = this.host.counts;
     const ok = report.outcome === "complete" && (report.exitCode === 0 || report.exitCode === 1);
     const finds = store.unitFinds(unitId);
-    let outcome = { merged: 0, newFailures: 0, failed: 0, aborted: null as string | null };
+    let outcome = { merged: 0, newFailures: 0, failed: 0, reopened: 0, aborted: null as string | null };
     let note: FinishResult["note"] = "recorded";
     let keepLog = false;
     if (ok) {
@@ -174,7 +174,7 @@ export class MinimizeUnits {
         this.host.laneDisabled(u.lane, worker, `a minimize unit's results could not be read: ${r.refused}`);
       } else {
         store.endMinimizeUnit(unitId, "complete", report.seconds, { merged: r.merged, newFailures: r.newFailures, failed: r.failed });
-        outcome = { merged: r.merged, newFailures: r.newFailures, failed: r.failed, aborted: null };
+        outcome = { merged: r.merged, newFailures: r.newFailures, failed: r.failed, reopened: r.reopened, aborted: null };
         counts.minimizeUnits++;
         counts.minimized += finds.length - r.failed;
         counts.minimizeFailed += r.failed;
@@ -197,7 +197,7 @@ export class MinimizeUnits {
       store.endMinimizeUnit(unitId, status, report.seconds, { merged: 0, newFailures: 0, failed: finds.length });
       for (const f of finds) store.markFindFailed(f.id, `the minimizer ${generatorDid}; see ${u.logPath}`);
       counts.minimizeFailed += finds.length;
-      outcome = { merged: 0, newFailures: 0, failed: finds.length, aborted: why };
+      outcome = { merged: 0, newFailures: 0, failed: finds.length, reopened: 0, aborted: why };
       note = "aborted";
       keepLog = true;
     }

@@ -118,7 +118,7 @@ export interface EngineEvents {
   laneExhausted?(lane: string, lastSeed: number): void;
   chunkReissued(a: InFlight, why: string): void;
   /** A minimize unit was booked (optional: a console may leave minimization to the summary). */
-  minimizeRecorded?(u: MinimizeInFlight, r: { merged: number; newFailures: number; failed: number; aborted: string | null }, seconds: number): void;
+  minimizeRecorded?(u: MinimizeInFlight, r: { merged: number; newFailures: number; failed: number; reopened: number; aborted: string | null }, seconds: number): void;
   /** A minimize unit was taken back from a worker that is gone; its finds wait for another unit. */
   minimizeReissued?(u: MinimizeInFlight, why: string): void;
 }

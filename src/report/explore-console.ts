@@ -81,7 +81,8 @@ export function renderExploreView(s: DashboardSnapshot, columns = 100): string[]
     `  frontier  pending ${n(f.pending)} │ running ${n(f.running)} │ leased ${n(f.leased)} │ committing ${n(f.committing)} │ expired ${n(f.expired)} │ done ${n(f.done)}`,
     `            [${"#".repeat(filled)}${".".repeat(BAR_CELLS - filled)}] ${n(f.done)} done of ${n(known)} known${f.inputBacklog ? `, ${n(f.inputBacklog)} input file(s) to admit` : ""}`,
     `  rates     ${r1(v.rates.executionsPerSecond)} exec/s │ ${r1(v.rates.generatedPerSecond)} generated/s`,
-    `  growth    ${n(v.totals.executions)} executions │ ${n(v.totals.generated)} generated │ ${n(v.totals.unique)} unique │ ${n(v.totals.redundant)} redundant${redundancyText(v)} │ corpus ${n(v.totals.corpus)}`,
+    // The final statistics' names for the same counts (src/explore/command/stats.ts).
+    `  growth    ${n(v.totals.executions)} analysis observations │ ${n(v.totals.generated)} test cases generated │ ${n(v.totals.unique)} unique │ ${n(v.totals.redundant)} redundant children${redundancyText(v)} │ corpus ${n(v.totals.corpus)}`,
     `  findings  ${plural(v.findingsTotal.crashes, "crash", "crashes")}, ${plural(v.findingsTotal.hangs, "hang")} under ${plural(v.findingsTotal.signatures, "signature")}${
       top ? ` — top: ${top.signature} (x${formatInt(top.inputs)})` : ""
     }`,

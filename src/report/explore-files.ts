@@ -8,9 +8,10 @@
 //
 // Nothing is written, nothing is created, nothing is read through a symlink: the state directory
 // and every directory below it must be real directories (a link is reported and passed over).
-// A clean end removes the work directory, so a finished campaign shows its corpus, findings and
-// ledger; its generated and unique counts and its history need the lease records of a work
-// directory and are shown only while one is kept.
+// A clean end removes the work directory, so a finished campaign shows its corpus, findings,
+// ledger (one line per task done) and the growth history its masters kept in
+// <corpus>/.fuzzfleet/history/ (src/explore/command/history.ts); an unfinished one's history
+// comes from its lease records.
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { HEX64 } from "../core/message-checks.ts";
@@ -22,6 +23,7 @@ import { readLeaseRecordsNoWrite } from "../explore/state/lease-journal.ts";
 import type { LeaseRecord } from "../explore/state/lease-table.ts";
 import { ledgerDir } from "../explore/state/ledger.ts";
 import { stateDir } from "../explore/state/work-dir.ts";
+import { HISTORY_SCHEMA, historyDir, type HistoryFile, type HistoryPoint } from "../explore/command/history.ts";
 import { PinnedDir } from "../files/pinned-dir.ts";
 import { describeHolder, readLock } from "../lock/campaign-lock.ts";
 import type { ExploreFrontier, ExploreSeries, ExploreView } from "../ui/source.ts";
@@ -33,6 +35,8 @@ const WORK_NAME = /^work-([0-9a-f]{64})$/;
 /** Most points on a plot. */
 const MAX_POINTS = 240;
 const BASELINE_MAX_BYTES = 256 * 1024 * 1024;
+/** A history file holds at most 600 points of four numbers: far below this. */
+const HISTORY_MAX_BYTES = 1024 * 1024;
 
 type Read = ReturnType<CampaignFiles["read"]>;
 
@@ -97,6 +101,17 @@ export class ExploreCampaignFiles implements CampaignFiles {
         base.totals = { ...base.totals, generated: history.generated, unique: history.unique, redundant: Math.max(0, history.generated - history.unique) };
       }
     }
+    if (base.series.t.length === 0 && base.epoch !== null) {
+      // A finished campaign (its work directory removed): the history its masters kept.
+      const kept = this.history(base.epoch, notes);
+      if (kept) {
+        base.series = kept.series;
+        // The masters' own counters, as the final statistics print them (the ledger also holds lines of other sessions).
+        base.totals = { ...base.totals, executions: kept.executions, generated: kept.generated, unique: kept.unique, redundant: Math.max(0, kept.generated - kept.unique) };
+      }
+    }
+    // Every completed task leaves one ledger line: with no lease records left, that is the tasks done.
+    if (!latest) base.frontier = { ...base.frontier, done: ledger.lines };
     const lock = this.stateOk() ? readLock(this.state) : null;
     base.headline = lock
       ? `${describeHolder(lock)}; this page reads its files (explore --ui serves the live page)`
@@ -138,6 +153,34 @@ export class ExploreCampaignFiles implements CampaignFiles {
       pin.close();
     }
     return out;
+  }
+
+  /** The growth history the masters of `epoch` kept (src/explore/command/history.ts), summed over them; null when none. */
+  private history(epoch: string, notes: string[]): ReturnType<typeof seriesOfHistory> | null {
+    const dir = historyDir(this.state);
+    const kind = kindOf(dir);
+    if (kind !== "dir") {
+      if (kind === "other") notes.push(`${dir} is not a directory; the growth history is not read`);
+      return null;
+    }
+    const files: HistoryPoint[][] = [];
+    const pin = PinnedDir.openNoFollow(dir);
+    try {
+      for (const e of pin.list()) {
+        if (e.kind !== "file" || !e.name.startsWith(`${epoch}-r`) || !e.name.endsWith(".json")) continue;
+        try {
+          const f = JSON.parse(pin.readFile(e.name, HISTORY_MAX_BYTES).bytes.toString("utf8")) as Partial<HistoryFile>;
+          if (f.schema !== HISTORY_SCHEMA || f.epoch !== epoch || !Array.isArray(f.points)) throw new Error("not a history file of this epoch");
+          const points = f.points.filter((p): p is HistoryPoint => Array.isArray(p) && p.length === 4 && p.every((x) => typeof x === "number" && Number.isFinite(x)));
+          if (points.length > 0) files.push(points);
+        } catch (err) {
+          notes.push(`${join(dir, e.name)} could not be read (${(err as Error).message}); its master's history is left out`);
+        }
+      }
+    } finally {
+      pin.close();
+    }
+    return files.length > 0 ? seriesOfHistory(files) : null;
   }
 
   /** Work directories of unfinished epochs, oldest first (by their state.json). */
@@ -237,4 +280,34 @@ export function historyOf(records: readonly LeaseRecord[], baseline: ReadonlySet
     series.redundancy.push(generated > 0 ? Math.round((1000 * Math.max(0, generated - unique)) / generated) / 1000 : 0);
   });
   return { series, generated, unique };
+}
+
+/**
+ * The plots from the masters' kept histories: at each time any master took a point, the sum of
+ * every master's latest values (cumulative counters), thinned to MAX_POINTS.
+ */
+export function seriesOfHistory(files: readonly (readonly HistoryPoint[])[]): { series: ExploreSeries; executions: number; generated: number; unique: number } {
+  const times = [...new Set(files.flatMap((f) => f.map((p) => p[0])))].sort((a, b) => a - b);
+  const step = Math.max(1, Math.ceil(times.length / MAX_POINTS));
+  const chosen = times.filter((_, i) => i % step === 0 || i === times.length - 1);
+  const at = chosen.map((t) => {
+    const sum = [t, 0, 0, 0];
+    for (const f of files) {
+      let last: HistoryPoint | null = null;
+      for (const p of f) if (p[0] <= t) last = p;
+      if (last) for (let k = 1; k < 4; k++) sum[k]! += last[k]!;
+    }
+    return sum as HistoryPoint;
+  });
+  const series: ExploreSeries = { t: [], executionsPerSecond: [], unique: [], generated: [], redundancy: [] };
+  at.forEach((p, i) => {
+    const prev = at[i - 1];
+    series.t.push(Math.round(p[0] * 1000) / 1000);
+    series.executionsPerSecond.push(prev && p[0] > prev[0] ? Math.round((10 * (p[1] - prev[1])) / (p[0] - prev[0])) / 10 : 0);
+    series.generated.push(p[2]);
+    series.unique.push(p[3]);
+    series.redundancy.push(p[2] > 0 ? Math.round((1000 * Math.max(0, p[2] - p[3])) / p[2]) / 1000 : 0);
+  });
+  const last = at.at(-1)!;
+  return { series, executions: last[1], generated: last[2], unique: last[3] };
 }

@@ -39,14 +39,15 @@ export function sessionSummary(store: SweepStore, s: SummaryInput): string {
   if (s.budgetSeconds !== undefined) out.push(`  budget:        ${budgetLine(s.status, s.elapsedSeconds, s.budgetSeconds, s.floorSeconds ?? 0, s.exhausted === true)}`);
   out.push(`  seeds swept:   ${formatInt(c.seedsSwept)}`);
   // Exit 1 follows this line: newly distinct failures (minimized inputs never seen before),
-  // reopened ones, and finds under a signature never seen before. Any other find pending
-  // minimization is not a distinct failure yet: it is counted apart.
+  // reopened ones, and finds under a signature never seen before. Any other unshrunk find is not
+  // a distinct failure yet: it is counted apart. "Pending minimization" is said once, below, with
+  // the store's count now: the session's own unshrunk counts go stale as minimize units run.
   out.push(
     `  failures:      ${formatInt(c.newDistinct)} newly distinct` +
-      (c.newPending > 0 ? `; ${formatInt(c.newPending)} new find(s) pending minimization, not distinct failures until minimized` : "") +
+      (c.newPending > 0 ? `; ${formatInt(c.newPending)} new unshrunk find(s), not distinct failures until minimized` : "") +
       (c.newSignatures > 0 ? ` (${formatInt(c.newSignatures)} under a signature never seen before: exit 1)` : ""),
   );
-  out.push(`  finds:         ${formatInt(c.finds)} failing seed(s): ${formatInt(c.finds - c.unshrunk)} minimized by the generator, ${formatInt(c.unshrunk)} pending minimization`);
+  out.push(`  finds:         ${formatInt(c.finds)} failing seed(s): ${formatInt(c.finds - c.unshrunk)} minimized by the generator, ${formatInt(c.unshrunk)} left unshrunk for the minimizer`);
   if (c.minimizeUnits > 0) {
     out.push(
       `  minimized:     ${formatInt(c.minimized)} find(s) in ${formatInt(c.minimizeUnits)} unit(s), ${formatDuration(c.minimizeSeconds)} of minimizer time` +

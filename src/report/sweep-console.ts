@@ -10,6 +10,7 @@ import { printable } from "../core/log-lines.ts";
 import { formatDuration } from "../config/duration.ts";
 import { counted, formatInt } from "../config/format.ts";
 import type { Assignment, EngineEvents, InFlight, WorkerView } from "../engine/sweep-engine.ts";
+import type { MinimizeInFlight } from "../engine/sweep-types.ts";
 import type { IngestResult } from "../generator/ingest.ts";
 
 /** The longest line written; a reason from outside is cut to REASON_MAX_CHARS before that. */
@@ -54,7 +55,13 @@ const BAR_CELLS = 24;
 
 export class SweepConsole implements EngineEvents {
   private readonly write: (line: string) => void;
-  private current: { assignment: Assignment; startedMs: number } | null = null;
+  /**
+   * The chunk in hand; `expectedSeconds` is its seeds at the lane's rate when it started (the
+   * engine sized it from that rate), null for a lane's first chunk, which has no rate yet. Not
+   * `targetSeconds`: that is the chunk length cut to the time left, an upper bound, and a chunk
+   * sized from bootstrap seeds or capped growth ends long before it.
+   */
+  private current: { assignment: Assignment; startedMs: number; expectedSeconds: number | null; rate: number | null } | null = null;
   private finds = 0;
   private newFailures = 0;
   private seeds = 0;
@@ -91,7 +98,10 @@ export class SweepConsole implements EngineEvents {
   }
 
   chunkStarted(a: Assignment, worker: WorkerView, remainingSeconds: number): void {
-    this.current = { assignment: a, startedMs: Date.now() };
+    const rate = worker.rates.get(a.lane) ?? null;
+    const n = a.seedTo - a.seedFrom + 1;
+    const expectedSeconds = rate !== null && rate > 0 ? Math.max(1, Math.min(a.targetSeconds, n / rate)) : null;
+    this.current = { assignment: a, startedMs: Date.now(), expectedSeconds, rate: rate !== null && rate > 0 ? rate : null };
     const to = this.o.showWorker ? `  -> ${worker.label}` : "";
     this.line(
       `[${clock()}] ${a.lane.padEnd(16)} seeds ${formatInt(a.seedFrom)}..${formatInt(a.seedTo)} (n=${formatInt(
@@ -118,6 +128,21 @@ export class SweepConsole implements EngineEvents {
     for (const m of r.malformed) this.line(`       malformed failure entry ${printable(m.entry, { max: 255 })}: ${printable(m.reason, { max: REASON_MAX_CHARS })}`);
   }
 
+  /**
+   * A minimize unit booked: a line only when it changed what a failure is (a new distinct failure,
+   * a fixed one reopened: old pending finds of a bug resweep closed reopen it here, not on a chunk
+   * line) or the minimizer failed; a unit that merged its finds into open failures stays quiet.
+   */
+  minimizeRecorded(u: MinimizeInFlight, r: { merged: number; newFailures: number; failed: number; reopened: number; aborted: string | null }, seconds: number): void {
+    if (r.newFailures === 0 && r.reopened === 0 && r.failed === 0) return;
+    const parts = [`${formatInt(r.merged)} merged`];
+    if (r.newFailures > 0) parts.push(`${formatInt(r.newFailures)} new`);
+    if (r.reopened > 0) parts.push(`${formatInt(r.reopened)} reopened`);
+    if (r.failed > 0) parts.push(`${formatInt(r.failed)} could not be minimized${r.aborted ? ` (${printable(r.aborted, { max: REASON_MAX_CHARS })})` : ""}`);
+    const from = this.o.showWorker ? ` from ${u.worker.label}` : "";
+    this.line(`[${clock()}] minimized ${u.lane} finds (unit ${u.unitId}): ${parts.join(", ")} in ${formatDuration(seconds)}${from}`);
+  }
+
   chunkAborted(f: InFlight, worker: WorkerView, why: string, seconds: number, logKept: boolean): void {
     this.current = null;
     const on = this.o.showWorker ? ` on ${worker.label}` : "";
@@ -139,26 +164,32 @@ export class SweepConsole implements EngineEvents {
     this.line(`[${clock()}] chunk ${f.chunkId} (${f.lane} ${formatInt(f.seedFrom)}..${formatInt(f.seedTo)}) reissued: ${printable(why, { max: REASON_MAX_CHARS })}`);
   }
 
-  /** The chunk in hand: its range, elapsed against expected, finds so far. */
-  private chunkProgress(): { text: string; fraction: number } | null {
+  /** The chunk in hand: its range, elapsed against expected (when the lane has a rate), finds so far. */
+  private chunkProgress(): { text: string; fraction: number | null } | null {
     if (!this.current) return null;
-    const a = this.current.assignment;
+    const { assignment: a, expectedSeconds: expected } = this.current;
     const elapsed = (Date.now() - this.current.startedMs) / 1000;
-    const fraction = Math.min(1, elapsed / Math.max(1, a.targetSeconds));
     const finds = this.o.chunkFinds?.(a) ?? null;
-    return {
-      fraction,
-      text: `${a.lane} ${formatInt(a.seedFrom)}..${formatInt(a.seedTo)}  ${Math.round(fraction * 100)}% of ~${formatDuration(a.targetSeconds)} (${formatDuration(
-        Math.round(elapsed),
-      )})  finds so far ${finds === null ? "?" : formatInt(finds)}`,
-    };
+    const range = `${a.lane} ${formatInt(a.seedFrom)}..${formatInt(a.seedTo)}`;
+    const tail = `finds so far ${finds === null ? "?" : formatInt(finds)}`;
+    if (expected === null) {
+      return { fraction: null, text: `${range}  ${formatDuration(Math.round(elapsed))}, the lane's first chunk: no rate to expect a time from yet  ${tail}` };
+    }
+    const fraction = Math.min(1, elapsed / expected);
+    const over = elapsed > expected ? `, ${formatDuration(Math.round(elapsed - expected))} over` : "";
+    return { fraction, text: `${range}  ${Math.round(fraction * 100)}% of ~${formatDuration(Math.round(expected))} expected (${formatDuration(Math.round(elapsed))}${over})  ${tail}` };
   }
 
   private sessionText(): string {
+    const left = `${formatDuration(Math.max(0, this.o.remaining()))} left`;
+    const finds = `finds ${formatInt(this.finds)} (${formatInt(this.newFailures)} new)`;
+    if (this.seeds === 0 && this.current) {
+      // Nothing landed yet: a session rate would read 0 for the whole first chunk.
+      const r = this.current.rate;
+      return `first chunk running${r !== null ? ` (~${r.toFixed(1)} seeds/s expected from the lane's last rate)` : ", no rate yet"} | ${finds} | ${left}`;
+    }
     const elapsed = Math.max(1, (Date.now() - this.startedMs) / 1000);
-    return `${(this.seeds / elapsed).toFixed(1)} seeds/s | ${formatInt(this.seeds)} seeds | finds ${formatInt(this.finds)} (${formatInt(this.newFailures)} new) | ${formatDuration(
-      Math.max(0, this.o.remaining()),
-    )} left`;
+    return `${(this.seeds / elapsed).toFixed(1)} seeds/s | ${formatInt(this.seeds)} seeds | ${finds} | ${left}`;
   }
 
   /** The concise line written every few seconds without a terminal. */
@@ -175,11 +206,11 @@ export class SweepConsole implements EngineEvents {
       return;
     }
     const chunk = this.chunkProgress();
-    const filled = chunk ? Math.round(chunk.fraction * BAR_CELLS) : 0;
-    const bar = `[${"#".repeat(filled)}${".".repeat(BAR_CELLS - filled)}]`;
+    // No expected time, no bar: a bar scaled to a guess would lie about how far the chunk is.
+    const bar = chunk && chunk.fraction !== null ? `[${"#".repeat(Math.round(chunk.fraction * BAR_CELLS))}${".".repeat(BAR_CELLS - Math.round(chunk.fraction * BAR_CELLS))}] ` : "";
     this.o.live(
       [
-        `  chunk    ${chunk ? `${bar} ${chunk.text}` : "between chunks"}`,
+        `  chunk    ${chunk ? `${bar}${chunk.text}` : "between chunks"}`,
         `  session  ${this.sessionText()}`,
       ].join("\n"),
     );

@@ -28,9 +28,9 @@ export const CLIENT_JS = String.raw`
   }
   function rate(r) { return r === null || r === undefined ? '–' : r.toFixed(1) + ' seeds/s'; }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
-  function notAvailable(id) {
+  function notAvailable(id, why) {
     var box = document.getElementById(id); clear(box);
-    box.appendChild(el('div', 'not available for this campaign kind', 'na'));
+    box.appendChild(el('div', why || 'not available for this campaign kind', 'na'));
   }
 
   function renderStatus(s) {
@@ -180,8 +180,9 @@ export const CLIENT_JS = String.raw`
     });
   }
 
-  function renderWorkers(workers) {
-    if (workers === null) return notAvailable('workers');
+  function renderWorkers(workers, s) {
+    // An explore campaign read from its files: workers exist only while a master runs.
+    if (workers === null) return notAvailable('workers', s && s.kind === 'explore' && !s.live ? 'nothing is running: workers are shown while the campaign runs (explore --ui)' : null);
     var box = document.getElementById('workers'); clear(box);
     if (workers.length === 0) box.appendChild(el('div', 'no workers attached', 'na'));
     workers.forEach(function (w) {
@@ -218,8 +219,8 @@ export const CLIENT_JS = String.raw`
       (f.leaseCountsAgeSeconds === null ? '' : '  (lease records read ' + dur(f.leaseCountsAgeSeconds) + ' ago)'), 'frontier-text'));
     var t = v.totals, r = v.rates;
     var tot = document.getElementById('explore-totals'); clear(tot);
-    tot.appendChild(el('div', v.role + (v.epoch ? ', epoch ' + v.epoch.slice(0, 12) + '…' : '') + ' — ' + int(t.executions) + ' executions, ' +
-      int(t.generated) + ' generated, ' + int(t.unique) + ' unique, ' + int(t.redundant) + ' redundant' +
+    tot.appendChild(el('div', v.role + (v.epoch ? ', epoch ' + v.epoch.slice(0, 12) + '…' : '') + ' — ' + int(t.executions) + ' analysis observations, ' +
+      int(t.generated) + ' test cases generated, ' + int(t.unique) + ' unique, ' + int(t.redundant) + ' redundant children' +
       (t.generated ? ' (' + (100 * t.redundant / t.generated).toFixed(1) + '%)' : '') + '; corpus ' + int(t.corpus) +
       (r.executionsPerSecond === null ? '' : ' — ' + r.executionsPerSecond.toFixed(1) + ' executions/s, ' + r.generatedPerSecond.toFixed(1) + ' generated/s') +
       '; findings: ' + int(v.findingsTotal.crashes) + ' crash(es), ' + int(v.findingsTotal.hangs) + ' hang(s) under ' + int(v.findingsTotal.signatures) + ' signature(s)' +
@@ -229,7 +230,13 @@ export const CLIENT_JS = String.raw`
       'idle window: ends in ' + v.idle.remainingSeconds.toFixed(1) + 's of ' + dur(v.idle.windowSeconds) + ' unless work appears', 'idle-text'));
     if (v.wall) idle.appendChild(el('div', 'wall budget: ' + dur(v.wall.remainingSeconds) + ' left of ' + dur(v.wall.budgetSeconds), 'muted'));
     var s = v.series;
-    if (typeof uPlot !== 'undefined') {
+    if (s.t.length === 0) {
+      // An empty chart says why instead of drawing blank axes.
+      var why = v.role === 'read from the files' ? 'no growth history: this campaign kept none (it ended before its first point, or predates kept histories)' :
+        'no points yet: the first is taken within a second of the start';
+      ['exec-chart', 'growth-chart', 'redundancy-chart'].forEach(function (id) { notAvailable(id, why); });
+      charts.exec = null;
+    } else if (typeof uPlot !== 'undefined') {
       var exec = [s.t, s.executionsPerSecond], growth = [s.t, s.unique, s.generated], red = [s.t, s.redundancy.map(function (x) { return 100 * x; })];
       if (!charts.exec) {
         charts.exec = chart('exec-chart', [{ label: 'executions/s', stroke: '#1565c0', width: 2 }], exec);
@@ -264,7 +271,7 @@ export const CLIENT_JS = String.raw`
     renderStatus(s);
     show('sweep-view', s.kind === 'sweep'); show('sessions-view', s.kind === 'sweep'); show('explore-view', s.kind === 'explore');
     if (s.sweep) { renderTotals(s.sweep); renderLanes(s.sweep); renderCharts(s.sweep); renderDiscovery(s.sweep); renderFailures(s.sweep); renderSessions(s.sweep); }
-    renderWorkers(s.workers);
+    renderWorkers(s.workers, s);
     if (s.explore) renderExplore(s.explore);
   }
 

@@ -41,7 +41,7 @@ test("the view: frontier with its bar, rates, growth and redundancy, findings, m
   assert.equal(lines[1], "  frontier  pending 20 │ running 2 │ leased 22 │ committing 1 │ expired 0 │ done 55");
   assert.equal(lines[2], `            [${"#".repeat(21)}${".".repeat(9)}] 55 done of 78 known`);
   assert.equal(lines[3], "  rates     7.0 exec/s │ 93.0 generated/s");
-  assert.equal(lines[4], "  growth    55 executions │ 1,000 generated │ 120 unique │ 880 redundant (88.0%) │ corpus 140");
+  assert.equal(lines[4], "  growth    55 analysis observations │ 1,000 test cases generated │ 120 unique │ 880 redundant children (88.0%) │ corpus 140");
   assert.match(lines[5]!, /^ {2}findings {2}3 crashes, 1 hang under 2 signatures — top: signal 6 \| boom.* \(x3\)$/);
   assert.doesNotMatch(lines.join("\n"), /\u001b/, "text from outside cannot draw on the terminal");
   assert.equal(lines[6], "  masters   r0* working");
@@ -57,7 +57,7 @@ test("the idle window counting down, the wall budget, unknown counts, and every 
   assert.equal(wide.at(-2), "  idle      ends in 1.2s of 3s unless work appears");
   assert.equal(wide.at(-1), "  wall      8m45s left of 10m00s");
   const unknown = renderExploreView(snap({ totals: { executions: 9, generated: null, unique: null, redundant: null, corpus: 3, externalInputs: null, skippedExplored: null, problems: null } }), 200);
-  assert.equal(unknown[4], "  growth    9 executions │ – generated │ – unique │ – redundant │ corpus 3");
+  assert.equal(unknown[4], "  growth    9 analysis observations │ – test cases generated │ – unique │ – redundant children │ corpus 3");
 });
 
 test("the status line for a log: one line, no escape code", () => {

@@ -56,7 +56,7 @@ describe("run's terminal view", () => {
     const raw = r.stdout;
     const redraws = raw.split("\x1b[1A").length - 1;
     assert.ok(redraws >= 4, `the live view was redrawn in place (cursor up ${redraws} times)`);
-    const progress = [...raw.matchAll(/chunk {4}\[[#.]{24}\] small [\d,]+\.\.[\d,]+ {2}(\d+)% of ~\d+s \(\d+s\) {2}finds so far (\d+)/g)];
+    const progress = [...raw.matchAll(/chunk {4}\[[#.]{24}\] small [\d,]+\.\.[\d,]+ {2}(\d+)% of ~\d+s expected \(\d+s(?:, \d+s over)?\) {2}finds so far (\d+)/g)];
     assert.ok(progress.length >= 2, "the chunk in hand is drawn with its progress");
     assert.ok(progress.some((m) => Number(m[1]) > 0), "progress moves inside a chunk");
     const shown = screen(raw);
@@ -75,7 +75,7 @@ describe("run's terminal view", () => {
     assert.doesNotMatch(r.stdout, /\x1b/, "no escape codes in a log");
     const status = r.stdout.split("\n").filter((l) => /^\[\d\d:\d\d:\d\d\] status: /.test(l));
     assert.ok(status.length >= 2, `a status line every 2 s (got ${status.length})\n${r.stdout}`);
-    assert.match(status.join("\n"), /status: (small [\d,]+\.\.[\d,]+ {2}\d+% of ~\d+s \(\d+s\) {2}finds so far \d+|between chunks) \| [\d.]+ seeds\/s \| [\d,]+ seeds \| finds \d+ \(\d+ new\) \| \d+s left/);
+    assert.match(status.join("\n"), /status: (small [\d,]+\.\.[\d,]+ {2}\d+% of ~\d+s expected \(\d+s(?:, \d+s over)?\) {2}finds so far \d+|between chunks) \| [\d.]+ seeds\/s \| [\d,]+ seeds \| finds \d+ \(\d+ new\) \| \d+s left/);
     const off = c.cli(["run", "--for", "7s", "--status-every", "0"]);
     assert.doesNotMatch(off.stdout, /status: /, "0 turns the status line off");
   });

@@ -41,7 +41,7 @@ describe("a second planted run that adds only finds pending minimization", () =>
     const after = JSON.parse(c.cli(["failures", "--json"]).stdout) as { totals: Totals };
     assert.equal(after.totals.distinct, before.totals.distinct, "nothing newly distinct");
     assert.ok(after.totals.pending_finds > before.totals.pending_finds, "the second run added pending finds");
-    const m = /failures: +0 newly distinct; ([\d,]+) new find\(s\) pending minimization, not distinct failures until minimized/.exec(second.stdout);
+    const m = /failures: +0 newly distinct; ([\d,]+) new unshrunk find\(s\), not distinct failures until minimized/.exec(second.stdout);
     assert.ok(m, second.stdout);
     assert.equal(Number(m[1]!.replace(/,/g, "")), after.totals.pending_finds - before.totals.pending_finds, "the new pending finds, counted once");
     const fresh = [...signatures(c)].filter((s) => !known.has(s));
@@ -67,7 +67,7 @@ describe("a first run whose finds are all pending minimization", () => {
     assert.equal(totals.distinct, 0, "nothing was minimized");
     assert.ok(totals.pending_finds >= 1, JSON.stringify(totals));
     const seen = signatures(c).size;
-    assert.match(r.stdout, new RegExp(`failures: +0 newly distinct; [\\d,]+ new find\\(s\\) pending minimization, not distinct failures until minimized \\(${seen} under a signature never seen before: exit 1\\)`));
+    assert.match(r.stdout, new RegExp(`failures: +0 newly distinct; [\\d,]+ new unshrunk find\\(s\\), not distinct failures until minimized \\(${seen} under a signature never seen before: exit 1\\)`));
     assert.equal(r.code, 1, r.stdout + r.stderr);
     assert.equal(r.code, exitOwed(c, r.stdout));
   });

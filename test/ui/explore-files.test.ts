@@ -64,7 +64,9 @@ describe("fuzzfleet ui --explore", () => {
       assert.match(s.status.headline, /ended cleanly/);
       assert.equal(v.totals.corpus, clean.corpusFiles().length);
       assert.equal(v.totals.executions, stats.observations, "one ledger line per completed task");
-      assert.equal(v.totals.generated, null, "not known once the lease records are gone");
+      assert.equal(v.totals.generated, stats.generated, "the growth history kept with the corpus has it after the lease records are gone");
+      assert.ok(v.series.t.length > 0, "and draws what the live view drew");
+      assert.ok(v.frontier.done > 0, "tasks done: the explored ledger's lines");
       assert.equal(v.findingsTotal.inputs, stats.findings.inputs.length);
       assert.ok(v.findingsTotal.crashes >= 1, "the treasure");
       assert.deepEqual(v.findings.map((f) => f.signature), stats.findings.groups.map((g) => g.signature));
@@ -74,7 +76,7 @@ describe("fuzzfleet ui --explore", () => {
       const fams = parseExposition((await get(ui.url + "metrics")).body);
       assert.equal(fams.get("fuzzfleet_up")!.samples[0]!.value, 0);
       assert.equal(fams.get("fuzzfleet_explore_executions_total")!.samples[0]!.value, stats.observations);
-      assert.equal(fams.get("fuzzfleet_explore_generated_inputs_total")!.samples.length, 0, "an unknown count is left out, not written as 0");
+      assert.equal(fams.get("fuzzfleet_explore_generated_inputs_total")!.samples[0]!.value, stats.generated);
     } finally {
       assert.equal(await ui.stop(), 0);
     }

@@ -35,6 +35,7 @@ import { findStaleWork, staleWorkLines } from "../state/stale-work.ts";
 import { banner, targetChangeLine } from "./banner.ts";
 import { targetIdentity, type TargetIdentity } from "../state/target-identity.ts";
 import { ExploreDashboardSource, type ExploreLive } from "./dashboard.ts";
+import { HistoryWriter } from "./history.ts";
 import type { ServedExploreDashboard } from "./serve-dashboard.ts";
 
 export async function explore(o: ExploreOptions): Promise<number> {
@@ -43,6 +44,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
   let view: { line(text: string): void; close(): void } | null = null;
   const write = (line: string) => (view ? view.line(line) : out(line));
   let dashboard: ServedExploreDashboard | null = null;
+  let history: HistoryWriter | null = null;
   const startMs = performance.now();
   const now = () => performance.now();
   const budgets = o.budgets ?? DEFAULT_BUDGETS;
@@ -165,6 +167,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
       now,
       startMs,
     };
+    history = new HistoryWriter({ state, epoch, rank, counters: () => master.counters, log });
     // The HTTP server and the page load only for --ui, not for every campaign's start.
     if (o.ui) {
       const { serveExploreDashboard } = await import("./serve-dashboard.ts");
@@ -191,6 +194,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
 
     const end = await loop.run(links.remote, ending);
     const stop = await loop.shutdown(links.remote, end);
+    history.close();
     // The final statistics are printed on a clean screen.
     view?.close();
     view = null;
@@ -212,6 +216,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
       if (tokenFile !== null) rmSync(tokenFile, { force: true });
     });
   } finally {
+    history?.close();
     view?.close();
     view = null;
     await dashboard?.close();
