@@ -1,0 +1,90 @@
+// An input executed twice because its lease was lost while the first run was still going (a
+// stalled master whose lease another master took, then let expire) is counted once: the result
+// under the lost fence is refused and adds nothing to `generated`, in whichever order the two
+// results arrive. Only masters that share the lease records can lose a lease this way (a lone
+// master's table is its own journal), so the master is rank 0 of two; the lease state is forged
+// through a second table on the same records, the clock is injected; both runs are real
+// executions (simulate mode, whose children depend only on the input).
+import assert from "node:assert/strict";
+import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { owner } from "../../src/core/rendezvous.ts";
+import { computeStats } from "../../src/explore/command/stats.ts";
+import { DEFAULT_BUDGETS } from "../../src/explore/defaults.ts";
+import { executeTask, type ExecuteSetup } from "../../src/explore/executor/execute.ts";
+import { LeaseTable } from "../../src/explore/state/lease-table.ts";
+import type { TaskResult } from "../../src/explore/task.ts";
+import { loneMaster } from "../helpers/explore.ts";
+import { scratchDirs, sha256 } from "../helpers/scratch.ts";
+
+const { freshDir } = scratchDirs("rerun-count");
+const TTL = 60_000;
+
+async function twiceRun(order: "lost-first" | "current-first"): Promise<void> {
+  const dir = freshDir();
+  const inputDir = join(dir, "in");
+  const corpusDir = join(dir, "corpus");
+  mkdirSync(inputDir);
+  mkdirSync(corpusDir);
+  // A content rank 0 owns, so that it claims it.
+  let n = 0;
+  while (owner(sha256(`seed ${n}\n`), [0, 1]) !== 0) n++;
+  writeFileSync(join(inputDir, "seed"), `seed ${n}\n`);
+  const old = new Date(Date.now() - 3600_000);
+  utimesSync(join(inputDir, "seed"), old, old);
+  let clock = Date.now();
+  const leasesRoot = join(dir, "leases");
+  const leases = new LeaseTable({ root: leasesRoot, durability: "fence" });
+  const master = loneMaster({ dir, corpusDir, inputDir }, { leases, ranks: [0, 1], leaseTtlMs: TTL, wallNow: () => clock });
+  assert.equal(master.admitInputs(), 1);
+  const first = master.nextTask("local-0");
+  assert.ok(first);
+
+  const setup = (slot: string): ExecuteSetup => ({
+    corpusDir,
+    stageRoot: master.stageRoot(slot),
+    target: ["/bin/true", "@@"],
+    targetCwd: dir,
+    simulate: true,
+    budgets: DEFAULT_BUDGETS,
+    scratchRoot: join(dir, "scratch", slot),
+  });
+  const signal = new AbortController().signal;
+  const r1: TaskResult = await executeTask(first, setup("local-0"), signal);
+  assert.equal(r1.failure, null);
+  assert.ok(r1.generated > 0, "simulate mode gives the run children");
+
+  // The first run is still "going": its master stalls past the TTL, another master takes the
+  // lease and stalls in turn; the first master's heartbeat finds its fence lost.
+  clock += TTL + 1;
+  const other = new LeaseTable({ root: leasesRoot, durability: "fence" });
+  const record = other.snapshot().find((r) => r.id === first.hash);
+  assert.ok(record);
+  assert.ok(other.claim(first.hash, record.payload, "other-master", { now: clock, ttlMs: TTL, worker: 1 }));
+  master.heartbeat();
+  assert.equal(master.counters.lostLeases, 1);
+  clock += TTL + 1;
+  assert.equal(master.recoverExpired(), 1, "the lapsed lease is taken back under a new fence");
+  const second = master.nextTask("local-1");
+  assert.ok(second);
+  assert.equal(second.hash, first.hash);
+  assert.notEqual(second.fence, first.fence);
+  const r2 = await executeTask(second, setup("local-1"), signal);
+  assert.equal(r2.generated, r1.generated, "the same input gives the same children");
+
+  const notes =
+    order === "lost-first"
+      ? [master.consumeResult("local-0", r1), master.consumeResult("local-1", r2)]
+      : [master.consumeResult("local-1", r2), master.consumeResult("local-0", r1)];
+  // A batched commit settles on a later turn.
+  master.close();
+  assert.equal(master.counters.observations, 1, `one observation (acks ${notes.join(", ")})`);
+  assert.equal(master.counters.generated, r1.generated, "the children of one execution");
+  assert.equal(master.counters.staleResults, 1, "the run under the lost fence is refused");
+  const s = computeStats({ leases, master, corpusDir, elapsedSeconds: 1, executors: { local: 2, remote: 0 } });
+  assert.deepEqual([s.observations, s.generated], [1, r1.generated]);
+}
+
+test("a run whose lease was lost and run again counts once: the lost run's result arrives first", () => twiceRun("lost-first"));
+test("a run whose lease was lost and run again counts once: the lost run's result arrives last", () => twiceRun("current-first"));
