@@ -2,19 +2,22 @@
 // campaign's parent directory hidden under a tmpfs, joins with the same command as any worker,
 // runs the generator in a scratch directory of its own and sends each chunk's failures back over
 // the connection; and a worker whose connection is lost mid-transfer has its chunk swept again,
-// nothing of the half-sent files booked. Real coordinator, real sockets, real SQLite, the audit
-// of the books after each (test/helpers/books.ts).
+// nothing of the half-sent files booked; and one in its own network namespace (a veth pair, the
+// test's own 10.231.N.0/30) that brings its own copy of the generator. Real coordinator, real
+// sockets, real SQLite, the audit of the books after each (test/helpers/books.ts). Needs root
+// (unshare, mount, ip netns), as CI runs.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { z } from "zod";
-import { dial } from "../../src/net/connection.ts";
-import { CoordinatorReply, HandshakeReply, PROTOCOL_VERSION, Welcome, Refuse, type Frame } from "../../src/net/messages.ts";
+import { createHash } from "node:crypto";
+import { dial, type Connection } from "../../src/net/connection.ts";
+import { CoordinatorReply, HandshakeReply, PROTOCOL_VERSION, Welcome, Refuse, type AssignedChunk, type Frame } from "../../src/net/messages.ts";
 import { proveIdentity } from "../../src/generator/identity.ts";
 import { assertBooksTrue, exitOwed } from "../helpers/books.ts";
-import { Campaign, CLI, distributedTable, exited, startCoordinator, waitFor } from "../helpers/campaign.ts";
+import { Campaign, CLI, distributedTable, exited, PLANTED, start, startCoordinator, waitFor } from "../helpers/campaign.ts";
 import { campaignToken } from "../helpers/wire.ts";
 
 /**
@@ -29,6 +32,25 @@ function hiddenWorker(c: Campaign, port: number, env: NodeJS.ProcessEnv = {}) {
     { env: { ...process.env, ...c.env, FUZZFLEET_TOKEN: campaignToken(c.outDir), ...env }, stdio: ["ignore", "pipe", "pipe"] },
   );
   return { child, result: exited(child) };
+}
+
+/** A worker double that says it does not see the shared directory (its identity is this host's: the generator lies outside the campaign). */
+async function transferDouble(port: number, token: string): Promise<{ conn: Connection; welcome: Extract<Frame, { type: "welcome" }> }> {
+  const conn = await dial("127.0.0.1", port, 5000);
+  const first = await conn.request({ type: "hello", token, protocol: PROTOCOL_VERSION, host: "double", jobs: 1, slots: 2 }, HandshakeReply, 10_000);
+  assert.equal(first.type, "challenge");
+  const prove = { ...proveIdentity(first as Extract<Frame, { type: "challenge" }>), nonce: null, shared_dir: false };
+  const welcome = await conn.request(prove, z.discriminatedUnion("type", [Welcome, Refuse]), 10_000);
+  assert.equal(welcome.type, "welcome", JSON.stringify(welcome));
+  return { conn, welcome: welcome as Extract<Frame, { type: "welcome" }> };
+}
+
+async function twoChunks(conn: Connection): Promise<AssignedChunk[]> {
+  const assign = await conn.request({ type: "want", slots: 2 }, CoordinatorReply, 10_000);
+  assert.equal(assign.type, "assign", JSON.stringify(assign));
+  const chunks = (assign as Extract<Frame, { type: "assign" }>).chunks;
+  assert.equal(chunks.length, 2, "two chunks for two slots");
+  return chunks;
 }
 
 function chunkDirs(c: Campaign): string[] {
@@ -76,23 +98,15 @@ test("a connection lost mid-transfer: the chunk is swept again, the half-sent fi
     const token = campaignToken(c.outDir);
 
     // A worker double that says it does not see the shared directory and sends part of a file.
-    const conn = await dial("127.0.0.1", coord.port, 5000);
-    const first = await conn.request({ type: "hello", token, protocol: PROTOCOL_VERSION, host: "partial", jobs: 1, slots: 2 }, HandshakeReply, 10_000);
-    assert.equal(first.type, "challenge");
-    const prove = { ...proveIdentity(first as Extract<Frame, { type: "challenge" }>), nonce: null, shared_dir: false };
-    const welcome = await conn.request(prove, z.discriminatedUnion("type", [Welcome, Refuse]), 10_000);
-    assert.equal(welcome.type, "welcome", JSON.stringify(welcome));
-    assert.deepEqual((welcome as Extract<Frame, { type: "welcome" }>).transfer, {
+    const { conn, welcome } = await transferDouble(coord.port, token);
+    assert.deepEqual(welcome.transfer, {
       results: "",
       max_files: 10_000,
       max_bytes: 2 * 2 ** 30,
       max_file_bytes: 512 * 2 ** 20,
       piece_bytes: 2 ** 20,
     });
-    const assign = await conn.request({ type: "want", slots: 2 }, CoordinatorReply, 10_000);
-    assert.equal(assign.type, "assign", JSON.stringify(assign));
-    const [cut, short] = (assign as Extract<Frame, { type: "assign" }>).chunks;
-    assert.ok(cut && short, "two chunks for two slots");
+    const [cut, short] = await twoChunks(conn);
 
     // Chunk `short`: one whole file, then a done whose account claims two.
     const body = Buffer.from('{"seed": 1}');
@@ -104,7 +118,7 @@ test("a connection lost mid-transfer: the chunk is swept again, the half-sent fi
         size: body.length,
         offset: 0,
         data: body.toString("base64"),
-        sha256: (await import("node:crypto")).createHash("sha256").update(body).digest("hex"),
+        sha256: createHash("sha256").update(body).digest("hex"),
       },
       CoordinatorReply,
       10_000,
@@ -147,6 +161,123 @@ test("a connection lost mid-transfer: the chunk is swept again, the half-sent fi
     assertBooksTrue(c, "after a transfer cut short");
     assert.deepEqual(chunkDirs(c), []);
   } finally {
+    c.cleanup();
+  }
+});
+
+test("a long transfer keeps every lease the worker holds alive without a heartbeat; when the puts stop, the leases run out", async () => {
+  const c = new Campaign({ extra: distributedTable({ lease: 2 }), defaults: { chunk_minutes: 0.5, bootstrap_seeds: 50 }, costMs: 1 });
+  try {
+    const coord = await startCoordinator(c, ["--for", "40s"]);
+    const { conn } = await transferDouble(coord.port, campaignToken(c.outDir));
+    const [sending, other] = await twoChunks(conn);
+    const status = (id: number) => c.one<{ status: string }>("SELECT status FROM chunk WHERE id = ?", id).status;
+    // One byte every 400 ms for 6 s: three leases long, and not one heartbeat (the file is never finished).
+    const size = 16;
+    const started = Date.now();
+    for (let offset = 0; offset < size - 1; offset++) {
+      const piece = await conn.request(
+        { type: "put", unit: sending.chunk_id, path: `failures/${sending.seed_from}/input.min.txt`, size, offset, data: Buffer.from("x").toString("base64"), sha256: null },
+        CoordinatorReply,
+        10_000,
+      );
+      assert.deepEqual(piece, { type: "ack", drain: false, known: [sending.chunk_id, other.chunk_id], note: null }, `piece ${offset}`);
+      await new Promise((r) => setTimeout(r, 400));
+    }
+    assert.ok(Date.now() - started >= 3 * 2000, "the transfer outlasted the lease three times over");
+    assert.equal(status(sending.chunk_id), "leased");
+    assert.equal(status(other.chunk_id), "leased", "the chunk not being sent is kept alive too");
+    // Silence now: the lease scan takes both back within a lease or so.
+    await waitFor("both chunks to be reissued once the puts stopped", () => (status(sending.chunk_id) === "reissued" && status(other.chunk_id) === "reissued" ? true : undefined), 10_000);
+    conn.destroy();
+    coord.child.kill("SIGINT");
+    const rc = await coord.result;
+    assert.equal(rc.code, exitOwed(c, rc.stdout), rc.stdout + rc.stderr);
+    assertBooksTrue(c, "after leases kept by a transfer");
+  } finally {
+    c.cleanup();
+  }
+});
+
+/** A network namespace of its own joined to this host by a veth pair: the host at 10.231.N.1, the namespace at 10.231.N.2. */
+function ownNetwork(): { ns: string; host: string; remove(): void } {
+  const n = 1 + (process.pid % 250);
+  const ns = `ffnoshared${process.pid}`;
+  const [outer, inner] = [`ffh${process.pid}`.slice(0, 15), `ffn${process.pid}`.slice(0, 15)];
+  const host = `10.231.${n}.1`;
+  const ip = (...args: string[]) => {
+    const r = spawnSync("ip", args, { encoding: "utf8" });
+    assert.equal(r.status, 0, `ip ${args.join(" ")}: ${r.stderr}`);
+  };
+  ip("netns", "add", ns);
+  ip("link", "add", outer, "type", "veth", "peer", "name", inner);
+  ip("link", "set", inner, "netns", ns);
+  ip("addr", "add", `${host}/30`, "dev", outer);
+  ip("link", "set", outer, "up");
+  ip("netns", "exec", ns, "ip", "addr", "add", `10.231.${n}.2/30`, "dev", inner);
+  ip("netns", "exec", ns, "ip", "link", "set", inner, "up");
+  return {
+    ns,
+    host,
+    remove() {
+      spawnSync("ip", ["link", "del", outer]);
+      spawnSync("ip", ["netns", "del", ns]);
+    },
+  };
+}
+
+test("a worker on its own network and filesystem, with its own copy of the generator: a copy that differs is refused (exit 3, naming it), the same copy sweeps and the books audit clean", async () => {
+  // The generator lives inside the campaign directory, so the worker must bring its own copy.
+  const c = new Campaign({
+    extra: distributedTable({ lease: 20 }),
+    defaults: { chunk_minutes: 0.03, bootstrap_seeds: 200 },
+    costMs: 1,
+    generator: `[generator]
+command = ["node", "gen/planted.mjs", "--from", "{seed_from}", "--count", "{count}", "--jobs", "{jobs}", "--out", "{out}", "--max-shrinks", "{max_shrinks}"]
+identity = ["gen/*.mjs"]
+`,
+  });
+  const own = mkdtempSync(join("/var/tmp", "fuzzfleet-own-"));
+  const planted = dirname(PLANTED);
+  for (const dir of [join(c.dir, "gen"), join(own, "gen")]) {
+    mkdirSync(dir);
+    for (const f of readdirSync(planted).filter((n) => n.endsWith(".mjs"))) copyFileSync(join(planted, f), join(dir, f));
+  }
+  const net = ownNetwork();
+  try {
+    const coord = start(c, ["coordinate", "--for", "8s", "--bind", net.host]);
+    const port = await waitFor("the coordinator to listen on the veth address", () => {
+      const m = new RegExp(`listening on ${net.host.replace(/\./g, "\\.")}:(\\d+)[^]*watch it: `).exec(coord.output());
+      if (!m && coord.child.exitCode !== null) throw new Error(`coordinate exited early:\n${coord.output()}`);
+      return m ? Number(m[1]) : undefined;
+    }, 60_000);
+    const remote = (cwd: string) => {
+      const child = spawn(
+        "ip",
+        ["netns", "exec", net.ns, "unshare", "-m", "sh", "-c", 'mount -t tmpfs fuzzfleet-hidden "$1" && cd "$2" && exec "$3" "$4" worker --master "$5" -j 1', "sh", dirname(c.dir), cwd, process.execPath, CLI, `${net.host}:${port}`],
+        { env: { ...process.env, ...c.env, FUZZFLEET_TOKEN: campaignToken(c.outDir) }, stdio: ["ignore", "pipe", "pipe"] },
+      );
+      return exited(child);
+    };
+
+    appendFileSync(join(own, "gen", "machine.mjs"), "// a local edit\n");
+    const refused = await remote(own);
+    assert.equal(refused.code, 3, refused.stdout + refused.stderr);
+    assert.match(refused.stderr, /generator identity differs \(worker [0-9a-f]{12}, coordinator [0-9a-f]{12}\): the copy of gen\/\*\.mjs in the worker's working directory \(it does not see the shared directory\) is not the coordinator's/);
+
+    copyFileSync(join(planted, "machine.mjs"), join(own, "gen", "machine.mjs"));
+    const [rc, rw] = await Promise.all([coord.result, remote(own)]);
+    assert.equal(rw.code, 0, rw.stdout + rw.stderr);
+    assert.match(rw.stdout + rw.stderr, new RegExp(`attached to ${net.host.replace(/\./g, "\\.")}:\\d+ as #\\d+ .*no shared directory`));
+    assert.match(rc.stdout, /joined \(-j 1, from 10\.231\.\d+\.2:\d+\)/, "the worker dialled in from its own network");
+    assert.equal(rc.code, exitOwed(c, rc.stdout), rc.stdout + rc.stderr);
+    assert.ok(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM chunk WHERE status = 'complete'").n >= 2);
+    assert.ok(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure").n >= 1);
+    assertBooksTrue(c, "a worker on its own network with its own copy");
+    assert.deepEqual(chunkDirs(c), []);
+  } finally {
+    net.remove();
+    rmSync(own, { recursive: true, force: true });
     c.cleanup();
   }
 });
