@@ -8,7 +8,7 @@
 // (unshare, mount, ip netns), as CI runs.
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { z } from "zod";
@@ -17,7 +17,7 @@ import { dial, type Connection } from "../../src/net/connection.ts";
 import { CoordinatorReply, HandshakeReply, PROTOCOL_VERSION, Welcome, Refuse, type AssignedChunk, type Frame } from "../../src/net/messages.ts";
 import { proveIdentity } from "../../src/generator/identity.ts";
 import { assertBooksTrue, exitOwed } from "../helpers/books.ts";
-import { Campaign, CLI, distributedTable, exited, PLANTED, start, startCoordinator, waitFor } from "../helpers/campaign.ts";
+import { Campaign, CLI, distributedTable, exited, PLANTED, PLANTED_FORMS, start, startCoordinator, waitFor } from "../helpers/campaign.ts";
 import { campaignToken } from "../helpers/wire.ts";
 
 /**
@@ -25,10 +25,10 @@ import { campaignToken } from "../helpers/wire.ts";
  * parent is an empty tmpfs: the worker cannot see a byte of the campaign. The token comes from
  * the environment, as on a host that does not share the directory.
  */
-function hiddenWorker(c: Campaign, port: number, env: NodeJS.ProcessEnv = {}) {
+function hiddenWorker(c: Campaign, port: number, env: NodeJS.ProcessEnv = {}, args: string[] = []) {
   const child = spawn(
     "unshare",
-    ["-m", "sh", "-c", 'mount -t tmpfs fuzzfleet-hidden "$1" && cd / && exec "$2" "$3" worker --master "$4" -j 1', "sh", dirname(c.dir), process.execPath, CLI, `127.0.0.1:${port}`],
+    ["-m", "sh", "-c", 'mount -t tmpfs fuzzfleet-hidden "$1" && cd / && shift && exec "$@"', "sh", dirname(c.dir), process.execPath, CLI, "worker", "--master", `127.0.0.1:${port}`, "-j", "1", ...args],
     { env: { ...process.env, ...c.env, FUZZFLEET_TOKEN: campaignToken(c.outDir), ...env }, stdio: ["ignore", "pipe", "pipe"] },
   );
   return { child, result: exited(child) };
@@ -278,6 +278,47 @@ identity = ["gen/*.mjs"]
   } finally {
     net.remove();
     rmSync(own, { recursive: true, force: true });
+    c.cleanup();
+  }
+});
+
+test("minimize units run on a worker without the shared directory: the minimized failures travel back and are recorded, each find once", async () => {
+  const gen = JSON.stringify(PLANTED);
+  const c = new Campaign({
+    defaults: { max_shrinks: 0, chunk_minutes: 0.05, bootstrap_seeds: 200 },
+    costMs: 1,
+    generator: `[generator]
+command = ["node", ${gen}, "--from", "{seed_from}", "--count", "{count}", "--jobs", "{jobs}", "--out", "{out}", "--max-shrinks", "{max_shrinks}"]
+identity = [${JSON.stringify(PLANTED.replace(/planted\.mjs$/, "*.mjs"))}]
+minimize = ["node", ${gen}, "--minimize", "--seeds", "{seeds}", "--out", "{out}", "--jobs", "{jobs}"]
+`,
+    extra: `${distributedTable({ lease: 20 })}\n[minimize]\nshare = 1\nbatch = 8\n`,
+  });
+  try {
+    const coord = await startCoordinator(c, ["--for", "15s"]);
+    const worker = hiddenWorker(c, coord.port, {}, ["--slots", "2"]);
+    const [rc, rw] = await Promise.all([coord.result, worker.result]);
+    const said = rw.stdout + rw.stderr;
+    assert.equal(rw.code, 0, said);
+    assert.equal(rc.code, exitOwed(c, rc.stdout), rc.stdout + rc.stderr);
+    assert.match(said, /minimize unit \d+: .* — complete \(rc [01]\) in [\d.]+s, [\d,]+ file\(s\) [\d,]+ bytes sent \(recorded\)/, "a unit's minimized failures were sent back");
+    assert.ok(c.one<{ n: number }>("SELECT COUNT(*) AS n FROM minimize_unit WHERE status = 'complete' AND new_failures > 0").n >= 1, "a unit recorded the failures it minimized");
+    const finds = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure_seed").n;
+    const end = JSON.parse(c.cli(["failures", "--json"]).stdout) as { failures: { id: number; artifact_dir: string }[]; totals: { distinct_hits: number; pending_hits: number; hits: number } };
+    assert.equal(end.totals.hits, finds, "no find lost or counted twice");
+    assert.equal(end.totals.distinct_hits + end.totals.pending_hits, finds, "finds = distinct hits + pending");
+    assert.ok(end.failures.length >= 1);
+    for (const f of end.failures) {
+      const min = readFileSync(join(f.artifact_dir, "input.min.txt"), "utf8").trim();
+      assert.ok(PLANTED_FORMS.has(min), `failure #${f.id}, minimized on the worker, is a planted form:\n${min}`);
+    }
+    const twice = c.one<{ n: number }>(
+      `SELECT COUNT(*) AS n FROM (SELECT m.failure_id FROM minimize_find m JOIN minimize_unit u ON u.id = m.unit_id
+         WHERE u.status = 'complete' GROUP BY m.failure_id HAVING COUNT(*) > 1)`,
+    ).n;
+    assert.equal(twice, 0, "no find was minimized by two units");
+    assert.deepEqual(readdirSync(join(c.outDir, "tmp")).filter((n) => /^(chunk|minimize)-\d+$/.test(n)), []);
+  } finally {
     c.cleanup();
   }
 });
