@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse, TomlDate, TomlError } from "smol-toml";
 import { ConfigError } from "../errors.ts";
-import { isTable, placeholdersIn, validateConfigDocument, type Config, type ConfigFile, type ConfigIssue, type LaneConfig } from "./schema.ts";
+import { isTable, placeholdersIn, transferCaps, validateConfigDocument, type Config, type ConfigFile, type ConfigIssue, type LaneConfig } from "./schema.ts";
 
 export { laneIdentity, type Config, type LaneConfig } from "./schema.ts";
 
@@ -146,6 +146,7 @@ function resolveConfig(file: ConfigFile, absPath: string, laneOrder: (a: string,
       leaseSeconds: file.distributed.lease_seconds,
       drainGraceMinutes: file.distributed.drain_grace_minutes,
       stopGraceSeconds: file.distributed.stop_grace_seconds,
+      transfer: transferCaps(file.distributed),
     },
     store: {
       journal: file.store.journal,

@@ -214,6 +214,23 @@ const LaneSchema = z.strictObject(
   { error: "expected a [lanes.NAME] table" },
 );
 
+const MIB = 1 << 20;
+
+/** The caps on what a worker without the shared directory sends of one unit (failures/ and quarantine/ files). */
+export interface TransferCaps {
+  maxFiles: number;
+  maxBytes: number;
+  maxFileBytes: number;
+}
+
+/** [distributed] transfer_max_files, transfer_max_mib, transfer_max_file_mib unless set. */
+export const TRANSFER_DEFAULTS: TransferCaps = { maxFiles: 10_000, maxBytes: 2048 * MIB, maxFileBytes: 512 * MIB };
+
+/** The caps a file sets, in bytes (whole bytes: a fraction of a MiB is rounded down). */
+export function transferCaps(d: { transfer_max_files: number; transfer_max_mib: number; transfer_max_file_mib: number }): TransferCaps {
+  return { maxFiles: d.transfer_max_files, maxBytes: Math.floor(d.transfer_max_mib * MIB), maxFileBytes: Math.floor(d.transfer_max_file_mib * MIB) };
+}
+
 const DistributedSchema = z.strictObject(
   {
     port: int(0, 65535).default(9999),
@@ -221,6 +238,10 @@ const DistributedSchema = z.strictObject(
     lease_seconds: positiveNumber().default(120),
     drain_grace_minutes: nonNegativeNumber().default(35),
     stop_grace_seconds: positiveNumber().default(15),
+    // What a worker without the shared directory may send of one chunk or minimize unit.
+    transfer_max_files: int(0, 10_000_000).default(TRANSFER_DEFAULTS.maxFiles),
+    transfer_max_mib: positiveNumber().default(TRANSFER_DEFAULTS.maxBytes / MIB),
+    transfer_max_file_mib: positiveNumber().default(TRANSFER_DEFAULTS.maxFileBytes / MIB),
   },
   { error: "expected a table" },
 );
@@ -421,7 +442,15 @@ export interface Config {
   app: { path: string; sources: string[] } | null;
   /** In file order, which is the tie-break order for lane picking. */
   lanes: LaneConfig[];
-  distributed: { port: number; bind: string; leaseSeconds: number; drainGraceMinutes: number; stopGraceSeconds: number };
+  distributed: {
+    port: number;
+    bind: string;
+    leaseSeconds: number;
+    drainGraceMinutes: number;
+    stopGraceSeconds: number;
+    /** Caps on a unit's files from a worker without the shared directory; TRANSFER_DEFAULTS when absent. */
+    transfer?: TransferCaps;
+  };
   store: {
     /** The journal mode writers keep the file in; "auto" = WAL on a local file system, TRUNCATE on a network one. */
     journal: "auto" | "wal" | "truncate";

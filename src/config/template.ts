@@ -65,6 +65,10 @@ bind = ""                 # listen address; "" = this host's name (deliberately 
 lease_seconds = 120       # a chunk with no heartbeat for this long is handed to another worker
 drain_grace_minutes = 35  # after the deadline, how long to wait for chunks still running
 stop_grace_seconds = 15   # then how long each worker has to acknowledge the stop
+# What a worker without the shared directory may send back of one chunk (its failures/ and quarantine/):
+transfer_max_files = 10000    # files
+transfer_max_mib = 2048       # bytes in all, in MiB
+transfer_max_file_mib = 512   # bytes of one file, in MiB
 
 # Background minimization; only read with [generator] minimize.
 [minimize]

@@ -1,7 +1,7 @@
 // The checks every handshake on a campaign's port makes, written once for the two machines that
 // make them: the worker session (core/worker-session.ts: a worker joining a coordinator or an
 // explore master) and the master join (core/peer-join.ts: a submaster joining its root). The
-// token in constant time, the protocol version, the nonce read back from the shared directory,
+// token in constant time, the protocol version, the nonce read back from the shared directory (or a worker's word that it does not see it),
 // the wording of a wait that ran out, and the text of a refusal (the peer's text, made printable
 // and bounded before anyone logs or sends it).
 import { createHash, timingSafeEqual } from "node:crypto";
@@ -42,6 +42,11 @@ export function protocolMismatch(theirs: number, speaks: number, who: Parties): 
 export function nonceMismatch(prove: { nonce: string | null; problem: string | null }, nonce: { path: string; value: string }, who: Parties): string | null {
   if (prove.nonce === nonce.value) return null;
   return `the ${who.peer} cannot read the nonce at ${nonce.path}${prove.problem ? ` (${prove.problem})` : ""}: ${who.mount}`;
+}
+
+/** Why a worker that does not see the shared directory is refused where its files cannot travel (an explore master). */
+export function noSharedDirectory(prove: { problem: string | null }, nonce: { path: string }, who: Parties): string {
+  return `the ${who.peer} does not see the shared directory (no nonce at ${nonce.path}${prove.problem ? `: ${prove.problem}` : ""}) and this ${who.self} takes no files over the connection: ${who.mount}`;
 }
 
 /** The reason a refusal carries: printable and bounded, as it is sent and logged. */

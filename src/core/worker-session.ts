@@ -11,19 +11,20 @@
 //   awaiting-first --peer gone--> closed
 //   awaiting-first --status | failures--> answering --reply--> closed
 //   awaiting-first --peer_hello--> handed-over (the connection belongs to the peer service now)
-//   awaiting-first --hello--> screening --taking workers--> proving --prove, the nonce read back-->
-//       checking-proof --good--> admitting --admitted--> serving
+//   awaiting-first --hello--> screening --taking workers--> proving --prove, the nonce read back, or
+//       no shared directory where the campaign takes files over the connection--> checking-proof
+//       --good--> admitting --admitted--> serving
 //   screening | proving | checking-proof | admitting --no, or a bad frame, deadline, peer gone-->
 //       closed (refused)
 //   serving --want | heartbeat while its stop is asked--> serving [stop {token}]
-//   serving --want | heartbeat | done | result--> handling --reply--> serving
+//   serving --want | heartbeat | done | result | put--> handling --reply--> serving
 //   serving --exact stop_ack | bye | wrong stop_ack | bad frame | silence | peer gone--> closed [detach]
 //   handling --the campaign failed--> closed [detach]
 //
 // The worker's place in the tokenised stop is the shared StopLedger's: admission adds it, a
 // stop_ack is checked against it, leaving removes it (before its stop) or marks it gone (after).
 import assert from "node:assert/strict";
-import { nonceMismatch, noFrameWithin, protocolMismatch, refusalReason, tokensEqual, WORKER_JOINS, withPrintableHost } from "./handshake-checks.ts";
+import { nonceMismatch, noFrameWithin, noSharedDirectory, protocolMismatch, refusalReason, tokensEqual, WORKER_JOINS, withPrintableHost } from "./handshake-checks.ts";
 import type { StopLedger } from "./lifecycle.ts";
 import { printable } from "./log-lines.ts";
 import { asObject } from "./message-checks.ts";
@@ -33,9 +34,14 @@ export type FirstFrameView =
   | { type: "hello"; protocol: number; host: string; slots: number }
   | { type: "status" | "failures" }
   | { type: "peer_hello"; host: string };
-export type ProveView = { type: "prove"; nonce: string | null; problem: string | null };
+export type ProveView = { type: "prove"; nonce: string | null; problem: string | null; shared_dir?: boolean };
 /** What the machine reads of a validated frame from an admitted worker. */
-export type WorkFrameView = { type: "want" | "heartbeat" | "done" | "result" } | { type: "stop_ack"; token: string } | { type: "bye"; reason: string };
+export type WorkFrameView = { type: "want" | "heartbeat" | "done" | "result" | "put" } | { type: "stop_ack"; token: string } | { type: "bye"; reason: string };
+/**
+ * Where a worker's units keep their files: in the shared campaign directory, or in a scratch
+ * directory of its own, the files then travelling over the connection (docs/distributed.md).
+ */
+export type WorkerFiles = "shared" | "transfer";
 
 export type Checked<F> = { ok: true; frame: F } | { ok: false; reason: string };
 
@@ -48,6 +54,8 @@ export interface SessionRules<First, Prove, Work> {
   acceptsPeers: boolean;
   /** The nonce the worker must read back from the shared directory. */
   nonce: { path: string; value: string };
+  /** Whether a worker that does not see the shared directory is taken (its files then travel over the connection). */
+  takesTransfer?: boolean;
   /** Slots one worker may hold at once, whatever it asks for. */
   maxSlots: number;
   firstFrameMs: number;
@@ -67,11 +75,11 @@ export type Question<First, Prove, Work> =
   | { to: "read"; request: First & { type: "status" | "failures" } }
   /** Whether workers are taken now, and the challenge to send if so. */
   | { to: "screen"; hello: First & { type: "hello" } }
-  /** Whether the proof is good enough (the nonce was checked here). */
-  | { to: "proof"; prove: Prove }
-  | { to: "admit"; hello: First & { type: "hello" }; slots: number }
+  /** Whether the proof is good enough (the nonce, or its absence, was checked here). */
+  | { to: "proof"; prove: Prove; files: WorkerFiles }
+  | { to: "admit"; hello: First & { type: "hello" }; slots: number; files: WorkerFiles }
   /** A request or a report; `stopping`: the worker's stop was asked (a report is still booked). */
-  | { to: "handle"; frame: Work & { type: "want" | "heartbeat" | "done" | "result" }; stopping: boolean };
+  | { to: "handle"; frame: Work & { type: "want" | "heartbeat" | "done" | "result" | "put" }; stopping: boolean };
 
 export type Answer<Reply> =
   | { to: "read"; reply: Reply }
@@ -134,6 +142,7 @@ export class WorkerSession<First extends FirstFrameView, Prove extends ProveView
   /** The type of the read request being answered. */
   private reading: string | null = null;
   private label: string | null = null;
+  private files: WorkerFiles = "shared";
 
   constructor(
     private readonly rules: SessionRules<First, Prove, Work>,
@@ -207,7 +216,7 @@ export class WorkerSession<First extends FirstFrameView, Prove extends ProveView
       case "proof":
         if (a.problem !== null) return this.refuse(a.problem);
         this.current = "admitting";
-        return [{ kind: "ask", question: { to: "admit", hello: this.hello!, slots: Math.min(this.hello!.slots, this.rules.maxSlots) } }];
+        return [{ kind: "ask", question: { to: "admit", hello: this.hello!, slots: Math.min(this.hello!.slots, this.rules.maxSlots), files: this.files } }];
       case "admit":
         this.label = a.label;
         this.ledger.add(a.label);
@@ -252,10 +261,14 @@ export class WorkerSession<First extends FirstFrameView, Prove extends ProveView
     const checked = this.rules.validate.prove(raw);
     if (!checked.ok) return this.refuse(checked.reason);
     const prove = checked.frame;
-    const unread = nonceMismatch(prove, this.rules.nonce, WORKER_JOINS);
+    // A worker that says it does not see the shared directory is taken only where its files can
+    // travel; one that says it does must have read the very nonce written for this session.
+    const shared = prove.shared_dir !== false;
+    const unread = shared ? nonceMismatch(prove, this.rules.nonce, WORKER_JOINS) : this.rules.takesTransfer === true ? null : noSharedDirectory(prove, this.rules.nonce, WORKER_JOINS);
     if (unread !== null) return this.refuse(unread);
+    this.files = shared ? "shared" : "transfer";
     this.current = "checking-proof";
-    return [{ kind: "ask", question: { to: "proof", prove } }];
+    return [{ kind: "ask", question: { to: "proof", prove, files: this.files } }];
   }
 
   private workFrame(raw: unknown, now: number): SessionAction<First, Prove, Work, Reply>[] {
@@ -280,7 +293,8 @@ export class WorkerSession<First extends FirstFrameView, Prove extends ProveView
     if (isWork(frame, "bye")) {
       return this.leave(`said goodbye (${printable(frame.reason, { max: 200 })})`, [{ kind: "send", frame: { type: "bye", reason: "goodbye" } }]);
     }
-    assert.ok(isWork(frame, "want", "heartbeat", "done", "result"), `validate.work passed a '${frame.type}' frame`);
+    assert.ok(isWork(frame, "want", "heartbeat", "done", "result", "put"), `validate.work passed a '${frame.type}' frame`);
+    if (frame.type === "put" && this.files !== "transfer") return this.protocolError("'put' comes only from a worker without the shared directory");
     const stopping = this.ledger.state(label) === "stopping";
     // Reports are consumed even while stopping; requests for more get the stop instead.
     if (stopping && (frame.type === "want" || frame.type === "heartbeat")) {

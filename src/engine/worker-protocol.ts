@@ -15,6 +15,12 @@
 // disabled on a worker, a worker that leaves, the store failing or taking writes again. Only the
 // lease-expiry scan runs on a timer.
 //
+// A worker without the shared directory (files "transfer") runs its units in a directory of its
+// own and sends each unit's failures/ and quarantine/ files in `put` frames before its `done`;
+// they land in the unit's scratch directory here (unit-landing.ts), are checked against the
+// `done`'s account, and are then booked by the very same engine.finish as a shared worker's. A put
+// renews the leases of everything the worker holds, as a heartbeat does.
+//
 // Minimize units (engine.minimize) ride in the same `assign` and `done` as chunks, under their
 // wire ids (net/messages.ts, minimizeWireId). A want is served units first, within the share of
 // the fleet's slots (MinimizeUnits.mayStart), then chunks; a worker no lane gives a chunk gets units in
@@ -22,12 +28,17 @@
 // units still running (their finds go back to pending), and whatever is held past the stop is
 // taken back. Lease expiry and a worker that leaves take units back like chunks.
 import type { AddressInfo } from "node:net";
+import { isAbsolute, join, relative, sep } from "node:path";
 import type { StopOutcome } from "../core/lifecycle.ts";
 import type { Connection } from "../net/connection.ts";
-import { heldUnit, type CoordinatorReplyT, type HelloFrame, type ProveFrame } from "../net/messages.ts";
+import { heldUnit, minimizeWireId as minimizeWire, PUT_PIECE_MAX, type CoordinatorReplyT, type HelloFrame, type ProveFrame, type PutFrame, type TransferTermsT } from "../net/messages.ts";
+import type { WorkerFiles } from "../core/worker-session.ts";
+import { TRANSFER_DEFAULTS } from "../config/schema.ts";
+import { resultsDir } from "../generator/command.ts";
+import { UnitLanding, type LandingPlace } from "./unit-landing.ts";
 import { WorkerServer } from "../net/worker-server.ts";
 import type { AttachedWorker, ReadService, WorkProtocol, WorkRequest } from "../net/work-protocol.ts";
-import { generatorIdentity } from "../generator/identity.ts";
+import { generatorIdentity, insideOf } from "../generator/identity.ts";
 import type { Config } from "../config/schema.ts";
 import type { SweepStore } from "../store/port.ts";
 import type { Assignment, MinimizeAssignment, SweepEngine, WorkerView } from "./sweep-engine.ts";
@@ -38,6 +49,8 @@ import { fleetSweepsNothing, SessionDrain } from "../core/session-drain.ts";
 import { WakeablePause } from "../util/pause.ts";
 
 const IDLE_POLL_SECONDS = 1;
+/** The file bytes a worker without the shared directory puts in one frame. */
+const PIECE_BYTES = Math.min(1 << 20, PUT_PIECE_MAX);
 /** How often held chunks are checked for an expired lease. */
 const LEASE_SCAN_MS = 200;
 
@@ -48,6 +61,12 @@ export interface SweepWorker extends AttachedWorker, WorkerView {
   readonly joinedMs: number;
   chunks: number;
   seeds: number;
+  /** Where its units keep their files: the shared directory, or its own (sent over the connection). */
+  readonly files: WorkerFiles;
+  /** The files it is sending (files "transfer" only). */
+  readonly landing: UnitLanding | null;
+  /** When its liveness was last written to the store for a put (they come many a second). */
+  touchedMs: number;
 }
 
 /** What the worker side needs of the session it serves (sweep/session.ts opens one). */
@@ -86,6 +105,7 @@ export interface ShutdownReport {
 
 export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
   readonly campaign = "sweep" as const;
+  readonly takesTransfer = true;
   readonly books: CommitQueue<EngineMark>;
   readonly server: WorkerServer<SweepWorker>;
   /** Chunks whose reissue is queued, so the lease scan does not queue it twice. */
@@ -280,8 +300,9 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
     return { identity: { command: id.command, files: id.files, base_dir: id.baseDir }, app_path: s.config.app?.path ?? null };
   }
 
-  checkProof(prove: ProveFrame): string | null {
+  checkProof(prove: ProveFrame, files: WorkerFiles): string | null {
     const s = this.o.session;
+    if (files === "transfer") return this.checkOwnCopy(prove);
     if (prove.gen_hash !== s.genHash) {
       return (
         `generator identity differs (worker ${prove.gen_hash?.slice(0, 12) ?? "unreadable"}, coordinator ${s.genHash.slice(0, 12)}): ` +
@@ -300,13 +321,36 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
     return null;
   }
 
-  admit(conn: Connection, hello: HelloFrame, slots: number): Promise<SweepWorker> {
+  /** A worker without the shared directory runs its own copy: the same generation and app build, and results it can send. */
+  private checkOwnCopy(prove: ProveFrame): string | null {
+    const s = this.o.session;
+    const where = "in the worker's working directory (it does not see the shared directory)";
+    if (resultsBelowOut(s.config) === null) {
+      return `[generator] results (${s.config.generator.results}) does not lie below {out}, so a worker without the shared directory cannot send its results; name a directory inside {out}, or mount the campaign directory on the worker`;
+    }
+    if (prove.gen_hash !== s.genHash) {
+      return (
+        `generator identity differs (worker ${prove.gen_hash?.slice(0, 12) ?? "unreadable"}, coordinator ${s.genHash.slice(0, 12)}): ` +
+        `the copy of ${s.config.generator.identity.map((f) => (insideOf(s.config.dir, f) ? relative(s.config.dir, f) : f)).join(", ")} ${where} is not the coordinator's` +
+        `${prove.problem ? ` (${prove.problem})` : ""}, so its seeds would mean different tests. Start the worker in a directory holding the same generator files.`
+      );
+    }
+    if (prove.app_build !== s.appBuild) {
+      return (
+        `app build differs (worker ${prove.app_build ?? "unreadable"}, coordinator ${s.appBuild ?? "none"}): ` +
+        `the worker's ${s.config.app ? (insideOf(s.config.dir, s.config.app.path) ? relative(s.config.dir, s.config.app.path) : s.config.app.path) : "app"} ${where} is another build${prove.problem ? ` (${prove.problem})` : ""}, so it would test different code. Copy the coordinator's build there.`
+      );
+    }
+    return null;
+  }
+
+  admit(conn: Connection, hello: HelloFrame, slots: number, files: WorkerFiles = "shared"): Promise<SweepWorker> {
     return this.books.run(() => {
       const s = this.o.session;
       const workerId = s.store.joinWorker({ sessionId: s.sessionId, host: hello.host, addr: conn.remote, jobs: hello.jobs, genHash: s.genHash, appBuild: s.appBuild });
       const seeded = s.store.earlierRates(hello.host, hello.jobs, workerId);
       const known = [...seeded].map(([lane, r]) => `${lane} ${r.toFixed(1)}/s`).join(", ");
-      this.o.log(`worker ${hello.host}#${workerId} joined (-j ${hello.jobs}, from ${conn.remote})${known ? `  known rates: ${known}` : ""}`);
+      this.o.log(`worker ${hello.host}#${workerId} joined (-j ${hello.jobs}, from ${conn.remote})${known ? `  known rates: ${known}` : ""}  files: ${filesWords(files)}`);
       return {
         label: `${hello.host}#${workerId}`,
         jobs: hello.jobs,
@@ -324,11 +368,14 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
         chunks: 0,
         seeds: 0,
         gone: null,
+        files,
+        landing: files === "transfer" ? new UnitLanding(s.outDir, s.config.distributed.transfer ?? TRANSFER_DEFAULTS) : null,
+        touchedMs: 0,
       };
     }, "drop");
   }
 
-  welcome() {
+  welcome(w: SweepWorker) {
     const s = this.o.session;
     return {
       session: s.sessionId,
@@ -336,7 +383,59 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
       lease_seconds: this.o.leaseSeconds,
       heartbeat_seconds: this.o.heartbeatSeconds,
       explore: null,
+      transfer: w.files === "transfer" ? this.transferTerms() : null,
     };
+  }
+
+  private transferTerms(): TransferTermsT {
+    const caps = this.o.session.config.distributed.transfer ?? TRANSFER_DEFAULTS;
+    return { results: resultsBelowOut(this.o.session.config)!, max_files: caps.maxFiles, max_bytes: caps.maxBytes, max_file_bytes: caps.maxFileBytes, piece_bytes: PIECE_BYTES };
+  }
+
+  /** Where a unit held by `w` under wire id `id` keeps its files here, or null when `w` does not hold it. */
+  private landingPlace(w: SweepWorker, id: number): LandingPlace | null {
+    const held = heldUnit(id);
+    const engine = this.o.engine;
+    if (held.kind === "chunk") {
+      const f = engine.heldBy(w).find((c) => c.chunkId === held.chunkId);
+      if (!f) return null;
+      const results = resultsBelowOut(this.o.session.config)!;
+      const base = results === "" ? [] : results.split("/");
+      return { dir: f.scratchDir, prefixes: [[...base, "failures"], [...base, "quarantine"]] };
+    }
+    const u = engine.minimize.heldBy(w).find((m) => m.unitId === held.unitId);
+    // A minimize unit's results directory is its {out}; its quarantine is not read.
+    return u ? { dir: u.scratchDir, prefixes: [["failures"]] } : null;
+  }
+
+  /** One piece of a unit's file: landed, and counted as a heartbeat of everything `w` holds. */
+  async receive(w: SweepWorker, put: PutFrame, stopping: boolean): Promise<CoordinatorReplyT> {
+    const engine = this.o.engine;
+    const known = [...engine.heldBy(w).map((f) => f.chunkId), ...engine.minimize.heldBy(w).map((u) => minimizeWire(u.unitId))];
+    for (const id of known) {
+      const held = heldUnit(id);
+      if (held.kind === "chunk") engine.heartbeat(w, held.chunkId);
+      else engine.minimize.heartbeat(w, held.unitId);
+    }
+    const drain = engine.draining !== null || stopping;
+    const place = this.landingPlace(w, put.unit);
+    if (place === null) {
+      // Taken back meanwhile: nothing of it lands; its done finds the account short and is not booked.
+      w.landing!.drop(put.unit);
+      return { type: "ack", drain, known, note: "not held" };
+    }
+    const problem = w.landing!.put(put, place);
+    if (problem !== null) {
+      this.o.log(`worker ${w.label}: refused its files (${problem})`);
+      return { type: "refuse", reason: `files of unit ${put.unit} refused: ${problem}` };
+    }
+    const now = this.o.now();
+    if (now - w.touchedMs >= this.o.heartbeatSeconds * 1000) {
+      w.touchedMs = now;
+      const store = this.o.session.store;
+      this.books.run(() => store.workerSeen(w.workerId), "drop").catch(() => undefined);
+    }
+    return { type: "ack", drain, known, note: null };
   }
 
   async handle(w: SweepWorker, f: WorkRequest, stopping: boolean): Promise<CoordinatorReplyT> {
@@ -411,9 +510,17 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
       }
       case "done": {
         // Results that arrive while stopping are still booked: late work is consumed, not dropped.
-        const report = { outcome: f.outcome, exitCode: f.rc, seconds: f.elapsed, error: f.error ?? undefined };
+        let report = { outcome: f.outcome, exitCode: f.rc, seconds: f.elapsed, error: f.error ?? undefined };
         const drain = engine.draining !== null || stopping;
         const held = heldUnit(f.chunk_id);
+        if (w.landing) {
+          // What landed is booked only when it is exactly what the worker says it sent.
+          const problem = w.landing.settle(f.chunk_id, this.landingPlace(w, f.chunk_id), f.files ?? null);
+          if (problem !== null) {
+            this.o.log(`worker ${w.label}: the files of ${held.kind === "chunk" ? `chunk ${held.chunkId}` : `minimize unit ${held.unitId}`} are not booked (${problem}); it is swept again`);
+            report = { outcome: "interrupted", exitCode: null, seconds: f.elapsed, error: `its files did not all arrive: ${problem}` };
+          }
+        }
         const booked = await this.book(() => (held.kind === "chunk" ? engine.finish(w, held.chunkId, report) : engine.minimize.finish(w, held.unitId, report)));
         if (booked === null) return { type: "ack", drain, known: null, note: "queued: the store is busy; it is booked when the store takes writes again" };
         const { note, seeds } = booked.value;
@@ -433,6 +540,8 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
   }
 
   async detach(w: SweepWorker, why: string): Promise<void> {
+    // A connection lost mid-transfer: nothing of it is kept; the units are swept again and their files sent again.
+    w.landing?.dropAll();
     const held = this.o.engine.heldBy(w);
     const units = this.o.engine.minimize.heldBy(w);
     await this.book(() => {
@@ -441,4 +550,18 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
       for (const u of units) this.o.engine.minimize.reissue(u.unitId, `worker ${w.label} left (${why})`);
     });
   }
+}
+
+/** The results directory below a chunk's {out}, "/"-separated ("" for {out} itself), or null when it lies elsewhere. */
+export function resultsBelowOut(config: Config): string | null {
+  const out = join(config.dir, "out-probe");
+  const rel = relative(out, resultsDir(config, out));
+  if (rel === "") return "";
+  if (rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return null;
+  return rel.split(sep).join("/");
+}
+
+/** How a worker's files reach the campaign, in the coordinator's words. */
+export function filesWords(files: WorkerFiles): string {
+  return files === "shared" ? "shared directory" : "over the connection (no shared directory)";
 }

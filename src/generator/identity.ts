@@ -39,34 +39,46 @@ export function generationHash(config: Config): string {
   return hashIdentity(generatorIdentity(config), config.path);
 }
 
-export function hashIdentity(id: GeneratorIdentity, where = "the config"): string {
+/**
+ * `ownDir`: hash as a worker without the shared directory sees it — every entry inside
+ * `id.baseDir` is read at the same relative path below `ownDir` (and named by that relative path,
+ * as the coordinator names it), every entry outside it at its absolute path.
+ */
+export function hashIdentity(id: GeneratorIdentity, where = "the config", ownDir?: string): string {
   const h = createHash("sha256");
   h.update("fuzzfleet-generation-v1\n");
   h.update(JSON.stringify(id.command));
   h.update("\n");
-  for (const file of expandIdentity(id.files, where)) {
-    let bytes: Buffer;
-    try {
-      bytes = readFileSync(file);
-    } catch (err) {
-      throw new ConfigError(
-        `generator identity file ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); ` +
-          `fix [generator] identity in ${where}`,
-        { cause: err },
-      );
+  const entries = ownDir === undefined ? [{ files: id.files, base: id.baseDir }] : id.files.map((f) => ({ files: [ownCopy(id.baseDir, f, ownDir)], base: insideOf(id.baseDir, f) ? ownDir : id.baseDir }));
+  for (const { files, base } of entries) {
+    for (const file of expandIdentity(files, where)) {
+      let bytes: Buffer;
+      try {
+        bytes = readFileSync(file);
+      } catch (err) {
+        throw new ConfigError(
+          `generator identity file ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); ` +
+            `fix [generator] identity in ${where}`,
+          { cause: err },
+        );
+      }
+      h.update(hashedPath(base, file));
+      h.update("\0");
+      h.update(createHash("sha256").update(bytes).digest("hex"));
+      h.update("\n");
     }
-    h.update(hashedPath(id.baseDir, file));
-    h.update("\0");
-    h.update(createHash("sha256").update(bytes).digest("hex"));
-    h.update("\n");
   }
   return h.digest("hex");
 }
 
+/** Whether `path` lies inside `dir` (not `dir` itself). */
+export function insideOf(dir: string, path: string): boolean {
+  const rel = relative(dir, path);
+  return rel !== "" && rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
+}
+
 function hashedPath(baseDir: string, file: string): string {
-  const rel = relative(baseDir, file);
-  const inside = rel !== "" && rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
-  return (inside ? rel : file).split(sep).join("/");
+  return (insideOf(baseDir, file) ? relative(baseDir, file) : file).split(sep).join("/");
 }
 
 /** Only these make an entry a glob; `[` and every other character are literal (see globToRegExp). */
@@ -196,8 +208,15 @@ export function globToRegExp(pattern: string): RegExp {
   return new RegExp(`^${re}$`);
 }
 
-/** Answers the coordinator's challenge with what this host sees in the shared directory. */
-export function proveIdentity(c: ChallengeFrame): ProveFrame {
+/**
+ * Answers the coordinator's challenge with what this host sees. A host that reads the nonce works
+ * in the shared directory and hashes the identity files and the app where the coordinator names
+ * them. One that cannot read it says so (`shared_dir: false`) and runs its own copy of the
+ * generator: every identity file and the app inside the campaign directory (`base_dir`) is taken
+ * at the same relative path below `ownDir` (its working directory), a file outside it at its
+ * absolute path, so the ids agree when the copies hold the same bytes.
+ */
+export function proveIdentity(c: ChallengeFrame, ownDir: string = process.cwd()): ProveFrame {
   const problems: string[] = [];
   let nonce: string | null = null;
   try {
@@ -205,10 +224,12 @@ export function proveIdentity(c: ChallengeFrame): ProveFrame {
   } catch (err) {
     problems.push(`nonce: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
+  const shared = nonce !== null;
+  const place = (path: string) => (shared || !c.identity ? path : ownCopy(c.identity.base_dir, path, ownDir));
   let genHash: string | null = null;
   if (c.identity) {
     try {
-      genHash = hashIdentity({ command: c.identity.command, files: c.identity.files, baseDir: c.identity.base_dir });
+      genHash = hashIdentity({ command: c.identity.command, files: c.identity.files, baseDir: c.identity.base_dir }, "the config", shared ? undefined : ownDir);
     } catch (err) {
       problems.push((err as Error).message);
     }
@@ -216,10 +237,15 @@ export function proveIdentity(c: ChallengeFrame): ProveFrame {
   let appBuild: string | null = null;
   if (c.app_path) {
     try {
-      appBuild = appBuildOf(c.app_path);
+      appBuild = appBuildOf(place(c.app_path));
     } catch (err) {
       problems.push((err as Error).message);
     }
   }
-  return { type: "prove", nonce, gen_hash: genHash, app_build: appBuild, problem: problems.length ? problems.join("; ").slice(0, 2000) : null };
+  return { type: "prove", nonce, gen_hash: genHash, app_build: appBuild, problem: problems.length ? problems.join("; ").slice(0, 2000) : null, shared_dir: shared };
+}
+
+/** Where a worker without the shared directory finds its copy of `path`, a file the coordinator names below `baseDir`. */
+export function ownCopy(baseDir: string, path: string, ownDir: string): string {
+  return insideOf(baseDir, path) ? join(ownDir, relative(baseDir, path)) : path;
 }

@@ -5,14 +5,20 @@ import { z } from "zod";
 import { printable } from "../core/log-lines.ts";
 import { HEX64 } from "../core/message-checks.ts";
 
-/** 2: sweep workers also run minimize units (assign's `minimize`, reported by `done` under their wire ids). */
-export const PROTOCOL_VERSION = 2;
+/**
+ * 2: sweep workers also run minimize units (assign's `minimize`, reported by `done` under their wire ids).
+ * 3: a worker says whether it sees the shared directory (prove's `shared_dir`); one that does not
+ * gets the transfer terms in `welcome` and sends a unit's files in `put` frames before its `done`.
+ */
+export const PROTOCOL_VERSION = 3;
 
 const id = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const seed = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const text = (max: number) => z.string().max(max);
 const token = text(256);
 const seconds = z.number().min(0).max(1e9);
+/** The most file bytes a `put` may carry: its base64 and JSON stay well under the 4 MiB frame cap. */
+export const PUT_PIECE_MAX = 2 << 20;
 
 /**
  * Chunk ids and minimize unit ids are separate sequences; on the wire (the ids a heartbeat lists,
@@ -80,7 +86,26 @@ export const Prove = z.strictObject({
   app_build: text(128).nullable(),
   /** Why a value is null (the file could not be read), for the refusal message. */
   problem: text(2000).nullable(),
+  /**
+   * Whether the worker read the nonce, so works in the shared directory; false: it does not see
+   * that directory, hashed the identity files below its own working directory, and sends its
+   * units' files over the connection. Absent means true (a master joining its root sends it too).
+   */
+  shared_dir: z.boolean().optional(),
 });
+
+/** How a worker without the shared directory sends a unit's files: where they lie and the caps. */
+export const TransferTerms = z.strictObject({
+  /** The results directory below a chunk's {out}, "/"-separated ("" when it is {out} itself). */
+  results: text(4096),
+  /** A unit's files may number at most this many, weigh at most max_bytes, each at most max_file_bytes. */
+  max_files: z.number().int().min(0).max(10_000_000),
+  max_bytes: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  max_file_bytes: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  /** The most file bytes one `put` carries. */
+  piece_bytes: z.number().int().min(1).max(PUT_PIECE_MAX),
+});
+export type TransferTermsT = z.infer<typeof TransferTerms>;
 
 /** What an explore worker needs to run tasks; null for sweeps. */
 export const ExploreSetup = z.strictObject({
@@ -110,6 +135,8 @@ export const Welcome = z.strictObject({
   heartbeat_seconds: seconds,
   generation: id,
   explore: ExploreSetup.nullable(),
+  /** Present (and not null) when the worker does not see the shared directory: how its files travel. */
+  transfer: TransferTerms.nullable().optional(),
 });
 
 export const Refuse = z.strictObject({ type: z.literal("refuse"), reason: text(8192) });
@@ -164,6 +191,18 @@ export const Heartbeat = z.strictObject({ type: z.literal("heartbeat"), ids: z.a
 
 export const ChunkOutcome = z.enum(["complete", "timeout", "interrupted", "error"]);
 
+/**
+ * What a worker without the shared directory sent of a unit before its `done`: how many files and
+ * bytes (each file in `put` frames), and what the run left in its {out}: nothing, {out} without the
+ * results directory, or the results directory. Absent: a worker in the shared directory.
+ */
+export const SentFiles = z.strictObject({
+  count: z.number().int().min(0).max(10_000_000),
+  bytes: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  wrote: z.enum(["nothing", "out", "results"]),
+});
+export type SentFilesT = z.infer<typeof SentFiles>;
+
 export const Done = z.strictObject({
   type: z.literal("done"),
   chunk_id: id,
@@ -171,7 +210,27 @@ export const Done = z.strictObject({
   rc: z.number().int().min(-1).max(255).nullable(),
   outcome: ChunkOutcome,
   error: text(2000).nullable(),
+  files: SentFiles.nullable().optional(),
 });
+
+/**
+ * One piece of one file of a unit held by a worker without the shared directory (`unit`: its wire
+ * id, as in a heartbeat). A file's pieces come in order, one file after another; `path` is relative
+ * to the unit's {out}, "/"-separated; `sha256` comes with the last piece (offset + its bytes =
+ * size). Answered by `ack` like a heartbeat (`known`: the ids still held); it renews the leases of
+ * everything the worker holds, so a long transfer never starves the heartbeats.
+ */
+export const Put = z.strictObject({
+  type: z.literal("put"),
+  unit: id,
+  path: text(4096).min(1),
+  size: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  /** Base64 of at most PUT_PIECE_MAX bytes. */
+  data: z.string().max(Math.ceil(PUT_PIECE_MAX / 3) * 4),
+  sha256: z.string().regex(HEX64, "a 64-character lowercase hex SHA-256").nullable(),
+});
+export type PutFrame = z.infer<typeof Put>;
 
 export const Ack = z.strictObject({
   type: z.literal("ack"),
@@ -303,6 +362,8 @@ export const JsonReply = z.strictObject({ type: z.literal("json"), data: z.unkno
 export const FirstFrame = z.discriminatedUnion("type", [Hello, StatusRequest, FailuresRequest, PeerHello]);
 /** Frames a worker may send after the handshake. */
 export const WorkerFrame = z.discriminatedUnion("type", [Want, Heartbeat, Done, Result, StopAck, Bye]);
+/** What a worker may send after the handshake to a campaign that takes files over the connection (a sweep). */
+export const WorkerFrameOrPut = z.discriminatedUnion("type", [Want, Heartbeat, Done, Result, StopAck, Bye, Put]);
 /** Frames a coordinator may send to a worker in reply to a request. */
 export const CoordinatorReply = z.discriminatedUnion("type", [Assign, Task, Wait, Drain, Ack, Stop, Bye, Refuse]);
 export const HandshakeReply = z.discriminatedUnion("type", [Challenge, Welcome, Refuse]);
@@ -311,6 +372,7 @@ export const ReadReply = z.discriminatedUnion("type", [TextReply, JsonReply, Ref
 export type HelloFrame = z.infer<typeof Hello>;
 export type FirstFrameT = z.infer<typeof FirstFrame>;
 export type WorkerFrameT = z.infer<typeof WorkerFrame>;
+export type WorkerFrameOrPutT = z.infer<typeof WorkerFrameOrPut>;
 export type CoordinatorReplyT = z.infer<typeof CoordinatorReply>;
 export type ChallengeFrame = z.infer<typeof Challenge>;
 export type ProveFrame = z.infer<typeof Prove>;
@@ -351,6 +413,7 @@ export type Frame =
   | z.infer<typeof Drain>
   | z.infer<typeof Heartbeat>
   | z.infer<typeof Done>
+  | z.infer<typeof Put>
   | z.infer<typeof Task>
   | z.infer<typeof Result>
   | z.infer<typeof Ack>

@@ -5,10 +5,12 @@
 // server's (net/worker-server.ts, driving core/worker-session.ts).
 //
 // Per worker the server calls, in this order: closedToNewWorkers, challenge, checkProof, admit,
-// welcome; then handle for every request or report; then detach, exactly once, however the
+// welcome; then handle for every request or report (receive for a `put`, from a worker without
+// the shared directory, where the campaign takes files); then detach, exactly once, however the
 // connection ended (also after an exact stop_ack). Nothing is called concurrently for one worker.
 import type { Connection } from "./connection.ts";
-import type { ChallengeFrame, CoordinatorReplyT, ExploreSetupT, FailuresRequestFrame, HelloFrame, ProveFrame, WorkerFrameT } from "./messages.ts";
+import type { WorkerFiles } from "../core/worker-session.ts";
+import type { ChallengeFrame, CoordinatorReplyT, ExploreSetupT, FailuresRequestFrame, HelloFrame, ProveFrame, PutFrame, TransferTermsT, WorkerFrameT } from "./messages.ts";
 
 export type ReadReply = { type: "text"; text: string } | { type: "json"; data: unknown };
 
@@ -42,6 +44,8 @@ export interface WelcomeTerms {
   lease_seconds: number;
   heartbeat_seconds: number;
   explore: ExploreSetupT | null;
+  /** For a worker without the shared directory: where its files lie and the caps. */
+  transfer?: TransferTermsT | null;
 }
 
 /** Who may join, and what they must prove. */
@@ -52,10 +56,15 @@ export interface WorkerAdmission<W extends AttachedWorker> {
   closedToNewWorkers(): string | null;
   /** What the worker must prove it sees (besides the nonce). */
   challenge(): Omit<ChallengeFrame, "type" | "nonce_path">;
+  /**
+   * Whether a worker that does not see the shared directory is taken: its units' files then travel
+   * over the connection (receive). Absent: no.
+   */
+  readonly takesTransfer?: boolean;
   /** Why the proof is not good enough (both values named), or null to admit. */
-  checkProof(prove: ProveFrame): string | null;
+  checkProof(prove: ProveFrame, files: WorkerFiles): string | null;
   /** Books the worker; a rejection refuses it with the error's message. `hello.host` is printable. */
-  admit(conn: Connection, hello: HelloFrame, slots: number): Promise<W>;
+  admit(conn: Connection, hello: HelloFrame, slots: number, files: WorkerFiles): Promise<W>;
   welcome(w: W): WelcomeTerms;
 }
 
@@ -66,6 +75,8 @@ export interface WorkerService<W extends AttachedWorker> {
    * reach here then (want and heartbeat get the stop), and they are still booked.
    */
   handle(w: W, frame: WorkRequest, stopping: boolean): Promise<CoordinatorReplyT>;
+  /** One piece of a unit's file from a worker without the shared directory (only where takesTransfer). */
+  receive?(w: W, put: PutFrame, stopping: boolean): Promise<CoordinatorReplyT>;
   /** The worker is gone: take its work back. */
   detach(w: W, why: string): Promise<void>;
 }

@@ -22,7 +22,7 @@ import { printable } from "../core/log-lines.ts";
 import { WorkerSession, type Answer, type Question, type SessionAction, type SessionRules } from "../core/worker-session.ts";
 import { Connection, FrameTimeout, PeerClosed, ReadBudget } from "./connection.ts";
 import { encodeFrame, FIRST_FRAME_BYTES } from "./frame.ts";
-import { check, FirstFrame, PROTOCOL_VERSION, Prove, WorkerFrame, type FirstFrameT, type Frame, type PeerHelloFrame, type ProveFrame, type WorkerFrameT } from "./messages.ts";
+import { check, FirstFrame, PROTOCOL_VERSION, Prove, WorkerFrame, WorkerFrameOrPut, type FirstFrameT, type Frame, type PeerHelloFrame, type ProveFrame, type WorkerFrameOrPutT } from "./messages.ts";
 import { RefusalLog, REFUSALS_SHOWN } from "./refusal-log.ts";
 import type { AttachedWorker, ReadService, WorkProtocol } from "./work-protocol.ts";
 import { randomHex } from "../util/random-hex.ts";
@@ -58,8 +58,8 @@ export interface WorkerServerOptions<W extends AttachedWorker> {
   onPeer?: (conn: Connection, hello: PeerHelloFrame) => Promise<void>;
 }
 
-type Session = WorkerSession<FirstFrameT, ProveFrame, WorkerFrameT, Frame>;
-type Action = SessionAction<FirstFrameT, ProveFrame, WorkerFrameT, Frame>;
+type Session = WorkerSession<FirstFrameT, ProveFrame, WorkerFrameOrPutT, Frame>;
+type Action = SessionAction<FirstFrameT, ProveFrame, WorkerFrameOrPutT, Frame>;
 
 /** One connection being driven: its socket side, its machine, and the worker once admitted. */
 interface Link<W> {
@@ -89,7 +89,7 @@ export class WorkerServer<W extends AttachedWorker> {
   private readonly budget = new ReadBudget(READ_BUDGET_BYTES);
   private readonly refusals: RefusalLog;
   private readonly acceptRefusals: RefusalLog;
-  private readonly rules: SessionRules<FirstFrameT, ProveFrame, WorkerFrameT>;
+  private readonly rules: SessionRules<FirstFrameT, ProveFrame, WorkerFrameOrPutT>;
   /** Wakes stopAll() to look at the ledger again. */
   private stopWake: (() => void) | null = null;
 
@@ -99,6 +99,7 @@ export class WorkerServer<W extends AttachedWorker> {
       speaks: PROTOCOL_VERSION,
       acceptsPeers: o.onPeer !== undefined,
       nonce: o.nonce,
+      takesTransfer: o.protocol.takesTransfer === true,
       maxSlots: MAX_SLOTS,
       firstFrameMs: FIRST_FRAME_MS,
       handshakeMs: HANDSHAKE_MS,
@@ -106,7 +107,8 @@ export class WorkerServer<W extends AttachedWorker> {
       validate: {
         first: (raw) => check(FirstFrame, raw),
         prove: (raw) => check(Prove, raw),
-        work: (raw) => check(WorkerFrame, raw),
+        // A campaign that takes no files does not know `put`: it is an unknown frame type there.
+        work: o.protocol.takesTransfer === true ? (raw) => check(WorkerFrameOrPut, raw) : (raw) => check(WorkerFrame, raw),
       },
     };
     this.refusals = new RefusalLog(o.log, o.now, (n, s) => `REFUSED ${n} more connection(s) within ${s}s, not logged one by one (the first ${REFUSALS_SHOWN} of every ${s}s are)`);
@@ -263,7 +265,7 @@ export class WorkerServer<W extends AttachedWorker> {
   }
 
   /** The campaign's answer to the machine's question; a failure is an answer too. */
-  private async ask(link: Link<W>, q: Question<FirstFrameT, ProveFrame, WorkerFrameT>): Promise<Answer<Frame>> {
+  private async ask(link: Link<W>, q: Question<FirstFrameT, ProveFrame, WorkerFrameOrPutT>): Promise<Answer<Frame>> {
     const p = this.o.protocol;
     try {
       switch (q.to) {
@@ -277,17 +279,21 @@ export class WorkerServer<W extends AttachedWorker> {
           return { to: "screen", challenge: { type: "challenge", nonce_path: this.o.nonce.path, ...p.challenge() } };
         }
         case "proof":
-          return { to: "proof", problem: p.checkProof(q.prove) };
+          return { to: "proof", problem: p.checkProof(q.prove, q.files) };
         case "admit": {
-          const w = await p.admit(link.conn, q.hello, q.slots);
+          const w = await p.admit(link.conn, q.hello, q.slots, q.files);
           const welcome: Frame = { type: "welcome", worker_id: w.workerId, mode: p.campaign, ...p.welcome(w) };
           link.worker = w;
           this.workers.set(w.label, w);
           this.everyone.push(w);
           return { to: "admit", label: w.label, welcome };
         }
-        case "handle":
-          return { to: "handle", reply: await p.handle(link.worker!, q.frame, q.stopping) };
+        case "handle": {
+          const f = q.frame;
+          // The machine passes a put only from a worker admitted without the shared directory, which only a campaign that receives files admits.
+          if (f.type === "put") return { to: "handle", reply: await p.receive!(link.worker!, f, q.stopping) };
+          return { to: "handle", reply: await p.handle(link.worker!, f, q.stopping) };
+        }
       }
     } catch (err) {
       return { to: q.to, failed: (err as Error).message };

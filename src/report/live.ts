@@ -10,7 +10,8 @@ export interface LiveData {
   elapsed_seconds: number;
   budget_seconds: number;
   draining: string | null;
-  workers: { label: string; jobs: number; chunks: number; seeds: number; rates: Record<string, number | null>; not_taking: string[] }[];
+  /** files: "shared" (the shared directory) or "transfer" (its files come over the connection); absent from an older coordinator. */
+  workers: { label: string; jobs: number; chunks: number; seeds: number; rates: Record<string, number | null>; not_taking: string[]; files?: "shared" | "transfer" }[];
   in_flight: { chunk_id: number; lane: string; seed_from: number; seed_to: number; running_seconds: number; worker: string }[];
   queued: { lane: string; seeds: number }[];
 }
@@ -41,6 +42,7 @@ export function renderLive(d: LiveData): string {
     out.push(
       `  ${w.label.padEnd(20)} -j ${String(w.jobs).padEnd(3)} ${formatInt(w.chunks)} chunks, ${formatInt(w.seeds)} seeds${rates.length ? `  (${rates.join(", ")})` : ""}`,
     );
+    if (w.files === "transfer") out.push("      files: over the connection (no shared directory)");
     if (w.not_taking.length) out.push(`      not taking: ${w.not_taking.join(", ")}`);
   }
   if (d.in_flight.length) {

@@ -117,7 +117,7 @@ function remoteWorkers(o: CoordinateOptions): SweepExecutor {
       const workers = remote!.everyone;
       summary.push(workers.length === 0 ? "  workers:       none attached" : "  workers:");
       for (const w of workers) {
-        summary.push(`    ${w.label.padEnd(20)} -j ${String(w.jobs).padEnd(3)} ${formatInt(w.chunks)} chunk(s), ${formatInt(w.seeds)} seeds`);
+        summary.push(`    ${w.label.padEnd(20)} -j ${String(w.jobs).padEnd(3)} ${formatInt(w.chunks)} chunk(s), ${formatInt(w.seeds)} seeds${w.files === "transfer" ? ", files over the connection" : ""}`);
       }
       const { summary: stopped, problems } = stopOutcomeWords(report.outcome, stopGraceSeconds);
       if (stopped !== null) summary.push(problems.length === 0 ? `  shutdown:      ${stopped}` : `  SHUTDOWN INCOMPLETE: ${stopped}`);
@@ -149,6 +149,7 @@ function liveData(s: SweepSession, engine: SweepEngine, remote: SweepWorkerProto
       seeds: w.seeds,
       rates: Object.fromEntries(w.rates),
       not_taking: [...w.disabled],
+      files: w.files,
     })),
     in_flight: engine.inFlightChunks().map((f) => ({
       chunk_id: f.chunkId,

@@ -1,7 +1,9 @@
 // The `worker` client: find the campaign token and dial the coordinator or explore master
 // (waiting, within one --wait budget, for either that is not there yet), prove it sees the same
-// shared directory (and generator), then run the campaign's units in WorkerLoop. The campaign
-// kind comes from `welcome`. It never reads a config or a store.
+// shared directory (and generator), or say that it does not and prove that its own copy of the
+// generator (below its working directory) is the same; then run the campaign's units in
+// WorkerLoop. The campaign kind, and how a worker without the shared directory sends its files,
+// come from `welcome`. It never reads a config or a store: what it needs travels in the handshake.
 import { hostname as osHostname } from "node:os";
 import { performance } from "node:perf_hooks";
 import { printable } from "../core/log-lines.ts";
@@ -44,7 +46,10 @@ export interface WorkerOptions {
 export const EITHER_MASTER = "the coordinator or explore master";
 
 /** Handshake: hello -> challenge -> prove -> welcome. Throws RefusedError with the coordinator's reason. */
-export async function handshake(conn: Connection, o: { token: string; jobs: number; slots: number; hostname?: string; who?: string }): Promise<WelcomeFrame> {
+export async function handshake(
+  conn: Connection,
+  o: { token: string; jobs: number; slots: number; hostname?: string; who?: string; workDir?: string },
+): Promise<{ welcome: WelcomeFrame; shared: boolean; problem: string | null }> {
   const who = o.who ?? EITHER_MASTER;
   const first = await conn.request(
     { type: "hello", token: o.token, protocol: PROTOCOL_VERSION, host: o.hostname ?? osHostname(), jobs: o.jobs, slots: o.slots },
@@ -53,9 +58,12 @@ export async function handshake(conn: Connection, o: { token: string; jobs: numb
   );
   if (first.type === "refuse") throw new RefusedError(`${who} refused this worker:\n  ${printable(first.reason, { max: 2000 })}`);
   if (first.type !== "challenge") throw new RuntimeFailure(`unexpected handshake reply '${first.type}'`);
-  const reply = await conn.request(proveIdentity(first), z.discriminatedUnion("type", [Welcome, Refuse]), REQUEST_TIMEOUT_MS);
+  const prove = proveIdentity(first, o.workDir ?? process.cwd());
+  const reply = await conn.request(prove, z.discriminatedUnion("type", [Welcome, Refuse]), REQUEST_TIMEOUT_MS);
   if (reply.type === "refuse") throw new RefusedError(`${who} refused this worker:\n  ${printable(reply.reason, { max: 2000 })}`);
-  return reply;
+  const shared = prove.shared_dir !== false;
+  if (!shared && !reply.transfer) throw new RuntimeFailure(`${who} admitted this worker, which does not see the shared directory, without saying how its files travel`);
+  return { welcome: reply, shared, problem: prove.problem };
 }
 
 /** Runs the whole worker: returns the exit code (0 after a clean stop or Ctrl-C, 4 on a lost coordinator). */
@@ -83,19 +91,23 @@ export async function runWorker(o: WorkerOptions): Promise<number> {
   const conn = await connectWithWait({ ...o, waitSeconds: left, who: o.who ?? EITHER_MASTER });
   if (!conn) return EXIT.ok;
   let welcome: WelcomeFrame;
+  let shared: boolean;
+  let problem: string | null;
+  const workDir = process.cwd();
   try {
-    welcome = await handshake(conn, { token: found.token, jobs: o.jobs, slots: o.slots, hostname: host, who: o.who });
+    ({ welcome, shared, problem } = await handshake(conn, { token: found.token, jobs: o.jobs, slots: o.slots, hostname: host, who: o.who, workDir }));
   } catch (err) {
     conn.destroy();
     throw err;
   }
+  const files = shared ? "shared directory" : `no shared directory (${printable(problem ?? "", { max: 200 })}): runs in its own, files sent over the connection`;
   o.log(
     `worker ${host}: attached to ${o.host}:${o.port} as #${welcome.worker_id} (${welcome.mode} session ${welcome.session}` +
-      `${welcome.mode === "sweep" ? `, generation ${welcome.generation}` : ""}), -j ${o.jobs}`,
+      `${welcome.mode === "sweep" ? `, generation ${welcome.generation}` : ""}, ${files}), -j ${o.jobs}`,
   );
   let runner: ExploreRunner | SweepRunner;
   try {
-    runner = welcome.explore ? new ExploreRunner(welcome.explore, o.log) : new SweepRunner();
+    runner = welcome.explore ? new ExploreRunner(welcome.explore, o.log) : new SweepRunner(welcome.transfer ? { workDir, terms: welcome.transfer } : null);
   } catch (err) {
     // A worker that refuses to serve (another target build) tells the master why before it leaves.
     if (err instanceof RefusedError) conn.send({ type: "bye", reason: err.message.slice(0, 500) });
@@ -107,7 +119,7 @@ export async function runWorker(o: WorkerOptions): Promise<number> {
     return await loop.run();
   } finally {
     conn.destroy();
-    if (runner instanceof ExploreRunner) runner.dispose();
+    runner.dispose();
     o.log(`worker ${host}: done`);
   }
 }

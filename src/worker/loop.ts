@@ -8,6 +8,13 @@
 // One line per unit: what it was (the runner's `started` text) and how it ended, printed when it
 // reports; a unit stopped before reporting prints nothing of its own (the stop's lines say it).
 //
+// A unit with files to send (a worker without the shared directory) sends them in `put` frames,
+// each a request answered by an ack, right before its report: the loop stays strictly request ->
+// reply, each put renews every lease the worker holds on the coordinator, and a piece is at most
+// the welcome's piece_bytes. A reply that refuses or a lost connection is a lost coordinator; a
+// file that cannot be read ends the sending early (the report's account then falls short and the
+// coordinator books nothing of the unit).
+//
 // Every line this loop logs carries what the coordinator sent (lanes, notes, reasons): each goes
 // through printable(), so a coordinator's text cannot move the cursor or forge a line.
 import assert from "node:assert/strict";
@@ -17,7 +24,7 @@ import { PullLoop, type PullAction, type PullOutcome } from "../core/pull-loop.t
 // A lost coordinator is a runtime error (4); 1 is reserved for newly distinct failures.
 import { EXIT } from "../exit-codes.ts";
 import type { Connection } from "../net/connection.ts";
-import { CoordinatorReply, type CoordinatorReplyT, type Frame, type WelcomeFrame } from "../net/messages.ts";
+import { CoordinatorReply, type CoordinatorReplyT, type Frame, type PutFrame, type WelcomeFrame } from "../net/messages.ts";
 import { WakeablePause } from "../util/pause.ts";
 
 const REQUEST_TIMEOUT_MS = 60_000;
@@ -37,6 +44,8 @@ export interface UnitRunner<U> {
   finished(unit: U, report: Frame, note: string): string;
   /** Removes what the unit left behind when it was stopped before reporting. */
   cleanup(unit: U): void;
+  /** The files to send before the report of unit `id` (a worker without the shared directory), or null. */
+  outbox?(id: number): AsyncIterable<PutFrame> | null;
 }
 
 const EXIT_OF: Record<PullOutcome, number> = {
@@ -108,12 +117,18 @@ export class WorkerLoop<U> {
     let next: Promise<Action<U>[]> | number | null = null;
     for (const a of actions) {
       switch (a.kind) {
-        case "request":
-          next = this.conn.request(a.frame, CoordinatorReply, REQUEST_TIMEOUT_MS).then(
-            (reply) => this.machine.replied(reply, this.now()),
-            (err: Error) => this.machine.lost(err.message),
-          );
+        case "request": {
+          const frame = a.frame;
+          const files = frame.type === "done" ? (this.runner.outbox?.(frame.chunk_id) ?? null) : null;
+          const sent = files ? this.sendFiles(files) : Promise.resolve();
+          next = sent
+            .then(() => this.conn.request(frame, CoordinatorReply, REQUEST_TIMEOUT_MS))
+            .then(
+              (reply) => this.machine.replied(reply, this.now()),
+              (err: Error) => this.machine.lost(err.message),
+            );
           break;
+        }
         case "pause": {
           const ms = a.until === null ? UNTIL_EVENT_MS : Math.max(0, a.until - this.now());
           next = this.sleeper.pause(ms).then(() => this.machine.woke(this.now()));
@@ -143,6 +158,29 @@ export class WorkerLoop<U> {
       }
     }
     return next;
+  }
+
+  /** Sends a unit's files, piece by piece; rejects only when the coordinator is lost or refuses them. */
+  private async sendFiles(files: AsyncIterable<PutFrame>): Promise<void> {
+    const it = files[Symbol.asyncIterator]();
+    try {
+      for (;;) {
+        let step: IteratorResult<PutFrame>;
+        try {
+          step = await it.next();
+        } catch (err) {
+          this.say(`  stopped sending files: ${(err as Error).message}`);
+          return;
+        }
+        if (step.done) return;
+        const reply = await this.conn.request(step.value, CoordinatorReply, REQUEST_TIMEOUT_MS);
+        if (reply.type === "refuse") throw new Error(`the coordinator refused the files: ${reply.reason}`);
+        // Taken back meanwhile (or Ctrl-C): the rest is not wanted; the report tells what was sent.
+        if ((reply.type === "ack" && reply.note === "not held") || this.o.signal.aborted) return;
+      }
+    } finally {
+      await it.return?.();
+    }
   }
 
   private start(unit: U): void {

@@ -60,7 +60,7 @@ test("a minimal config gets every default, resolved paths and plain objects", ()
     },
     app: null,
     lanes: [{ name: "only", baseSeed: 1, weight: 1, enabled: true, jobs: availableParallelism(), args: [] }],
-    distributed: { port: 9999, bind: "", leaseSeconds: 120, drainGraceMinutes: 35, stopGraceSeconds: 15 },
+    distributed: { port: 9999, bind: "", leaseSeconds: 120, drainGraceMinutes: 35, stopGraceSeconds: 15, transfer: { maxFiles: 10_000, maxBytes: 2 * 2 ** 30, maxFileBytes: 512 * 2 ** 20 } },
     store: { journal: "auto", giveUpSeconds: 600 },
   };
   // deepStrictEqual also compares prototypes: the TOML parser's null-prototype objects must not leak.
@@ -101,6 +101,9 @@ bind = "127.0.0.1"
 lease_seconds = 7.5
 drain_grace_minutes = 0
 stop_grace_seconds = 4
+transfer_max_files = 50
+transfer_max_mib = 1.5
+transfer_max_file_mib = 0.5
 
 [store]
 journal = "truncate"
@@ -124,7 +127,14 @@ give_up_minutes = 0.5
   assert.deepStrictEqual(config.lanes, [
     { name: "deep", baseSeed: 10000000, weight: 2.5, enabled: false, jobs: 12, args: ["--max-depth", "8", "--tag={count}"] },
   ]);
-  assert.deepStrictEqual(config.distributed, { port: 0, bind: "127.0.0.1", leaseSeconds: 7.5, drainGraceMinutes: 0, stopGraceSeconds: 4 });
+  assert.deepStrictEqual(config.distributed, {
+    port: 0,
+    bind: "127.0.0.1",
+    leaseSeconds: 7.5,
+    drainGraceMinutes: 0,
+    stopGraceSeconds: 4,
+    transfer: { maxFiles: 50, maxBytes: 1.5 * 2 ** 20, maxFileBytes: 2 ** 19 },
+  });
   assert.deepStrictEqual(config.store, { journal: "truncate", giveUpSeconds: 30 });
 });
 

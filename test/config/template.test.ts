@@ -45,7 +45,14 @@ test("the init template loads and is set up for the bundled example generator", 
   assert.deepStrictEqual(config.defaults, {
     jobs: 3, nice: 19, idleIo: true, chunkSeconds: 600, bootstrapSeeds: 40, maxShrinks: 20, hardTimeoutFloor: 180,
   });
-  assert.deepStrictEqual(config.distributed, { port: 9999, bind: "", leaseSeconds: 120, drainGraceMinutes: 35, stopGraceSeconds: 15 });
+  assert.deepStrictEqual(config.distributed, {
+    port: 9999,
+    bind: "",
+    leaseSeconds: 120,
+    drainGraceMinutes: 35,
+    stopGraceSeconds: 15,
+    transfer: { maxFiles: 10_000, maxBytes: 2 * 2 ** 30, maxFileBytes: 512 * 2 ** 20 },
+  });
 });
 
 test("the init template mentions every key of every table, with a comment", () => {

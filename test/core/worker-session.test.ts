@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { StopLedger } from "../../src/core/lifecycle.ts";
 import { WorkerSession, type SessionRules } from "../../src/core/worker-session.ts";
-import { check, FirstFrame, Prove, WorkerFrame, type FirstFrameT, type Frame, type ProveFrame, type WorkerFrameT } from "../../src/net/messages.ts";
+import { check, FirstFrame, Prove, WorkerFrame, WorkerFrameOrPut, type FirstFrameT, type Frame, type ProveFrame, type WorkerFrameT } from "../../src/net/messages.ts";
 
 const TOKEN = "session-test-token-0123456789";
 const PEER = "10.0.0.7:40000";
@@ -67,9 +67,9 @@ describe("WorkerSession handshake", () => {
       { kind: "send", frame: challenge },
       { kind: "receive", deadline: 30_010 },
     ]);
-    assert.deepEqual(step(s.frame(prove(), 20)), [{ kind: "ask", question: { to: "proof", prove: prove() } }]);
+    assert.deepEqual(step(s.frame(prove(), 20)), [{ kind: "ask", question: { to: "proof", prove: prove(), files: "shared" } }]);
     assert.deepEqual(step(s.answer({ to: "proof", problem: null }, 20)), [
-      { kind: "ask", question: { to: "admit", hello: { ...hello(), host: "w1\\x1b[2J" }, slots: 8 } },
+      { kind: "ask", question: { to: "admit", hello: { ...hello(), host: "w1\\x1b[2J" }, slots: 8, files: "shared" } },
     ]);
     assert.deepEqual(step(s.answer({ to: "admit", label: "w1#3", welcome }, 100)), [
       { kind: "send", frame: welcome },
@@ -296,5 +296,63 @@ describe("WorkerSession serving", () => {
     assert.throws(() => s.accepted(0), /'accepted' while serving/);
     s.frame({ type: "want", slots: 1 }, 200);
     assert.throws(() => s.timeout(1e9), /a timeout while handling, with no wait/);
+  });
+});
+
+describe("WorkerSession without the shared directory", () => {
+  const own = (nonce: string | null, shared: boolean) => ({ ...prove(nonce, nonce === null ? "nonce: ENOENT" : null), shared_dir: shared });
+  const put = { type: "put", unit: 9, path: "failures/5/meta.json", size: 2, offset: 0, data: "e30=", sha256: "0".repeat(64) };
+  const transferRules = { takesTransfer: true, validate: { first: (raw: unknown) => check(FirstFrame, raw), prove: (raw: unknown) => check(Prove, raw), work: (raw: unknown) => check(WorkerFrameOrPut, raw) as never } };
+
+  function through(p: Record<string, unknown>, over: Partial<SessionRules<FirstFrameT, ProveFrame, WorkerFrameT>> = {}) {
+    const { s } = session(over);
+    s.accepted(0);
+    s.frame(hello(), 1);
+    s.answer({ to: "screen", challenge }, 1);
+    return { s, actions: s.frame(p, 2) };
+  }
+
+  test("a worker that says it does not see the shared directory is asked about as 'transfer' where files travel, and admitted so", () => {
+    const { s, actions } = through(own(null, false), transferRules);
+    assert.deepEqual(actions, [{ kind: "ask", question: { to: "proof", prove: own(null, false), files: "transfer" } }]);
+    assert.deepEqual(s.answer({ to: "proof", problem: null }, 3), [{ kind: "ask", question: { to: "admit", hello: hello(), slots: 8, files: "transfer" } }]);
+  });
+
+  test("where files cannot travel (an explore master), a worker without the shared directory is refused, naming the nonce and the fix", () => {
+    const { s, actions } = through(own(null, false));
+    assert.deepEqual(actions, [
+      {
+        kind: "refuse",
+        reason:
+          "the worker does not see the shared directory (no nonce at /shared/out/tmp/nonce-1: nonce: ENOENT) and this server takes no files over the connection: every host must mount the shared campaign directory at the same path",
+      },
+      { kind: "close", how: "end" },
+    ]);
+    assert.equal(s.state, "closed");
+  });
+
+  test("a worker that claims the shared directory must still read this session's nonce, even where files could travel", () => {
+    const { actions } = through(own("stale-nonce", true), transferRules);
+    assert.deepEqual(actions, [
+      { kind: "refuse", reason: "the worker cannot read the nonce at /shared/out/tmp/nonce-1: every host must mount the shared campaign directory at the same path" },
+      { kind: "close", how: "end" },
+    ]);
+  });
+
+  test("a put is a report from a worker admitted without the shared directory, and a protocol error from one in it", () => {
+    const admit = (p: Record<string, unknown>) => {
+      const { s } = through(p, transferRules);
+      s.answer({ to: "proof", problem: null }, 3);
+      s.answer({ to: "admit", label: "w1#3", welcome }, 100);
+      return s;
+    };
+    const sending = admit(own(null, false));
+    assert.deepEqual(sending.frame(put, 200), [{ kind: "ask", question: { to: "handle", frame: put, stopping: false } }]);
+    const inShared = admit(own("n0nce", true));
+    assert.deepEqual(inShared.frame(put, 200), [
+      { kind: "refuse", reason: "'put' comes only from a worker without the shared directory" },
+      { kind: "close", how: "end" },
+      { kind: "detach", why: "protocol error: 'put' comes only from a worker without the shared directory" },
+    ]);
   });
 });

@@ -1,0 +1,108 @@
+// What a worker without the shared directory sends of a unit it ran in its own scratch directory:
+// the regular files below the results' failures/ and quarantine/ (the outbox, checked against the
+// coordinator's caps before a byte is sent), read piece by piece into `put` frames, each file's
+// SHA-256 computed as it is read and sent with its last piece. One piece is in memory at a time,
+// whatever a file weighs. Symbolic links and other non-regular entries are never followed or sent.
+import { createHash } from "node:crypto";
+import { constants, lstatSync, readdirSync } from "node:fs";
+import { open } from "node:fs/promises";
+import { join } from "node:path";
+import { formatInt } from "../config/format.ts";
+import type { PutFrame, SentFilesT, TransferTermsT } from "../net/messages.ts";
+
+/** Deepest a sent file may lie below {out} (the coordinator refuses deeper). */
+const MAX_DEPTH = 32;
+
+export interface OutboxFile {
+  /** "/"-separated, relative to the unit's {out}. */
+  rel: string;
+  abs: string;
+  size: number;
+}
+
+export interface Outbox {
+  files: OutboxFile[];
+  bytes: number;
+  wrote: SentFilesT["wrote"];
+  /** Entries left behind (links, devices, too deep), for the worker's line. */
+  skipped: number;
+}
+
+/**
+ * The files of a unit that ran in `scratch`, below `results` ("" or "a/b", relative to it) and
+ * then `kinds` (failures, quarantine). Returns why they cannot be sent when they break a cap.
+ */
+export function collectOutbox(scratch: string, results: string, kinds: readonly string[], terms: TransferTermsT): { outbox: Outbox } | { over: string } {
+  const base = results === "" ? [] : results.split("/");
+  const outbox: Outbox = { files: [], bytes: 0, wrote: "nothing", skipped: 0 };
+  if (!isDir(scratch)) return { outbox };
+  outbox.wrote = isDir(join(scratch, ...base)) ? "results" : "out";
+  if (outbox.wrote === "out") return { outbox };
+  const walk = (parts: string[]): string | null => {
+    const dir = join(scratch, ...parts);
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return null;
+    }
+    for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const next = [...parts, e.name];
+      if (e.isDirectory() && next.length < MAX_DEPTH) {
+        const over = walk(next);
+        if (over !== null) return over;
+      } else if (e.isFile() && next.length <= MAX_DEPTH) {
+        const size = lstatSync(join(dir, e.name)).size;
+        if (outbox.files.length + 1 > terms.max_files) return `more than ${formatInt(terms.max_files)} files ([distributed] transfer_max_files on the coordinator)`;
+        if (size > terms.max_file_bytes) return `${next.join("/")} holds ${formatInt(size)} bytes, over ${formatInt(terms.max_file_bytes)} ([distributed] transfer_max_file_mib on the coordinator)`;
+        if (outbox.bytes + size > terms.max_bytes) return `more than ${formatInt(terms.max_bytes)} bytes ([distributed] transfer_max_mib on the coordinator)`;
+        outbox.files.push({ rel: next.join("/"), abs: join(dir, e.name), size });
+        outbox.bytes += size;
+      } else {
+        outbox.skipped++;
+      }
+    }
+    return null;
+  };
+  for (const kind of kinds) {
+    const over = walk([...base, kind]);
+    if (over !== null) return { over: `the unit's results cannot be sent: ${over}; raise the cap or make the generator keep less` };
+  }
+  return { outbox };
+}
+
+function isDir(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The `put` frames of an outbox, one piece at a time. Throws when a file cannot be read as it was
+ * listed (gone, replaced, shorter): the caller stops sending, and the unit's account then falls
+ * short, so the coordinator books nothing of it.
+ */
+export async function* putFrames(unit: number, outbox: Outbox, pieceBytes: number): AsyncGenerator<PutFrame> {
+  const buf = Buffer.allocUnsafe(Math.max(1, pieceBytes));
+  for (const file of outbox.files) {
+    const handle = await open(file.abs, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      const hash = createHash("sha256");
+      let offset = 0;
+      do {
+        const want = Math.min(buf.length, file.size - offset);
+        const { bytesRead } = want > 0 ? await handle.read(buf, 0, want, offset) : { bytesRead: 0 };
+        if (bytesRead !== want) throw new Error(`${file.rel} changed while it was sent`);
+        const piece = buf.subarray(0, bytesRead);
+        hash.update(piece);
+        const last = offset + bytesRead === file.size;
+        yield { type: "put", unit, path: file.rel, size: file.size, offset, data: piece.toString("base64"), sha256: last ? hash.digest("hex") : null };
+        offset += bytesRead;
+      } while (offset < file.size);
+    } finally {
+      await handle.close();
+    }
+  }
+}
