@@ -3,7 +3,7 @@
 //
 //   <corpus>/<sha256>                       the public corpus
 //   <corpus>/.fuzzfleet/findings/*.json     every crash and hang found on this corpus
-//   <corpus>/.fuzzfleet/explored/*.log      the explored ledger: one 65-byte line per completed task
+//   <corpus>/.fuzzfleet/explored/*.log      the explored ledger: one line per completed task (its hash and the target build)
 //   <corpus>/.fuzzfleet/work-<epoch>/       an unfinished campaign: its lease records and baseline
 //
 // Nothing is written, nothing is created, nothing is read through a symlink: the state directory
@@ -21,15 +21,13 @@ import { listCorpus } from "../explore/state/corpus.ts";
 import { FindingsStore, findingsDir, type FindingRecord } from "../explore/state/findings.ts";
 import { readLeaseRecordsNoWrite } from "../explore/state/lease-journal.ts";
 import type { LeaseRecord } from "../explore/state/lease-table.ts";
-import { ledgerDir } from "../explore/state/ledger.ts";
+import { ledgerDir, ledgerLines } from "../explore/state/ledger.ts";
 import { stateDir } from "../explore/state/work-dir.ts";
 import { HISTORY_SCHEMA, historyDir, type HistoryFile, type HistoryPoint } from "../explore/command/history.ts";
 import { PinnedDir } from "../files/pinned-dir.ts";
 import { describeHolder, readLock } from "../lock/campaign-lock.ts";
 import type { ExploreFrontier, ExploreSeries, ExploreView } from "../ui/source.ts";
 
-/** One ledger line: 64 hex digits and a newline. */
-const LEDGER_LINE_BYTES = 65;
 const LEDGER_NAME = /^([0-9a-f]{64})-r(\d{1,4})\.log$/;
 const WORK_NAME = /^work-([0-9a-f]{64})$/;
 /** Most points on a plot. */
@@ -122,7 +120,7 @@ export class ExploreCampaignFiles implements CampaignFiles {
     return base;
   }
 
-  /** Lines of every ledger (by file size: each line is 65 bytes; a torn last one does not count), per epoch and rank. */
+  /** Lines of every ledger (each read and its complete lines counted: a line is a hash, or a hash and its build), per epoch and rank. */
   private ledger(notes: string[]): { lines: number; latest: string | null; ranks: Map<string, Set<number>> } {
     const out = { lines: 0, latest: null as string | null, ranks: new Map<string, Set<number>>() };
     const dir = ledgerDir(this.state);
@@ -140,7 +138,7 @@ export class ExploreCampaignFiles implements CampaignFiles {
         if (!m || e.kind !== "file") continue;
         const s = pin.lstat(e.name);
         if (!s) continue;
-        out.lines += Math.floor(s.size / LEDGER_LINE_BYTES);
+        out.lines += ledgerLines(pin, e.name);
         const ranks = out.ranks.get(m[1]!) ?? new Set<number>();
         ranks.add(Number(m[2]));
         out.ranks.set(m[1]!, ranks);

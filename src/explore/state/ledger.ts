@@ -162,6 +162,11 @@ export function campaignBaseline(workDir: string, corpusNow: () => string[]): Se
   }
 }
 
+/** Complete lines of the ledger `name` in `pin` (either format: a hash alone, or a hash and its build); 0 when unreadable. */
+export function ledgerLines(pin: PinnedDir, name: string): number {
+  return readLedger(pin, name).lines.length;
+}
+
 function readLedger(pin: PinnedDir, name: string): { lines: [string, string][]; last: string | null; mtimeMs: number } {
   const lines: [string, string][] = [];
   try {
