@@ -349,7 +349,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
   admit(conn: Connection, hello: HelloFrame, slots: number, files: WorkerFiles = "shared"): Promise<SweepWorker> {
     return this.books.run(() => {
       const s = this.o.session;
-      const workerId = insertWorker(s.db, { sessionId: s.sessionId, host: hello.host, addr: conn.remote, jobs: hello.jobs, genHash: s.genHash, appBuild: s.appBuild });
+      const workerId = insertWorker(s.db, { sessionId: s.sessionId, host: hello.host, addr: conn.remote, jobs: hello.jobs, genHash: s.genHash, appBuild: s.appBuild, files });
       const seeded = earlierRates(s.db, hello.host, hello.jobs, workerId);
       const known = [...seeded].map(([lane, r]) => `${lane} ${r.toFixed(1)}/s`).join(", ");
       this.o.log(`worker ${hello.host}#${workerId} joined (-j ${hello.jobs}, from ${conn.remote})${known ? `  known rates: ${known}` : ""}  files: ${filesWords(files)}`);

@@ -152,10 +152,14 @@ const MIGRATIONS: readonly (string | ((db: Db) => void))[] = [
     }
     db.exec("UPDATE failure SET minimize_state = 'pending' WHERE shrunk = 0");
   },
+  // 3: how a worker's files reach the campaign ('shared' directory or 'transfer' over the connection; null: before this column, shared).
+  `
+  ALTER TABLE worker ADD COLUMN files TEXT;
+  `,
 ];
 
 /** The schema version each migration step leaves behind (two steps may share one version). */
-const STEP_VERSION: readonly number[] = [1, 2, 2];
+const STEP_VERSION: readonly number[] = [1, 2, 2, 3];
 
 export const SCHEMA_VERSION = STEP_VERSION[STEP_VERSION.length - 1]!;
 

@@ -20,7 +20,7 @@ after(() => rmSync(root, { recursive: true, force: true }));
 test("a schema-1 store opens read-only with a clear message, then a writer migrates it in place", () => {
   const path = join(root, "a.db");
   copyFileSync(fixture, path);
-  assert.throws(() => openStore(path, { readonly: true }), /schema version 1, this fuzzfleet reads 2; a writing command \('fuzzfleet run'\) upgrades it/);
+  assert.throws(() => openStore(path, { readonly: true }), new RegExp(`schema version 1, this fuzzfleet reads ${SCHEMA_VERSION}; a writing command \\('fuzzfleet run'\\) upgrades it`));
   const db = openStore(path);
   try {
     assert.equal(db.pragma("user_version", { simple: true }), SCHEMA_VERSION);
