@@ -1,5 +1,5 @@
 // The system tools the test suite drives for real (a browser, AFL++, Open MPI, Slurm, Csmith,
-// C-Vise, Z3 for the SymCC target), checked before any test runs. A test file needs a tool when
+// C-Vise, Z3 for the SymCC target, unshare and ip for workers in namespaces of their own), checked before any test runs. A test file needs a tool when
 // its text names it, so `npm test -- core` needs none of them and the whole suite needs all.
 // Missing tools are installed from Debian's packages when this runs as root on a machine with
 // apt-get (one `apt-get update`, one install); otherwise the run stops before any test with the
@@ -55,6 +55,8 @@ export const SYSTEM_TOOLS = [
   { tool: "Open MPI (mpirun)", needed: /mpirun/, present: () => onPath("mpirun"), packages: ["openmpi-bin"] },
   { tool: "Csmith", needed: /csmith/i, present: () => onPath("csmith") && exists("/usr/include/csmith/csmith.h"), packages: ["csmith", "libcsmith-dev"] },
   { tool: "C-Vise", needed: /cvise/i, present: () => onPath("cvise"), packages: ["cvise"] },
+  { tool: "unshare (a worker in its own mount namespace)", needed: /"unshare"/, present: () => onPath("unshare"), packages: ["util-linux"] },
+  { tool: "ip (a worker in its own network namespace)", needed: /"netns"/, present: () => onPath("ip"), packages: ["iproute2"] },
   { tool: "Slurm (slurmctld, sbatch) with munge", needed: /sbatch|slurmctld/, present: () => executable("/usr/sbin/slurmctld") && onPath("sbatch"), packages: ["slurm-wlm", "munge"] },
 ];
 

@@ -17,7 +17,8 @@
 //
 // A worker without the shared directory (files "transfer") runs its units in a directory of its
 // own and sends each unit's failures/ and quarantine/ files in `put` frames before its `done`;
-// they land in the unit's scratch directory here (unit-landing.ts), are checked against the
+// they land in the unit's scratch directory here (unit-landing.ts; what the handshake and the
+// welcome decide for such a worker is worker-transfer.ts), are checked against the
 // `done`'s account, and are then booked by the very same engine.finish as a shared worker's. A put
 // renews the leases of everything the worker holds, as a heartbeat does.
 //
@@ -28,17 +29,16 @@
 // units still running (their finds go back to pending), and whatever is held past the stop is
 // taken back. Lease expiry and a worker that leaves take units back like chunks.
 import type { AddressInfo } from "node:net";
-import { isAbsolute, join, relative, sep } from "node:path";
 import type { StopOutcome } from "../core/lifecycle.ts";
 import type { Connection } from "../net/connection.ts";
-import { heldUnit, minimizeWireId as minimizeWire, PUT_PIECE_MAX, type CoordinatorReplyT, type HelloFrame, type ProveFrame, type PutFrame, type TransferTermsT } from "../net/messages.ts";
+import { heldUnit, minimizeWireId as minimizeWire, PUT_PIECE_MAX, type CoordinatorReplyT, type HelloFrame, type ProveFrame, type PutFrame } from "../net/messages.ts";
 import type { WorkerFiles } from "../core/worker-session.ts";
 import { TRANSFER_DEFAULTS } from "../config/schema.ts";
-import { resultsDir } from "../generator/command.ts";
-import { UnitLanding, type LandingPlace } from "./unit-landing.ts";
+import { UnitLanding } from "./unit-landing.ts";
+import { filesWords, landingPlace, ownCopyProblem, transferTerms } from "./worker-transfer.ts";
 import { WorkerServer } from "../net/worker-server.ts";
 import type { AttachedWorker, ReadService, WorkProtocol, WorkRequest } from "../net/work-protocol.ts";
-import { generatorIdentity, insideOf } from "../generator/identity.ts";
+import { generatorIdentity } from "../generator/identity.ts";
 import type { Config } from "../config/schema.ts";
 import type { SweepStore } from "../store/port.ts";
 import type { Assignment, MinimizeAssignment, SweepEngine, WorkerView } from "./sweep-engine.ts";
@@ -302,7 +302,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
 
   checkProof(prove: ProveFrame, files: WorkerFiles): string | null {
     const s = this.o.session;
-    if (files === "transfer") return this.checkOwnCopy(prove);
+    if (files === "transfer") return ownCopyProblem(s, prove);
     if (prove.gen_hash !== s.genHash) {
       return (
         `generator identity differs (worker ${prove.gen_hash?.slice(0, 12) ?? "unreadable"}, coordinator ${s.genHash.slice(0, 12)}): ` +
@@ -321,33 +321,10 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
     return null;
   }
 
-  /** A worker without the shared directory runs its own copy: the same generation and app build, and results it can send. */
-  private checkOwnCopy(prove: ProveFrame): string | null {
-    const s = this.o.session;
-    const where = "in the worker's working directory (it does not see the shared directory)";
-    if (resultsBelowOut(s.config) === null) {
-      return `[generator] results (${s.config.generator.results}) does not lie below {out}, so a worker without the shared directory cannot send its results; name a directory inside {out}, or mount the campaign directory on the worker`;
-    }
-    if (prove.gen_hash !== s.genHash) {
-      return (
-        `generator identity differs (worker ${prove.gen_hash?.slice(0, 12) ?? "unreadable"}, coordinator ${s.genHash.slice(0, 12)}): ` +
-        `the copy of ${s.config.generator.identity.map((f) => (insideOf(s.config.dir, f) ? relative(s.config.dir, f) : f)).join(", ")} ${where} is not the coordinator's` +
-        `${prove.problem ? ` (${prove.problem})` : ""}, so its seeds would mean different tests. Start the worker in a directory holding the same generator files.`
-      );
-    }
-    if (prove.app_build !== s.appBuild) {
-      return (
-        `app build differs (worker ${prove.app_build ?? "unreadable"}, coordinator ${s.appBuild ?? "none"}): ` +
-        `the worker's ${s.config.app ? (insideOf(s.config.dir, s.config.app.path) ? relative(s.config.dir, s.config.app.path) : s.config.app.path) : "app"} ${where} is another build${prove.problem ? ` (${prove.problem})` : ""}, so it would test different code. Copy the coordinator's build there.`
-      );
-    }
-    return null;
-  }
-
   admit(conn: Connection, hello: HelloFrame, slots: number, files: WorkerFiles = "shared"): Promise<SweepWorker> {
     return this.books.run(() => {
       const s = this.o.session;
-      const workerId = s.store.joinWorker({ sessionId: s.sessionId, host: hello.host, addr: conn.remote, jobs: hello.jobs, genHash: s.genHash, appBuild: s.appBuild });
+      const workerId = s.store.joinWorker({ sessionId: s.sessionId, host: hello.host, addr: conn.remote, jobs: hello.jobs, genHash: s.genHash, appBuild: s.appBuild, files });
       const seeded = s.store.earlierRates(hello.host, hello.jobs, workerId);
       const known = [...seeded].map(([lane, r]) => `${lane} ${r.toFixed(1)}/s`).join(", ");
       this.o.log(`worker ${hello.host}#${workerId} joined (-j ${hello.jobs}, from ${conn.remote})${known ? `  known rates: ${known}` : ""}  files: ${filesWords(files)}`);
@@ -383,29 +360,8 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
       lease_seconds: this.o.leaseSeconds,
       heartbeat_seconds: this.o.heartbeatSeconds,
       explore: null,
-      transfer: w.files === "transfer" ? this.transferTerms() : null,
+      transfer: w.files === "transfer" ? transferTerms(s.config, PIECE_BYTES) : null,
     };
-  }
-
-  private transferTerms(): TransferTermsT {
-    const caps = this.o.session.config.distributed.transfer ?? TRANSFER_DEFAULTS;
-    return { results: resultsBelowOut(this.o.session.config)!, max_files: caps.maxFiles, max_bytes: caps.maxBytes, max_file_bytes: caps.maxFileBytes, piece_bytes: PIECE_BYTES };
-  }
-
-  /** Where a unit held by `w` under wire id `id` keeps its files here, or null when `w` does not hold it. */
-  private landingPlace(w: SweepWorker, id: number): LandingPlace | null {
-    const held = heldUnit(id);
-    const engine = this.o.engine;
-    if (held.kind === "chunk") {
-      const f = engine.heldBy(w).find((c) => c.chunkId === held.chunkId);
-      if (!f) return null;
-      const results = resultsBelowOut(this.o.session.config)!;
-      const base = results === "" ? [] : results.split("/");
-      return { dir: f.scratchDir, prefixes: [[...base, "failures"], [...base, "quarantine"]] };
-    }
-    const u = engine.minimize.heldBy(w).find((m) => m.unitId === held.unitId);
-    // A minimize unit's results directory is its {out}; its quarantine is not read.
-    return u ? { dir: u.scratchDir, prefixes: [["failures"]] } : null;
   }
 
   /** One piece of a unit's file: landed, and counted as a heartbeat of everything `w` holds. */
@@ -418,7 +374,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
       else engine.minimize.heartbeat(w, held.unitId);
     }
     const drain = engine.draining !== null || stopping;
-    const place = this.landingPlace(w, put.unit);
+    const place = landingPlace(this.o.engine, this.o.session.config, w, put.unit);
     if (place === null) {
       // Taken back meanwhile: nothing of it lands; its done finds the account short and is not booked.
       w.landing!.drop(put.unit);
@@ -515,7 +471,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
         const held = heldUnit(f.chunk_id);
         if (w.landing) {
           // What landed is booked only when it is exactly what the worker says it sent.
-          const problem = w.landing.settle(f.chunk_id, this.landingPlace(w, f.chunk_id), f.files ?? null);
+          const problem = w.landing.settle(f.chunk_id, landingPlace(this.o.engine, this.o.session.config, w, f.chunk_id), f.files ?? null);
           if (problem !== null) {
             this.o.log(`worker ${w.label}: the files of ${held.kind === "chunk" ? `chunk ${held.chunkId}` : `minimize unit ${held.unitId}`} are not booked (${problem}); it is swept again`);
             report = { outcome: "interrupted", exitCode: null, seconds: f.elapsed, error: `its files did not all arrive: ${problem}` };
@@ -550,18 +506,4 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
       for (const u of units) this.o.engine.minimize.reissue(u.unitId, `worker ${w.label} left (${why})`);
     });
   }
-}
-
-/** The results directory below a chunk's {out}, "/"-separated ("" for {out} itself), or null when it lies elsewhere. */
-export function resultsBelowOut(config: Config): string | null {
-  const out = join(config.dir, "out-probe");
-  const rel = relative(out, resultsDir(config, out));
-  if (rel === "") return "";
-  if (rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return null;
-  return rel.split(sep).join("/");
-}
-
-/** How a worker's files reach the campaign, in the coordinator's words. */
-export function filesWords(files: WorkerFiles): string {
-  return files === "shared" ? "shared directory" : "over the connection (no shared directory)";
 }

@@ -42,6 +42,7 @@ export function sweepMetrics(s: DashboardSnapshot): MetricFamily[] {
     { name: "fuzzfleet_session_budget_seconds", help: "The running session's --for budget.", type: "gauge", samples: s.status.budgetSeconds === null ? [] : [{ value: s.status.budgetSeconds }] },
     { name: "fuzzfleet_workers", help: "The session's workers by liveness (alive, slow, lost, left).", type: "gauge", samples: countBy(s.workers ?? [], (w) => w.liveness).map(([liveness, n]) => ({ labels: { liveness }, value: n })) },
     { name: "fuzzfleet_worker_last_heartbeat_seconds", help: "Seconds since each attached worker was last heard from (as the store recorded it).", type: "gauge", samples: (s.workers ?? []).filter((w) => w.liveness !== "left" && w.lastHeartbeatSeconds !== null).map((w) => ({ labels: { worker: w.label }, value: w.lastHeartbeatSeconds! })) },
+    { name: "fuzzfleet_worker_files", help: "Each attached worker by how its files reach the campaign: shared (the shared directory) or transfer (over the connection).", type: "gauge", samples: (s.workers ?? []).filter((w) => w.liveness !== "left" && w.files !== undefined).map((w) => ({ labels: { worker: w.label, files: w.files! }, value: 1 })) },
     { name: "fuzzfleet_worker_chunks_held", help: "Chunks each attached worker holds now (as the store recorded it).", type: "gauge", samples: (s.workers ?? []).filter((w) => w.liveness !== "left").map((w) => ({ labels: { worker: w.label }, value: w.holding.length })) },
     ...discoveryFamilies(v?.discovery ?? null),
   ];

@@ -57,12 +57,14 @@ export function workerRows(workers: readonly SessionWorker[], r: LivenessRules):
         ageSeconds: since === null ? null : Math.round(Math.max(0, (r.nowMs - since) / 1000) * 10) / 10,
       };
     });
+    const files = w.files === "transfer" ? "transfer" : "shared";
+    const over = files === "transfer" ? ", files over the connection" : "";
     const note =
       w.state === "gone"
-        ? `-j ${w.jobs}, left ${w.disconnected_at ?? "(time not recorded)"}`
+        ? `-j ${w.jobs}${over}, left ${w.disconnected_at ?? "(time not recorded)"}`
         : !r.sessionRunning
-          ? `-j ${w.jobs}; its session is over but it never left (the coordinator stopped without it)`
-          : `-j ${w.jobs}${w.chunks.length === 0 ? ", between chunks" : ""}`;
-    return { label: `${w.host}#${w.id}`, liveness, lastHeartbeatSeconds: silent === null ? null : Math.round(silent * 10) / 10, holding, note };
+          ? `-j ${w.jobs}${over}; its session is over but it never left (the coordinator stopped without it)`
+          : `-j ${w.jobs}${over}${w.chunks.length === 0 ? ", between chunks" : ""}`;
+    return { label: `${w.host}#${w.id}`, liveness, lastHeartbeatSeconds: silent === null ? null : Math.round(silent * 10) / 10, holding, note, files };
   });
 }

@@ -39,7 +39,7 @@ export function failureFirstSeen(db: Db, generationId: number): string[] {
 export function sessionWorkers(db: Db, sessionId: number): SessionWorker[] {
   const workers = stmt(
     db,
-    "SELECT id, host, jobs, state, connected_at, last_seen, disconnected_at FROM worker WHERE session_id = ? ORDER BY id",
+    "SELECT id, host, jobs, state, connected_at, last_seen, disconnected_at, files FROM worker WHERE session_id = ? ORDER BY id",
   ).all(sessionId) as Omit<SessionWorker, "chunks">[];
   if (workers.length === 0) return [];
   const held = stmt(

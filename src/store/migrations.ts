@@ -208,10 +208,14 @@ const MIGRATIONS: readonly (string | ((db: Db) => void))[] = [
   `,
   // 3 (continued): the aggregates of the rows already there.
   (db) => rebuildTallies(db),
+  // 4: how a worker's files reach the campaign ('shared' directory or 'transfer' over the connection; null: before this column, shared).
+  `
+  ALTER TABLE worker ADD COLUMN files TEXT;
+  `,
 ];
 
 /** The schema version each migration step leaves behind (two steps may share one version). */
-const STEP_VERSION: readonly number[] = [1, 2, 2, 3, 3];
+const STEP_VERSION: readonly number[] = [1, 2, 2, 3, 3, 4];
 
 export const SCHEMA_VERSION = STEP_VERSION[STEP_VERSION.length - 1]!;
 

@@ -129,6 +129,8 @@ export interface NewWorker {
   jobs: number;
   genHash: string;
   appBuild: string | null;
+  /** How its files reach the campaign: the shared directory, or over the connection. */
+  files?: "shared" | "transfer";
 }
 
 // Failures: distinct failures (minimized input) and finds pending minimization.
@@ -296,6 +298,8 @@ export interface SessionWorker {
   connected_at: string;
   last_seen: string | null;
   disconnected_at: string | null;
+  /** 'shared' or 'transfer' (its files over the connection); null in rows from before the column. */
+  files?: string | null;
   /** The chunks it holds now (running or leased), oldest first. */
   chunks: HeldChunk[];
 }

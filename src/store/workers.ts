@@ -8,9 +8,9 @@ export function insertWorker(db: Db, w: NewWorker): number {
   const now = isoNow();
   const info = stmt(
     db,
-    `INSERT INTO worker (session_id, host, addr, jobs, gen_hash, app_build, connected_at, last_seen, state)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'live')`,
-  ).run(w.sessionId, w.host, w.addr, w.jobs, w.genHash, w.appBuild, now, now);
+    `INSERT INTO worker (session_id, host, addr, jobs, gen_hash, app_build, connected_at, last_seen, state, files)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'live', ?)`,
+  ).run(w.sessionId, w.host, w.addr, w.jobs, w.genHash, w.appBuild, now, now, w.files ?? "shared");
   return Number(info.lastInsertRowid);
 }
 

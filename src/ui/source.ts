@@ -122,6 +122,8 @@ export interface WorkerRow {
   lastHeartbeatSeconds: number | null;
   /** What it holds now: chunks (sweep) or tasks (explore), with their age in seconds when known. */
   holding: { text: string; ageSeconds: number | null }[];
+  /** How its files reach the campaign (a sweep's remote worker): the shared directory, or over the connection. */
+  files?: "shared" | "transfer";
   /** One more fact: "-j 4", "idle", "quarantined: …". */
   note: string | null;
 }

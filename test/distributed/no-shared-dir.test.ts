@@ -84,6 +84,7 @@ test("a worker that cannot see the campaign directory sweeps with the same comma
       const dir = join(c.outDir, f.artifact_dir);
       assert.ok(existsSync(join(dir, "meta.json")), `${dir} holds the meta.json the worker sent`);
     }
+    assert.deepEqual(c.query<{ files: string }>("SELECT files FROM worker"), [{ files: "transfer" }], "the store records the worker's mode, for the dashboard and /metrics");
     assertBooksTrue(c, "a worker without the shared directory");
     assert.deepEqual(chunkDirs(c), [], "no landing directory is left behind");
   } finally {

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { workerRows, type LivenessRules } from "../../src/report/sweep-workers.ts";
+import { sweepMetrics } from "../../src/report/dashboard-metrics.ts";
 import type { SessionWorker } from "../../src/store/dashboard-queries.ts";
 
 const NOW = Date.parse("2026-01-01T12:00:00Z");
@@ -51,4 +52,24 @@ test("between chunks a worker is alive however long ago its last heartbeat; left
   const [orphan] = workerRows([worker({ beat: 1 })], { ...rules, sessionRunning: false });
   assert.equal(orphan!.liveness, "lost");
   assert.match(orphan!.note!, /never left/);
+});
+
+test("a worker whose files come over the connection says so in its row, its note and /metrics; a row from before the column is a shared-directory worker", () => {
+  const rows = workerRows([worker({ id: 3, files: "transfer" }), worker({ id: 4, files: "shared" }), worker({ id: 5, files: null }), worker({ id: 6, files: "transfer", state: "gone", disconnected_at: at(5) })], rules);
+  assert.deepEqual(
+    rows.map((r) => [r.label, r.files, r.note]),
+    [
+      ["vm#3", "transfer", "-j 4, files over the connection, between chunks"],
+      ["vm#4", "shared", "-j 4, between chunks"],
+      ["vm#5", "shared", "-j 4, between chunks"],
+      ["vm#6", "transfer", `-j 4, files over the connection, left ${at(5)}`],
+    ],
+  );
+  const snapshot = { kind: "sweep", title: "t", takenMs: NOW, live: true, status: { headline: "", elapsedSeconds: null, budgetSeconds: null, draining: null }, sweep: null, workers: rows, explore: null } as const;
+  const family = sweepMetrics(snapshot).find((f) => f.name === "fuzzfleet_worker_files");
+  assert.deepEqual(family?.samples, [
+    { labels: { worker: "vm#3", files: "transfer" }, value: 1 },
+    { labels: { worker: "vm#4", files: "shared" }, value: 1 },
+    { labels: { worker: "vm#5", files: "shared" }, value: 1 },
+  ]);
 });
