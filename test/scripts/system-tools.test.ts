@@ -2,18 +2,24 @@
 // them (and without root's apt-get) it stops at once with the command that installs them.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, symlinkSync } from "node:fs";
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const toolsModule = join(ROOT, "scripts", "system-tools.mjs");
 const { missingTools } = (await import(toolsModule)) as { missingTools(files: string[]): { tool: string }[] };
 
+const made: string[] = [];
+after(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
 /** A PATH holding only this Node: no apt-get, no mpirun, no afl-fuzz. */
 function bareEnv(): NodeJS.ProcessEnv {
   const bin = mkdtempSync(join(tmpdir(), "fuzzfleet-bare-path-"));
+  made.push(bin);
   symlinkSync(process.execPath, join(bin, "node"));
   return { ...process.env, PATH: bin };
 }
