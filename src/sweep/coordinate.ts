@@ -5,7 +5,6 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { formatInt } from "../config/format.ts";
-import type { CampaignPaths } from "../config/paths.ts";
 import type { SweepEngine } from "../engine/sweep-engine.ts";
 import { SweepWorkerProtocol } from "../engine/worker-protocol.ts";
 import { serverToken, tokenPath, type FoundToken } from "../net/token.ts";
@@ -15,34 +14,22 @@ import { failuresData, renderFailures } from "../report/failures.ts";
 import { liveViewLines, renderLive, type LiveData } from "../report/live.ts";
 import { renderStatus, statusData } from "../report/status.ts";
 import { clock } from "../report/sweep-console.ts";
-import type { UiAddress } from "../ui/address.ts";
-import type { Confirm } from "./campaign.ts";
-import { runSweepSession, type SweepExecutor } from "./session-runner.ts";
+import { runSweepSession, type SessionRequest, type SweepExecutor } from "./session-runner.ts";
 import { sessionBudgetLines, sessionHeadLines, type SweepSession } from "./session.ts";
 
-export interface CoordinateOptions {
-  paths: CampaignPaths;
-  seconds: number;
-  laneNames: string[];
-  allowStaleApp: boolean;
-  forceUnlock: boolean;
-  confirm: Confirm;
+/** `coordinate`'s session: the runner's request, with where to listen and how workers prove the token. */
+export interface CoordinateOptions extends Pick<SessionRequest, "paths" | "seconds" | "laneNames" | "allowStaleApp" | "forceUnlock" | "confirm" | "write" | "ui" | "signal"> {
   port: number | null;
   bind: string | null;
   token: string | undefined;
   /** --token-file: the token is read from this file (never created). */
   tokenFile?: string;
-  write?: (line: string) => void;
   /** Seconds between live reports on the console (without a terminal view). */
   liveReportSeconds?: number;
   /** Redraw a live view of the workers and chunks in flight (stdout is a terminal). */
   live?: boolean;
   /** Without a terminal: one status line this often (seconds); 0 or absent = none. */
   statusEverySeconds?: number;
-  /** Aborted by Ctrl-C or SIGTERM (cli/stop-signals.ts): the session drains, then stops its workers. */
-  signal: AbortSignal;
-  /** Serve the live dashboard here (`--ui`); null = no dashboard. */
-  ui?: UiAddress | null;
 }
 
 /** How a coordinator's user changes where it listens. */

@@ -1,33 +1,17 @@
 // `run`: a sweep session on this host. The session runner (session-runner.ts) with the local
 // slots (engine/local.ts) as its executor: chunks run in this process, one at a time.
 import { hostname } from "node:os";
-import type { CampaignPaths } from "../config/paths.ts";
 import { runLocal } from "../engine/local.ts";
 import { localWorker } from "../engine/sweep-engine.ts";
 import { resultsDir } from "../generator/command.ts";
 import { findsSoFar } from "../report/chunk-progress.ts";
-import type { UiAddress } from "../ui/address.ts";
-import type { Confirm } from "./campaign.ts";
-import { runSweepSession, type SessionParts, type SweepExecutor } from "./session-runner.ts";
+import { runSweepSession, type SessionParts, type SessionRequest, type SweepExecutor } from "./session-runner.ts";
 import { sessionBudgetLines, sessionHeadLines } from "./session.ts";
 
-export interface RunSweepOptions {
-  paths: CampaignPaths;
-  seconds: number;
-  laneNames: string[];
-  allowStaleApp: boolean;
-  forceUnlock: boolean;
-  confirm: Confirm;
-  /** Draw the live status line (stdout is a terminal). */
-  live: boolean;
-  /** What a quarantine count means in this campaign, when not the usual warning. */
-  quarantineNote?: string;
-  /** Where plain lines go (default stdout). */
-  write?: (line: string) => void;
+/** `run`'s session: the runner's request, with the local console's status lines and the command's stop. */
+export interface RunSweepOptions extends Pick<SessionRequest, "paths" | "seconds" | "laneNames" | "allowStaleApp" | "forceUnlock" | "confirm" | "live" | "write" | "ui" | "quarantineNote"> {
   /** Without a terminal: one status line this often (seconds); 0 = none. */
   statusEverySeconds?: number;
-  /** Serve the live dashboard here (`--ui`); null = no dashboard. */
-  ui?: UiAddress | null;
   /** The command's stop: aborted by the first SIGINT/SIGTERM; every signal is also heard here (cli/stop-signals.ts). */
   stop: { signal: AbortSignal; onSignal(listener: (sig: NodeJS.Signals, again: boolean) => void): void };
 }
