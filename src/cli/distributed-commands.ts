@@ -49,7 +49,7 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
           checkTokenFile(o.token, o.tokenFile);
           // Loaded here: a worker never needs the store, the config loader or the engine.
           const { coordinate } = await import("../sweep/coordinate.ts");
-          const { clock } = await import("../report/sweep-console.ts");
+          const { clock } = await import("../config/format.ts");
           const again = () => process.stdout.write(`[${clock()}] already stopping; waiting for workers (bounded by the drain and stop graces)\n`);
           return withSignalStop(
             ({ signal }) =>

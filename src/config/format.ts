@@ -19,3 +19,8 @@ export function formatRate(rate: number | null): string {
 export function counted(n: number, singular: string, plural = `${singular}s`): string {
   return `${formatInt(n)} ${n === 1 ? singular : plural}`;
 }
+
+/** A time of day as HH:MM:SS (local time), the stamp of every console line. */
+export function clock(date: Date = new Date()): string {
+  return date.toTimeString().slice(0, 8);
+}

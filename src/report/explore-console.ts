@@ -7,9 +7,9 @@
 // naming hosts) goes through printable(), and every line is cut to the terminal's width.
 import { printable } from "../core/log-lines.ts";
 import { formatDuration } from "../config/duration.ts";
-import { formatInt } from "../config/format.ts";
+import { clock, formatInt } from "../config/format.ts";
 import type { DashboardSnapshot, ExploreView, WorkerRow } from "../ui/source.ts";
-import { clock, type LiveRedraw } from "./sweep-console.ts";
+import type { LiveRedraw } from "../ui/live-redraw.ts";
 
 const BAR_CELLS = 30;
 const LINE_MAX_CHARS = 2000;

@@ -10,12 +10,11 @@ import { lstatSync } from "node:fs";
 import { UsageError } from "../errors.ts";
 import { refuseKeptOut } from "../files/output-file.ts";
 import { ExploreDashboardSource } from "../explore/command/dashboard.ts";
-import { stateDir } from "../explore/state/work-dir.ts";
+import { exploreKeptOut, stateDir } from "../explore/state/work-dir.ts";
 import { pageHtml } from "../ui/page.ts";
 import type { FailureDetail } from "../ui/source.ts";
 import { ExploreCampaignFiles } from "./explore-files.ts";
-import { exploreKeptOut } from "./export.ts";
-import { inlinedUplot } from "./static-report.ts";
+import { inlinedUplot } from "../ui/uplot.ts";
 
 /** Signatures whose detail (input, output tail) is embedded; the table lists them all up to the page's cap. */
 const DETAILS_EMBEDDED = 50;

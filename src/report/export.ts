@@ -12,7 +12,6 @@ import { printable } from "../core/log-lines.ts";
 import { isoNow, type FailureState, type SweepStore } from "../store/port.ts";
 import { resolveStorePath } from "../generator/ingest.ts";
 import type { KeptOut } from "../files/output-file.ts";
-import { stateDir } from "../explore/state/work-dir.ts";
 import { checkCommand, laneArgs } from "../generator/command.ts";
 import { effectiveFilters, failureTotals, oneLine, totalsLine } from "./failures.ts";
 
@@ -49,14 +48,6 @@ export function sweepKeptOut(outDir: string): KeptOut[] {
   return [
     { dir: join(outDir, "failures"), what: "the failure artifacts" },
     { dir: join(outDir, "quarantine"), what: "the quarantine" },
-  ];
-}
-
-/** Where an explore campaign's export, report or statistics never land: its corpus and the state beside it. */
-export function exploreKeptOut(corpusDir: string): KeptOut[] {
-  return [
-    { dir: corpusDir, what: "the corpus" },
-    { dir: stateDir(corpusDir), what: "the campaign state" },
   ];
 }
 

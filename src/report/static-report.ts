@@ -2,12 +2,10 @@
 // store alone — the snapshot, the first failures' reports and uPlot inlined, no server and no network —
 // so it can be attached to a bug report or a paper, like afl-plot's output. An explore campaign's
 // counterpart (`report --corpus`) is src/report/explore-static-report.ts.
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
 import { openOutputDir, writeOutputEntry, type KeptOut } from "../files/output-file.ts";
 import type { SweepStore } from "../store/port.ts";
 import { pageHtml } from "../ui/page.ts";
+import { inlinedUplot } from "../ui/uplot.ts";
 import type { FailureDetail } from "../ui/source.ts";
 import { SweepDashboardSource } from "./dashboard-sweep.ts";
 
@@ -24,12 +22,6 @@ export function staticReportHtml(store: SweepStore, outDir: string, title: strin
       return d ? [d] : [];
     });
   return pageHtml({ title, embedded: { snapshot, details, ...inlinedUplot() } });
-}
-
-/** uPlot's script and stylesheet, to inline in a page that loads nothing from anywhere. */
-export function inlinedUplot(): { uplotJs: string; uplotCss: string } {
-  const uplot = dirname(createRequire(import.meta.url).resolve("uplot/dist/uPlot.iife.min.js"));
-  return { uplotJs: readFileSync(join(uplot, "uPlot.iife.min.js"), "utf8"), uplotCss: readFileSync(join(uplot, "uPlot.min.css"), "utf8") };
 }
 
 /**

@@ -8,7 +8,8 @@
 // through printable(): only the live redraw writes escape codes.
 import { printable } from "../core/log-lines.ts";
 import { formatDuration } from "../config/duration.ts";
-import { counted, formatInt } from "../config/format.ts";
+import { clock, counted, formatInt } from "../config/format.ts";
+import type { LiveRedraw } from "../ui/live-redraw.ts";
 import type { Assignment, EngineEvents, InFlight, WorkerView } from "../engine/sweep-engine.ts";
 import type { MinimizeInFlight } from "../engine/sweep-types.ts";
 import type { IngestResult } from "../generator/ingest.ts";
@@ -16,16 +17,6 @@ import type { IngestResult } from "../generator/ingest.ts";
 /** The longest line written; a reason from outside is cut to REASON_MAX_CHARS before that. */
 const LINE_MAX_CHARS = 2000;
 const REASON_MAX_CHARS = 300;
-
-export function clock(date: Date = new Date()): string {
-  return date.toTimeString().slice(0, 8);
-}
-
-/** log-update's redraw function (loaded only when there is a terminal to draw on). */
-export interface LiveRedraw {
-  (text: string): void;
-  clear(): void;
-}
 
 export interface ConsoleOptions {
   /** Draw the live status line with this (only when stdout is a terminal); null = plain lines only. */

@@ -13,7 +13,7 @@ import { joinBanner, listenForWorkers, removeNonce, stopOutcomeWords, writeNonce
 import { failuresData, renderFailures } from "../report/failures.ts";
 import { liveViewLines, renderLive, type LiveData } from "../report/live.ts";
 import { renderStatus, statusData } from "../report/status.ts";
-import { clock } from "../report/sweep-console.ts";
+import { clock } from "../config/format.ts";
 import { runSweepSession, type SessionRequest, type SweepExecutor } from "./session-runner.ts";
 import { sessionBudgetLines, sessionHeadLines, type SweepSession } from "./session.ts";
 

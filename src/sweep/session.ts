@@ -17,7 +17,7 @@ import type { SessionEnd, SessionStore, StoreDurability, SweepStore } from "../s
 import { openSessionStore } from "../store/sqlite/index.ts";
 import { LAST_SEED, SEED_LIMIT } from "../core/ranges.ts";
 import type { EngineLane } from "../engine/sweep-engine.ts";
-import { clock } from "../report/sweep-console.ts";
+import { clock } from "../config/format.ts";
 import { ensureGeneration, recoverLanes, selectLanes, syncLanes, type Confirm } from "./campaign.ts";
 import { appBuildId, generationHash, staleAppSource } from "../generator/identity.ts";
 import type { CampaignPaths } from "../config/paths.ts";

@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from "nod
 import { join } from "node:path";
 import { HEX64 } from "../../core/message-checks.ts";
 import { RuntimeFailure, UsageError } from "../../errors.ts";
+import type { KeptOut } from "../../files/output-file.ts";
 import { randomHex } from "../../util/random-hex.ts";
 import { writeFileAtomic } from "./durable.ts";
 
@@ -62,4 +63,12 @@ export function removeIfEmpty(dir: string): void {
   } catch {
     // Not empty (another epoch's state) or already gone.
   }
+}
+
+/** Where an explore campaign's export, report or statistics never land: its corpus and the state beside it. */
+export function exploreKeptOut(corpusDir: string): KeptOut[] {
+  return [
+    { dir: corpusDir, what: "the corpus" },
+    { dir: stateDir(corpusDir), what: "the campaign state" },
+  ];
 }
