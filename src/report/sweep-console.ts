@@ -38,7 +38,7 @@ export interface ConsoleOptions {
   /** The generator quarantines on purpose (the demo): the count is shown without the alarm's capitals. */
   quarantineExpected?: boolean;
   /** Finds of a running chunk so far (its failures/ entries), or null when unknown. */
-  chunkFinds?: (a: Assignment) => number | null;
+  chunkFinds?: (a: { scratchDir: string }) => number | null;
   /** Without a terminal: one status line this often (seconds); 0 or absent = none. */
   statusEverySeconds?: number;
   /**
