@@ -19,7 +19,7 @@ import { checkSeeds } from "./seeds.mjs";
 // so it names this script by its absolute path, quoted for a POSIX shell when it needs to be.
 const SCRIPT = fileURLToPath(import.meta.url);
 /** Said of every planted slip's quarantine: an invalid test emitted on purpose, not a generator bug to fix. */
-const PLANTED_SLIP = "planted on purpose, 1 test in 1,000, to show the quarantine (examples/planted/README.md)";
+const PLANTED_SLIP = "1 test in 1,000, to show the quarantine (examples/planted/README.md)";
 
 function shellWord(text) {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
@@ -121,11 +121,11 @@ async function minimize(opts, settings) {
 function writeQuarantined(out, q, settings) {
   const header = `# seed ${q.seed} (size ${settings.size}): ${q.msg}\n`;
   writeFileSync(join(out, "quarantine", `${q.seed}.txt`), header + q.text);
-  // The reason, without the details that differ per seed, so that reports can group by it. It
-  // says that the slip is planted, so that a report's warning is not read as a bug to fix here.
+  // The reason, without the details that differ per seed, so that reports can group by it.
   const why = q.msg.replace(/^invalid emitted test: /, "").replace(/ at line \d+.*$/, "");
   mkdirSync(join(out, "quarantine", "why"), { recursive: true });
-  writeFileSync(join(out, "quarantine", "why", `${q.seed}.txt`), `${why}: ${PLANTED_SLIP}\n`);
+  // "planted:" tells fuzzfleet the invalid test was emitted on purpose (docs/generator-contract.md).
+  writeFileSync(join(out, "quarantine", "why", `${q.seed}.txt`), `planted: ${why}, ${PLANTED_SLIP}\n`);
 }
 
 function writeFailure(out, failure, shrunk, settings) {

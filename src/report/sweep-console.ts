@@ -12,6 +12,7 @@ import { counted, formatInt } from "../config/format.ts";
 import type { Assignment, EngineEvents, InFlight, WorkerView } from "../engine/sweep-engine.ts";
 import type { MinimizeInFlight } from "../engine/sweep-types.ts";
 import type { IngestResult } from "../generator/ingest.ts";
+import { isPlantedReason } from "../generator/quarantine-reasons.ts";
 
 /** The longest line written; a reason from outside is cut to REASON_MAX_CHARS before that. */
 const LINE_MAX_CHARS = 2000;
@@ -119,7 +120,11 @@ export class SweepConsole implements EngineEvents {
     if (r.finds > 0) parts.push(`${counted(r.finds, "find")}, ${formatInt(r.newFailures)} new`);
     if (r.reopened > 0) parts.push(`${formatInt(r.reopened)} reopened`);
     if (r.unshrunk > 0) parts.push(`${formatInt(r.unshrunk)} unshrunk`);
-    if (r.quarantine > 0) parts.push(`${formatInt(r.quarantine)} ${this.o.quarantineExpected ? "quarantined" : "QUARANTINE"}`);
+    if (r.quarantine > 0) {
+      // Capitals only for what may be a generator bug: not an inconclusive test, nor one invalid on purpose.
+      const alarm = !this.o.quarantineExpected && r.quarantineReasons.some((g) => !g.inconclusive && !isPlantedReason(g.reason));
+      parts.push(`${formatInt(r.quarantine)} ${alarm ? "QUARANTINE" : "quarantined"}`);
+    }
     if (r.malformed.length > 0) parts.push(`${formatInt(r.malformed.length)} MALFORMED (kept in ${r.malformed[0]!.keptAt})`);
     // On a coordinator lines of many workers interleave: each names its chunk, lane and range.
     const which = this.o.showWorker ? `chunk ${f.chunkId} ${f.lane} ${formatInt(f.seedFrom)}..${formatInt(f.seedTo)}: ` : "";
