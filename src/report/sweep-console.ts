@@ -122,7 +122,7 @@ export class SweepConsole implements EngineEvents {
     if (r.unshrunk > 0) parts.push(`${formatInt(r.unshrunk)} unshrunk`);
     if (r.quarantine > 0) {
       // Capitals only for what may be a generator bug: not an inconclusive test, nor one invalid on purpose.
-      const alarm = !this.o.quarantineExpected && r.quarantineReasons.some((g) => !g.inconclusive && !isPlantedReason(g.reason));
+      const alarm = !this.o.quarantineExpected && (r.quarantineReasons.length === 0 || r.quarantineReasons.some((g) => !g.inconclusive && !isPlantedReason(g.reason)));
       parts.push(`${formatInt(r.quarantine)} ${alarm ? "QUARANTINE" : "quarantined"}`);
     }
     if (r.malformed.length > 0) parts.push(`${formatInt(r.malformed.length)} MALFORMED (kept in ${r.malformed[0]!.keptAt})`);
