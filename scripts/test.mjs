@@ -65,7 +65,7 @@ const concurrency = process.env.TEST_CONCURRENCY ?? "3";
 const boundMinutes = Number(process.env.TEST_BOUND_MINUTES ?? 45);
 // The tests' temporary files go into a directory of this run's own (TMPDIR, which os.tmpdir(),
 // mktemp and Chromium follow), so that whatever a test leaves behind is seen, whatever else uses
-// the system's one: it is named at the end, and the directory is removed either way.
+// the system's one: it is named at the end and fails the run, and the directory is removed either way.
 const runTmp = mkdtempSync(join(tmpdir(), "fuzzfleet-test-run-"));
 const result = spawnSync(
   process.execPath,
@@ -79,7 +79,12 @@ if (result.error?.code === "ETIMEDOUT" || result.signal === "SIGKILL") {
   console.error(`the test run took longer than ${boundMinutes} minutes and was stopped: a test file hung (the last files above without a summary)`);
   process.exit(1);
 }
+// A test that leaves files behind fails the run: a user's `npm test` must not fill their disk.
 if (leftovers.length > 0) {
-  console.error(`warning: the tests left ${leftovers.length} entr(ies) in the temporary directory (removed now): ${leftovers.slice(0, 20).join(", ")}${leftovers.length > 20 ? ", …" : ""}`);
+  console.error(
+    `the tests left ${leftovers.length} entr(ies) in their temporary directory (removed now): ${leftovers.slice(0, 20).join(", ")}${leftovers.length > 20 ? ", …" : ""}; ` +
+      "the test that made one must remove it in its clean-up (after/afterEach)",
+  );
+  process.exit(1);
 }
 process.exit(result.status ?? 1);

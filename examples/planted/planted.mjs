@@ -19,7 +19,7 @@ import { checkSeeds } from "./seeds.mjs";
 // so it names this script by its absolute path, quoted for a POSIX shell when it needs to be.
 const SCRIPT = fileURLToPath(import.meta.url);
 /** Said of every planted slip's quarantine: an invalid test emitted on purpose, not a generator bug to fix. */
-const PLANTED_SLIP = "planted on purpose, 1 test in 1,000, to show the quarantine (examples/planted/README.md)";
+const PLANTED_SLIP = "1 test in 1,000, to show the quarantine (examples/planted/README.md)";
 
 function shellWord(text) {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
@@ -29,27 +29,34 @@ function repro(seed, size) {
   return `node ${shellWord(SCRIPT)} --seed ${seed} --size ${size}`;
 }
 
+/** Seeds per batch and job: a batch's failures are written as soon as it is checked, so they appear as the sweep goes. */
+const BATCH_PER_JOB = 256;
+
 async function sweep(opts, settings) {
   const pool = new SeedPool(Math.min(opts.jobs, Math.max(1, opts.count)), settings);
   try {
-    const found = await pool.sweep(opts.from, opts.count);
-    const failures = found.filter((f) => f.bucket !== "quarantine");
-    const quarantined = found.filter((f) => f.bucket === "quarantine");
-    // The cap picks the lowest seeds, so which failures get shrunk does not depend on --jobs.
-    const toShrink = failures.slice(0, opts.maxShrinks ?? failures.length).map((f) => f.seed);
-    const shrunk = new Map((await pool.shrink(toShrink)).map((s) => [s.seed, s]));
-
     mkdirSync(join(opts.out, "failures"), { recursive: true });
     mkdirSync(join(opts.out, "quarantine"), { recursive: true });
-    for (const f of failures) writeFailure(opts.out, f, shrunk.get(f.seed), settings);
-    if (quarantined.length > 0) mkdirSync(join(opts.out, "quarantine", "why"), { recursive: true });
-    for (const q of quarantined) {
-      const header = `# seed ${q.seed} (size ${settings.size}): ${q.msg}\n`;
-      writeFileSync(join(opts.out, "quarantine", `${q.seed}.txt`), header + q.text);
-      // The reason, without the details that differ per seed, so that reports can group by it. It
-      // says that the slip is planted, so that a report's warning is not read as a bug to fix here.
-      const why = q.msg.replace(/^invalid emitted test: /, "").replace(/ at line \d+.*$/, "");
-      writeFileSync(join(opts.out, "quarantine", "why", `${q.seed}.txt`), `${why}: ${PLANTED_SLIP}\n`);
+    const failures = [];
+    const quarantined = [];
+    let shrunkCount = 0;
+    // Batches run in seed order and the cap takes the lowest seeds first, so which failures get
+    // shrunk depends neither on --jobs nor on the batch size.
+    let shrinksLeft = opts.maxShrinks ?? Infinity;
+    const batch = BATCH_PER_JOB * pool.jobs;
+    const end = opts.from + opts.count;
+    for (let from = opts.from; from < end; from += batch) {
+      const found = await pool.sweep(from, Math.min(batch, end - from));
+      const failing = found.filter((f) => f.bucket !== "quarantine");
+      const invalid = found.filter((f) => f.bucket === "quarantine");
+      const toShrink = failing.slice(0, shrinksLeft).map((f) => f.seed);
+      shrinksLeft -= toShrink.length;
+      const shrunk = new Map((await pool.shrink(toShrink)).map((s) => [s.seed, s]));
+      shrunkCount += shrunk.size;
+      for (const f of failing) writeFailure(opts.out, f, shrunk.get(f.seed), settings);
+      for (const q of invalid) writeQuarantined(opts.out, q, settings);
+      failures.push(...failing);
+      quarantined.push(...invalid);
     }
 
     const buckets = Object.fromEntries(BUCKETS.map((b) => [b, failures.filter((f) => f.bucket === b).length]));
@@ -58,12 +65,12 @@ async function sweep(opts, settings) {
       size: settings.size,
       from: opts.from,
       count: opts.count,
-      ok: opts.count - found.length,
+      ok: opts.count - failures.length - quarantined.length,
       finds: failures.length,
       buckets,
       quarantine: quarantined.length,
-      shrunk: shrunk.size,
-      unshrunk: failures.length - shrunk.size,
+      shrunk: shrunkCount,
+      unshrunk: failures.length - shrunkCount,
       max_shrinks: opts.maxShrinks,
       fixed: settings.fixed,
     };
@@ -73,7 +80,7 @@ async function sweep(opts, settings) {
     process.stdout.write(
       `planted: ${range} (${settings.size}): ${failures.length} finds` +
         (perBucket.length ? ` (${perBucket.join(", ")})` : "") +
-        `, ${quarantined.length} quarantined, ${shrunk.size} shrunk\n`,
+        `, ${quarantined.length} quarantined, ${shrunkCount} shrunk\n`,
     );
     return failures.length > 0 ? 1 : 0;
   } finally {
@@ -109,6 +116,16 @@ async function minimize(opts, settings) {
   } finally {
     await pool.close();
   }
+}
+
+function writeQuarantined(out, q, settings) {
+  const header = `# seed ${q.seed} (size ${settings.size}): ${q.msg}\n`;
+  writeFileSync(join(out, "quarantine", `${q.seed}.txt`), header + q.text);
+  // The reason, without the details that differ per seed, so that reports can group by it.
+  const why = q.msg.replace(/^invalid emitted test: /, "").replace(/ at line \d+.*$/, "");
+  mkdirSync(join(out, "quarantine", "why"), { recursive: true });
+  // "planted:" tells fuzzfleet the invalid test was emitted on purpose (docs/generator-contract.md).
+  writeFileSync(join(out, "quarantine", "why", `${q.seed}.txt`), `planted: ${why}, ${PLANTED_SLIP}\n`);
 }
 
 function writeFailure(out, failure, shrunk, settings) {

@@ -58,12 +58,12 @@ base_seed = 1000000
 weight = 1
 args = ["--size", "large"]
 
-# Only the coordinator reads this table (fuzzfleet coordinate).
+# The coordinator reads this table (fuzzfleet coordinate); run reads drain_grace_minutes.
 [distributed]
 port = 9999               # TCP port workers connect to
 bind = ""                 # listen address; "" = this host's name (deliberately not 0.0.0.0)
 lease_seconds = 120       # a chunk with no heartbeat for this long is handed to another worker
-drain_grace_minutes = 35  # after the deadline, how long to wait for chunks still running
+drain_grace_minutes = 35  # after the deadline, how long to wait for chunks still running (then killed)
 stop_grace_seconds = 15   # then how long each worker has to acknowledge the stop
 # What a worker without the shared directory may send back of one chunk (its failures/ and quarantine/):
 transfer_max_files = 10000    # files

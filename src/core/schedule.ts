@@ -91,6 +91,18 @@ export function hardTimeout(targetSeconds: number, floorSeconds = 180): number {
 }
 
 /**
+ * The kill time of a chunk started with `remainingSeconds` of the session left: its own hard
+ * timeout, unless that lies past the session's end plus `graceSeconds` (the drain grace); then the
+ * session's end plus the grace, at least 1. `cutBySessionEnd` says the session's end set it: a
+ * chunk killed then was cut short by the budget and says nothing of the generator (no strike, no
+ * halved rate), so the budget is never overrun by more than the grace.
+ */
+export function chunkKillTime(ownSeconds: number, remainingSeconds: number, graceSeconds: number): { seconds: number; cutBySessionEnd: boolean } {
+  const sessionEnd = Math.max(1, Math.floor(remainingSeconds + graceSeconds));
+  return ownSeconds > sessionEnd ? { seconds: sessionEnd, cutBySessionEnd: true } : { seconds: ownSeconds, cutBySessionEnd: false };
+}
+
+/**
  * Seconds the next chunk should take: the configured chunk length, cut to the time left so the
  * last chunk ends near the deadline (and a short budget gets short chunks), at least 1.
  */

@@ -7,6 +7,8 @@
 //                                     range swept again; BROKEN_IN_A_ROW in a row disable the lane
 //   exit 0 or 1, results refused   -> aborted:results refused (a symlink where a directory
 //                                     belongs): range swept again, the lane disabled at once
+//   killed at the session's end    -> aborted:session ended: range swept again, nothing else (the
+//   (+ the drain grace)               budget cut it short, as Ctrl-C does)
 //   anything else                  -> aborted:<why>: range swept again; two timeouts in a row, an
 //                                     unexpected exit or a run that could not start disable the
 //                                     lane (for the executor: the session locally, the worker
@@ -106,15 +108,19 @@ export class ChunkEndings {
 
   /** A run that did not exit 0 or 1 (or did not complete): aborted, swept again, and maybe the lane disabled. */
   aborted(lane: EngineLane, f: InFlight, worker: WorkerView, r: ChunkReport, alreadyQueued: boolean): void {
-    const { why, status, generatorDid } = abortWording(r);
+    // Killed at the session's end plus the drain grace, before its own timeout: the budget cut it,
+    // like Ctrl-C; nothing was learnt of the generator (no strike, the rate kept).
+    const sessionEnded = r.outcome === "timeout" && f.cutBySessionEnd;
+    const { why, status, generatorDid } = sessionEnded ? { why: "session ended", status: "aborted:session ended", generatorDid: "" } : abortWording(r);
     this.o.store.endChunk(f.chunkId, status, r.seconds);
     if (!alreadyQueued) lane.state.requeue(f.seedFrom, f.seedTo);
     this.engine.counts.chunks++;
-    const keepLog = r.outcome !== "interrupted";
+    const keepLog = r.outcome !== "interrupted" && !sessionEnded;
     this.engine.whenCommitted(() => {
       discardChunkFiles(this.o.outDir, f, keepLog);
       this.o.events.chunkAborted(f, worker, why, r.seconds, keepLog);
     });
+    if (sessionEnded) return;
 
     this.engine.touch(worker);
     if (r.outcome === "timeout") {

@@ -23,7 +23,7 @@ import assert from "node:assert/strict";
 import { relative } from "node:path";
 import { removeBelow } from "../files/pinned-dir.ts";
 import type { LaneConfig } from "../config/schema.ts";
-import { chunkTarget, deadlineFloor, hardTimeout, pickLane, sizeChunk } from "../core/schedule.ts";
+import { chunkKillTime, chunkTarget, deadlineFloor, hardTimeout, pickLane, sizeChunk } from "../core/schedule.ts";
 import type { SweepStore } from "../store/port.ts";
 import { chunkCommand } from "../generator/command.ts";
 import type { Books } from "./commit-queue.ts";
@@ -245,6 +245,8 @@ export class SweepEngine implements Books<EngineMark> {
       out: scratchDir,
       maxShrinks: c.maxShrinks,
     });
+    // Killed no later than the drain grace after the session's end: the budget holds (chunkKillTime).
+    const kill = chunkKillTime(hardTimeout(target, c.hardTimeoutFloor), remaining, this.o.config.distributed.drainGraceMinutes * 60);
     const assignment: Assignment = {
       chunkId,
       lane: laneName,
@@ -256,12 +258,12 @@ export class SweepEngine implements Books<EngineMark> {
       scratchDir,
       logPath,
       targetSeconds: target,
-      hardTimeoutSeconds: hardTimeout(target, c.hardTimeoutFloor),
+      hardTimeoutSeconds: kill.seconds,
       nice: c.nice,
       idleIo: c.idleIo,
     };
     const now = this.o.now();
-    this.inFlight.hold(chunkId, { chunkId, lane: laneName, laneId: lane.laneId, seedFrom, seedTo, worker, logPath, scratchDir, startedMs: now, lastBeatMs: now });
+    this.inFlight.hold(chunkId, { chunkId, lane: laneName, laneId: lane.laneId, seedFrom, seedTo, worker, logPath, scratchDir, startedMs: now, cutBySessionEnd: kill.cutBySessionEnd, lastBeatMs: now });
     this.whenCommitted(() => this.o.events.chunkStarted(assignment, worker, remaining));
     return { kind: "chunk", assignment };
   }
@@ -288,6 +290,7 @@ export class SweepEngine implements Books<EngineMark> {
       logPath,
       scratchDir,
       startedMs: this.o.now(),
+      cutBySessionEnd: false,
       lastBeatMs: this.o.now(),
     };
     this.inFlight.release(chunkId);

@@ -133,6 +133,8 @@ export interface InFlight {
   readonly logPath: string;
   readonly scratchDir: string;
   readonly startedMs: number;
+  /** Its kill time was cut short to the session's end plus the drain grace: a timeout then says nothing of the generator. */
+  readonly cutBySessionEnd: boolean;
   lastBeatMs: number;
 }
 

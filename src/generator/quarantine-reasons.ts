@@ -1,6 +1,7 @@
 // The reasons of quarantined tests: the first line of quarantine/why/<name>, read without
 // following a symlink, counted per reason and recorded with the chunk (quarantine_reason). A
-// reason written as "inconclusive: …" is a test with no verdict, not an invalid one.
+// reason written as "inconclusive: …" is a test with no verdict, not an invalid one; one written as
+// "planted: …" an invalid test emitted on purpose.
 import { FileProblem } from "../files/file-problem.ts";
 import type { PinnedDir } from "../files/pinned-dir.ts";
 import type { QuarantineReason, SweepStore } from "../store/port.ts";
@@ -11,6 +12,18 @@ const REASON_MAX_BYTES = 4096;
 const REASON_MAX_CHARS = 200;
 /** A quarantine reason starting with this is inconclusive (no verdict), not an invalid test. */
 export const INCONCLUSIVE_PREFIX = "inconclusive:";
+/**
+ * A quarantine reason starting with this is an invalid test the generator emitted on purpose (a
+ * demo, a self-test): still invalid and counted, but no sign of a generator bug to fix, so reports
+ * list it without the warning. Kept in the reason's text, which shows it.
+ */
+export const PLANTED_PREFIX = "planted:";
+
+/** Whether a recorded reason is an invalid test emitted on purpose (PLANTED_PREFIX). */
+export function isPlantedReason(reason: string): boolean {
+  return reason.toLowerCase().startsWith(PLANTED_PREFIX);
+}
+
 /** The reason of a quarantined test whose generator gave none. */
 export const NO_REASON = "no reason given";
 

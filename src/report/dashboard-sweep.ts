@@ -41,6 +41,8 @@ export interface LiveSweep {
     readonly draining: DrainReason | null;
     readonly counts: SessionCounts;
   };
+  /** Failure entries a running chunk's generator has written so far (its failures/); absent or null when not seen from here. */
+  chunkFinds?(f: InFlight): number | null;
 }
 
 export interface SweepSourceOptions {
@@ -140,7 +142,7 @@ export class SweepDashboardSource implements DashboardSource {
       finds: findsByLane.get(row.id) ?? 0,
       inFlight: flights
         .filter((f) => f.laneId === row.id)
-        .map((f) => ({ chunkId: f.chunkId, seedFrom: f.seedFrom, seedTo: f.seedTo, runningSeconds: Math.max(0, (live!.now() - f.startedMs) / 1000), worker: f.worker.label })),
+        .map((f) => ({ chunkId: f.chunkId, seedFrom: f.seedFrom, seedTo: f.seedTo, runningSeconds: Math.max(0, (live!.now() - f.startedMs) / 1000), worker: f.worker.label, findsSoFar: live!.chunkFinds?.(f) ?? null })),
     }));
     // Only the rows shown are read; the counts come from one grouped pass over the distinct failures.
     const scope = { state: "all" as const, generationId: gen.id };

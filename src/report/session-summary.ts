@@ -6,6 +6,7 @@ import { formatDuration } from "../config/duration.ts";
 import { formatInt } from "../config/format.ts";
 import { printable } from "../core/log-lines.ts";
 import { writeOutputFile } from "../files/output-file.ts";
+import { isPlantedReason } from "../generator/quarantine-reasons.ts";
 import { reasonList, type SessionEnd, type SweepStore } from "../store/port.ts";
 import type { SessionCounts } from "../engine/sweep-engine.ts";
 import { LAST_SEED, SEED_LIMIT } from "../core/ranges.ts";
@@ -66,8 +67,11 @@ export function sessionSummary(store: SweepStore, s: SummaryInput): string {
       out.push(`  quarantine:    ${formatInt(c.quarantine)} — ${s.quarantineNote}`);
     } else {
       if (inconclusive.length > 0) out.push(`  quarantine:    ${n(inconclusive)} inconclusive, no verdict (${printable(reasonList(inconclusive), { max: 1000 })})`);
-      if (invalid.length > 0) {
-        out.push(`  QUARANTINE:    ${n(invalid)} — the generator emitted invalid tests (${printable(reasonList(invalid), { max: 1000 })}); fix it before trusting its verdicts`);
+      const planted = invalid.filter((g) => isPlantedReason(g.reason));
+      const bugs = invalid.filter((g) => !isPlantedReason(g.reason));
+      if (planted.length > 0) out.push(`  quarantine:    ${n(planted)} invalid test(s) the generator emitted on purpose (${printable(reasonList(planted), { max: 1000 })})`);
+      if (bugs.length > 0) {
+        out.push(`  QUARANTINE:    ${n(bugs)} — the generator emitted invalid tests (${printable(reasonList(bugs), { max: 1000 })}); fix it before trusting its verdicts`);
       }
     }
   }

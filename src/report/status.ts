@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { printable } from "../core/log-lines.ts";
 import { formatDuration } from "../config/duration.ts";
 import { counted, formatInt, formatRate } from "../config/format.ts";
+import { isPlantedReason } from "../generator/quarantine-reasons.ts";
 import { reasonList, type ChunkTotals, type FailureGroup, type MinimizeProgress, type PendingGroup, type QuarantineGroup, type SweepStore } from "../store/port.ts";
 import { LAST_SEED, SEED_LIMIT } from "../core/ranges.ts";
 import { failureTotals, NOTHING_RECORDED, pendingLines, totalsLine, type FailureTotals } from "./failures.ts";
@@ -264,11 +265,13 @@ function discoveryLines(d: SweepDiscovery): string[] {
 
 /**
  * Quarantined tests by reason. Only reasons that mean an invalid test (the generator's bug) carry
- * the warning; inconclusive ones (a reference that ran too long) are counted plainly.
+ * the warning; inconclusive ones (a reference that ran too long) and invalid tests emitted on
+ * purpose ("planted:") are counted plainly.
  */
 function quarantineLines(d: StatusData, note: string | undefined): string[] {
   if (d.totals.quarantine === 0) return [];
-  const invalid = d.quarantine_reasons.filter((g) => !g.inconclusive);
+  const invalid = d.quarantine_reasons.filter((g) => !g.inconclusive && !isPlantedReason(g.reason));
+  const planted = d.quarantine_reasons.filter((g) => !g.inconclusive && isPlantedReason(g.reason));
   const inconclusive = d.quarantine_reasons.filter((g) => g.inconclusive);
   const shown = (groups: readonly QuarantineGroup[]) => printable(reasonList(groups), { max: 2000 });
   const out: string[] = [];
@@ -279,6 +282,10 @@ function quarantineLines(d: StatusData, note: string | undefined): string[] {
   if (inconclusive.length > 0) {
     const n = inconclusive.reduce((k, g) => k + g.count, 0);
     out.push(`quarantine: ${formatInt(n)} inconclusive test(s), no verdict (not a generator bug): ${shown(inconclusive)}`);
+  }
+  if (planted.length > 0) {
+    const n = planted.reduce((k, g) => k + g.count, 0);
+    out.push(`quarantine: ${formatInt(n)} invalid test(s) the generator emitted on purpose: ${shown(planted)}`);
   }
   if (invalid.length > 0) {
     const n = invalid.reduce((k, g) => k + g.count, 0);

@@ -13,6 +13,7 @@ import type { LiveRedraw } from "../ui/live-redraw.ts";
 import type { Assignment, EngineEvents, InFlight, WorkerView } from "../engine/sweep-engine.ts";
 import type { MinimizeInFlight } from "../engine/sweep-types.ts";
 import type { IngestResult } from "../generator/ingest.ts";
+import { isPlantedReason } from "../generator/quarantine-reasons.ts";
 
 /** The longest line written; a reason from outside is cut to REASON_MAX_CHARS before that. */
 const LINE_MAX_CHARS = 2000;
@@ -29,7 +30,7 @@ export interface ConsoleOptions {
   /** The generator quarantines on purpose (the demo): the count is shown without the alarm's capitals. */
   quarantineExpected?: boolean;
   /** Finds of a running chunk so far (its failures/ entries), or null when unknown. */
-  chunkFinds?: (a: Assignment) => number | null;
+  chunkFinds?: (a: { scratchDir: string }) => number | null;
   /** Without a terminal: one status line this often (seconds); 0 or absent = none. */
   statusEverySeconds?: number;
   /**
@@ -110,7 +111,11 @@ export class SweepConsole implements EngineEvents {
     if (r.finds > 0) parts.push(`${counted(r.finds, "find")}, ${formatInt(r.newFailures)} new`);
     if (r.reopened > 0) parts.push(`${formatInt(r.reopened)} reopened`);
     if (r.unshrunk > 0) parts.push(`${formatInt(r.unshrunk)} unshrunk`);
-    if (r.quarantine > 0) parts.push(`${formatInt(r.quarantine)} ${this.o.quarantineExpected ? "quarantined" : "QUARANTINE"}`);
+    if (r.quarantine > 0) {
+      // Capitals only for what may be a generator bug: not an inconclusive test, nor one invalid on purpose.
+      const alarm = !this.o.quarantineExpected && (r.quarantineReasons.length === 0 || r.quarantineReasons.some((g) => !g.inconclusive && !isPlantedReason(g.reason)));
+      parts.push(`${formatInt(r.quarantine)} ${alarm ? "QUARANTINE" : "quarantined"}`);
+    }
     if (r.malformed.length > 0) parts.push(`${formatInt(r.malformed.length)} MALFORMED (kept in ${r.malformed[0]!.keptAt})`);
     // On a coordinator lines of many workers interleave: each names its chunk, lane and range.
     const which = this.o.showWorker ? `chunk ${f.chunkId} ${f.lane} ${formatInt(f.seedFrom)}..${formatInt(f.seedTo)}: ` : "";

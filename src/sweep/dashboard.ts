@@ -19,6 +19,8 @@ export interface SweepDashboardOptions {
   now?: () => number;
   startMs: number;
   log: (line: string) => void;
+  /** Failure entries a running chunk has written so far, where this host sees them (run's chunks). */
+  chunkFinds?: (f: { scratchDir: string }) => number | null;
 }
 
 export async function serveSweepDashboard(o: SweepDashboardOptions): Promise<{ server: Dashboard; banner: string[] }> {
@@ -37,6 +39,7 @@ export async function serveSweepDashboard(o: SweepDashboardOptions): Promise<{ s
       now,
       elapsedSeconds: () => (now() - o.startMs) / 1000,
       engine: o.engine,
+      chunkFinds: o.chunkFinds,
     },
   });
   const server = await startDashboard({ host: o.address.host, port: o.address.port, source, token: found?.token ?? null, scrapeTokenDir: o.session.outDir, log: o.log });

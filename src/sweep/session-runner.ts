@@ -109,7 +109,8 @@ export async function runSweepSession(o: SessionRequest, executor: SweepExecutor
   try {
     // log-update is only loaded when there is a terminal to redraw on.
     const redraw = o.live ? (await import("log-update")).default : null;
-    out = new SweepConsole({ live: redraw, write, remaining: () => (deadlineMs - performance.now()) / 1000, ...executor.console(s, redraw) });
+    const consoleOptions = executor.console(s, redraw);
+    out = new SweepConsole({ live: redraw, write, remaining: () => (deadlineMs - performance.now()) / 1000, ...consoleOptions });
     const shown = out;
     const engine = new SweepEngine({
       store: s.store,
@@ -136,7 +137,7 @@ export async function runSweepSession(o: SessionRequest, executor: SweepExecutor
     for (const line of await executor.start({ session: s, engine, books, console: shown, startMs, write })) write(line);
     if (o.ui) {
       const { serveSweepDashboard } = await import("./dashboard.ts");
-      dashboard = await serveSweepDashboard({ address: o.ui, session: s, engine, budgetSeconds: o.seconds, startMs, log: (line) => shown.line(executor.mark(line)) });
+      dashboard = await serveSweepDashboard({ address: o.ui, session: s, engine, budgetSeconds: o.seconds, startMs, chunkFinds: consoleOptions.chunkFinds, log: (line) => shown.line(executor.mark(line)) });
       for (const line of dashboard.banner) write(executor.bannerIndent + line);
     }
     const end = await executor.run(signal);

@@ -67,7 +67,8 @@ export const CLIENT_JS = String.raw`
         (l.doneAhead ? ', ' + int(l.doneAhead) + ' done ahead' : '') + (l.queued ? ', ' + int(l.queued) + ' queued again' : '') +
         ' — ' + rate(l.seedsPerSecond) + ', ' + int(l.finds) + ' finds' +
         (l.inFlight.length ? ' — in flight: ' + l.inFlight.map(function (f) {
-          return '#' + f.chunkId + ' ' + int(f.seedFrom) + '..' + int(f.seedTo) + ' (' + dur(f.runningSeconds) + ' on ' + f.worker + ')';
+          return '#' + f.chunkId + ' ' + int(f.seedFrom) + '..' + int(f.seedTo) + ' (' + dur(f.runningSeconds) + ' on ' + f.worker +
+            (f.findsSoFar === null ? '' : ', ' + int(f.findsSoFar) + ' finds so far') + ')';
         }).join(', ') : ''), 'muted lane-text'));
       row.appendChild(text);
       var bar = el('div', null, 'bar');

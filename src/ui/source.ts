@@ -70,6 +70,8 @@ export interface InFlightView {
   seedTo: number;
   runningSeconds: number;
   worker: string;
+  /** Failure entries its generator has written so far (counted before the chunk is booked); null when this host cannot see them. */
+  findsSoFar: number | null;
 }
 
 /** Points in time (unix seconds) with, per point, seeds/s per lane and in total, and cumulative finds and distinct failures. */

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
+  chunkKillTime,
   chunkTarget,
   deadlineFloor,
   halveRate,
@@ -182,6 +183,13 @@ describe("time limits", () => {
     assert.equal(hardTimeout(30), 180);
     assert.equal(hardTimeout(30, 20), 90);
     assert.equal(hardTimeout(5, 20), 20);
+  });
+
+  it("chunkKillTime keeps the chunk's own hard timeout unless it lies past the session's end plus the drain grace", () => {
+    assert.deepEqual(chunkKillTime(1800, 3600, 60), { seconds: 1800, cutBySessionEnd: false });
+    assert.deepEqual(chunkKillTime(180, 8.7, 3), { seconds: 11, cutBySessionEnd: true });
+    assert.deepEqual(chunkKillTime(180, 177, 3), { seconds: 180, cutBySessionEnd: false });
+    assert.deepEqual(chunkKillTime(180, 0.2, 0), { seconds: 1, cutBySessionEnd: true });
   });
 
   it("chunkTarget cuts the chunk to the time left, rounding down, never below a second", () => {

@@ -7,7 +7,7 @@ import type { IngestResult } from "../../src/generator/ingest.ts";
 import { SweepConsole } from "../../src/report/sweep-console.ts";
 
 const worker: WorkerView = { label: "vm#1", jobs: 2, workerId: 1, rates: new Map(), lastCount: new Map(), strikes: new Map(), broken: new Map(), disabled: new Set() };
-const flight: InFlight = { chunkId: 17, lane: "small", laneId: 1, seedFrom: 4841, seedTo: 14560, worker, logPath: "/x.log", scratchDir: "/x", startedMs: 0, lastBeatMs: 0 };
+const flight: InFlight = { chunkId: 17, lane: "small", laneId: 1, seedFrom: 4841, seedTo: 14560, worker, logPath: "/x.log", scratchDir: "/x", startedMs: 0, cutBySessionEnd: false, lastBeatMs: 0 };
 const ingest = { finds: 0, newFailures: 0, reopened: 0, unshrunk: 0, quarantine: 0, malformed: [], refused: null } as unknown as IngestResult;
 
 function lines(showWorker: boolean, act: (c: SweepConsole) => void): string[] {
