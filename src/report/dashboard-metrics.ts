@@ -31,6 +31,20 @@ export function sweepMetrics(s: DashboardSnapshot): MetricFamily[] {
     { name: "fuzzfleet_lane_queued_seeds", help: "Seeds handed back to be swept again (aborted or reissued chunks); only while a campaign runs.", type: "gauge", samples: perLane((l) => l.queued) },
     { name: "fuzzfleet_lane_rate_seeds_per_second", help: "The lane's seeds/s estimate (EWMA of complete chunks).", type: "gauge", samples: perLane((l) => l.seedsPerSecond) },
     { name: "fuzzfleet_lane_finds_total", help: "Failing seeds found by the lane's complete chunks.", type: "counter", samples: perLane((l) => l.finds) },
+    {
+      name: "fuzzfleet_lane_build_range_seeds",
+      help: "Seeds of one range of the lane swept under one app build (app_build empty: none named); the lane's latest ranges, first_seed and last_seed inclusive.",
+      type: "gauge",
+      samples: lanes.flatMap((l) =>
+        l.builds.ranges.map((r) => ({ labels: { lane: l.name, app_build: r.build ?? "", first_seed: String(r.seedFrom), last_seed: String(r.seedTo) }, value: r.seedTo - r.seedFrom + 1 })),
+      ),
+    },
+    {
+      name: "fuzzfleet_lane_current_build_covered_seeds",
+      help: "Seeds of the lane's covered prefix swept under the current app build (the running or last session's).",
+      type: "gauge",
+      samples: lanes.map((l) => ({ labels: { lane: l.name, app_build: v?.currentBuild ?? "" }, value: l.builds.currentBuildCovered })),
+    },
     { name: "fuzzfleet_seeds_swept_total", help: "Distinct seeds swept by complete chunks of the generation.", type: "counter", samples: v ? [{ value: v.totals.seedsSwept }] : [] },
     { name: "fuzzfleet_chunks_completed_total", help: "Complete chunks of the generation.", type: "counter", samples: v ? [{ value: v.totals.chunksComplete }] : [] },
     { name: "fuzzfleet_finds_total", help: "Failing seeds found by complete chunks of the generation.", type: "counter", samples: v ? [{ value: v.totals.finds }] : [] },
