@@ -178,14 +178,16 @@ describe("two app builds over the same lanes", () => {
       const scrape = await get(ui.url + "metrics");
       assert.equal(scrape.status, 200);
       for (const name of ["small", "large"] as const) {
-        for (const range of expectedRanges(name)) {
-          const line = `fuzzfleet_lane_build_range_seeds{lane="${name}",app_build="${range.app_build}",first_seed="${range.seed_from}",last_seed="${range.seed_to}"} ${range.seed_to - range.seed_from + 1}`;
-          assert.ok(scrape.body.split("\n").includes(line), `${line}\nin\n${scrape.body}`);
-        }
+        expectedRanges(name).forEach((range, i) => {
+          const labels = `{lane="${name}",app_build="${range.app_build}",range="${i + 1}"}`;
+          for (const line of [`fuzzfleet_lane_build_range_first_seed${labels} ${range.seed_from}`, `fuzzfleet_lane_build_range_last_seed${labels} ${range.seed_to}`]) {
+            assert.ok(scrape.body.split("\n").includes(line), `${line}\nin\n${scrape.body}`);
+          }
+        });
         const current = `fuzzfleet_lane_current_build_covered_seeds{lane="${name}",app_build="${buildB}"} ${secondShare(name)}`;
         assert.ok(scrape.body.split("\n").includes(current), current);
       }
-      assert.equal(scrape.body.split("\n").filter((l) => l.startsWith("fuzzfleet_lane_build_range_seeds{")).length, 4, "two ranges per lane, no more");
+      assert.equal(scrape.body.split("\n").filter((l) => l.startsWith("fuzzfleet_lane_build_range_first_seed{")).length, 4, "two ranges per lane, no more");
     } finally {
       ui.child.kill("SIGINT");
       assert.equal(await ui.done, 0);
