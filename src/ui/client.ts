@@ -99,8 +99,8 @@ export const CLIENT_JS = String.raw`
     var parts = b.ranges.map(function (r) {
       return int(r.seedFrom) + '..' + int(r.seedTo) + ' ' + buildName(r.build) + (r.build === current ? ' (current)' : '') + (r.ahead ? ' (ahead, not coverage)' : '');
     });
-    if (b.earlierRanges) parts.unshift('… ' + int(b.earlierRanges) + ' earlier range' + (b.earlierRanges === 1 ? '' : 's'));
-    return 'builds: ' + (parts.length ? parts.join(', ') : 'nothing swept') + ' — current build ' + buildName(current) + ': ' +
+    if (b.earlierRanges) parts.unshift('\u2026 ' + int(b.earlierRanges) + ' earlier range' + (b.earlierRanges === 1 ? '' : 's'));
+    return 'builds: ' + (parts.length ? parts.join(', ') : 'nothing swept') + ' \u2014 current build ' + buildName(current) + ': ' +
       int(b.currentBuildCovered) + ' of ' + int(covered) + ' covered seeds' + (covered > 0 ? ' (' + (100 * b.currentBuildCovered / covered).toFixed(1) + '%)' : '');
   }
 
