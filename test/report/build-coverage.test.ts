@@ -1,10 +1,11 @@
 // Results bound to the build that produced them, on the sweep side: two `run`s of the planted
 // generator over the same two lanes, the app rebuilt in between, as a user runs them. Every view
-// — status (text and --json), the static report (in Chromium), the read-only dashboard's
-// snapshot and /metrics — shows per lane the range swept under the first build, then the one
-// swept under the second, and the second's share of the prefix; a store migrated from schema 4
-// gets the same ranges and failure builds as the fresh one; failures name the builds they were
-// first and last seen under, and resweep under a third build the one they were fixed in.
+// — status (text and --json), the static report (in Chromium), the dashboard's snapshot (live
+// during the second run, and read-only after) and /metrics — shows per lane the range swept
+// under the first build, then the one swept under the second, and the second's share of the
+// prefix; a store migrated from schema 4 gets the same ranges and failure builds as the fresh
+// one; failures name the builds they were first and last seen under, and resweep under a third
+// build the one they were fixed in.
 import assert from "node:assert/strict";
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -42,22 +43,26 @@ describe("two app builds over the same lanes", () => {
   after(() => c.cleanup());
 
   /** Exit 1 exactly when the session found a distinct failure never seen before (docs/sweep.md). */
-  function sweep(build: string): void {
-    const r = c.cli(["run", "--for", "8s"]);
+  function checkExit(code: number | null, build: string, output: string): void {
     const newDistinct = c.one<{ n: number }>("SELECT COUNT(*) AS n FROM failure WHERE minimize_state IS NULL AND first_app_build = ?", build).n;
-    assert.equal(r.code, newDistinct > 0 ? 1 : 0, `${r.stdout}\n${r.stderr}`);
+    assert.equal(code, newDistinct > 0 ? 1 : 0, output);
   }
+  /** What the live dashboard of the second run showed while it ran. */
+  let liveSnapshot: { live: boolean; sweep: { currentBuild: string; lanes: { name: string; builds: { ranges: { build: string; seedFrom: number; seedTo: number }[] } }[] } } | null = null;
   const laneCursors = () => new Map(c.query<{ name: string; cursor: number }>("SELECT name, cursor FROM lane WHERE retired = 0").map((l) => [l.name, l.cursor]));
 
-  before(() => {
+  before(async () => {
     writeFileSync(app, "app v1");
     buildA = appBuildOf(app);
-    sweep(buildA);
+    const r = c.cli(["run", "--for", "8s"]);
+    checkExit(r.code, buildA, `${r.stdout}\n${r.stderr}`);
     const first = laneCursors();
     writeFileSync(app, "app v2, rebuilt");
     buildB = appBuildOf(app);
     assert.notEqual(buildA, buildB);
-    sweep(buildB);
+    const run = await serve(c, ["run", "--for", "8s", "--ui", "127.0.0.1:0"], /^dashboard: (http:\/\/127\.0\.0\.1:\d+\/)/m);
+    liveSnapshot = JSON.parse((await get(run.url + "snapshot.json")).body);
+    checkExit(await run.done, buildB, `${run.stdout()}\n${run.stderr()}`);
     for (const [name, cursor] of laneCursors()) cursors.set(name, [first.get(name)!, cursor]);
     for (const [name, base] of Object.entries(LANES)) {
       const [c1, c2] = cursors.get(name)!;
@@ -164,6 +169,17 @@ describe("two app builds over the same lanes", () => {
       assert.deepEqual(problems, []);
     } finally {
       await browser.close();
+    }
+  });
+
+  test("the live dashboard of the second run compares against its session's build and shows the first build's range", () => {
+    assert.equal(liveSnapshot!.live, true);
+    assert.equal(liveSnapshot!.sweep.currentBuild, buildB);
+    for (const name of ["small", "large"] as const) {
+      const [c1] = cursors.get(name)!;
+      const ranges = liveSnapshot!.sweep.lanes.find((l) => l.name === name)!.builds.ranges;
+      assert.deepEqual(ranges[0], { build: buildA, seedFrom: LANES[name], seedTo: c1 - 1, ahead: false }, name);
+      assert.ok(ranges.slice(1).every((x) => x.build === buildB && x.seedFrom >= c1), `${name}: whatever else it showed was swept under ${buildB}`);
     }
   });
 
