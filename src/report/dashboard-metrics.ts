@@ -2,6 +2,7 @@
 // snapshot the dashboard shows, so a scrape and the page never disagree.
 import type { MetricFamily, Sample } from "../ui/metrics.ts";
 import type { DashboardSnapshot } from "../ui/source.ts";
+import { RANGES_SHOWN } from "./sweep-builds.ts";
 
 export function sweepMetrics(s: DashboardSnapshot): MetricFamily[] {
   const v = s.sweep;
@@ -31,6 +32,13 @@ export function sweepMetrics(s: DashboardSnapshot): MetricFamily[] {
     { name: "fuzzfleet_lane_queued_seeds", help: "Seeds handed back to be swept again (aborted or reissued chunks); only while a campaign runs.", type: "gauge", samples: perLane((l) => l.queued) },
     { name: "fuzzfleet_lane_rate_seeds_per_second", help: "The lane's seeds/s estimate (EWMA of complete chunks).", type: "gauge", samples: perLane((l) => l.seedsPerSecond) },
     { name: "fuzzfleet_lane_finds_total", help: "Failing seeds found by the lane's complete chunks.", type: "counter", samples: perLane((l) => l.finds) },
+    ...rangeFamilies(lanes),
+    {
+      name: "fuzzfleet_lane_current_build_covered_seeds",
+      help: "Seeds of the lane's covered prefix swept under the current app build (the running or last session's).",
+      type: "gauge",
+      samples: lanes.map((l) => ({ labels: { lane: l.name, app_build: v?.currentBuild ?? "" }, value: l.builds.currentBuildCovered })),
+    },
     { name: "fuzzfleet_seeds_swept_total", help: "Distinct seeds swept by complete chunks of the generation.", type: "counter", samples: v ? [{ value: v.totals.seedsSwept }] : [] },
     { name: "fuzzfleet_chunks_completed_total", help: "Complete chunks of the generation.", type: "counter", samples: v ? [{ value: v.totals.chunksComplete }] : [] },
     { name: "fuzzfleet_finds_total", help: "Failing seeds found by complete chunks of the generation.", type: "counter", samples: v ? [{ value: v.totals.finds }] : [] },
@@ -47,6 +55,26 @@ export function sweepMetrics(s: DashboardSnapshot): MetricFamily[] {
     ...discoveryFamilies(v?.discovery ?? null),
   ];
   return families;
+}
+
+/**
+ * The lane's latest seed ranges per app build: a range's labels are its lane, its build and its
+ * place in seed order (1 for the lowest), so a range that grows as chunks land stays one series.
+ */
+function rangeFamilies(lanes: NonNullable<DashboardSnapshot["sweep"]>["lanes"]): MetricFamily[] {
+  const bound = (name: string, help: string, value: (r: (typeof lanes)[number]["builds"]["ranges"][number]) => number): MetricFamily => ({
+    name,
+    help,
+    type: "gauge",
+    samples: lanes.flatMap((l) =>
+      l.builds.ranges.map((r, i) => ({ labels: { lane: l.name, app_build: r.build ?? "", range: String(l.builds.earlierRanges + i + 1) }, value: value(r) })),
+    ),
+  });
+  const what = `of one range of the lane's seeds swept under one app build (app_build empty: none named; range: its place in seed order, 1 for the lowest; the latest ${RANGES_SHOWN} ranges)`;
+  return [
+    bound("fuzzfleet_lane_build_range_first_seed", `The first seed ${what}.`, (r) => r.seedFrom),
+    bound("fuzzfleet_lane_build_range_last_seed", `The last seed (inclusive) ${what}.`, (r) => r.seedTo),
+  ];
 }
 
 type Discovery = NonNullable<DashboardSnapshot["sweep"]>["discovery"];

@@ -16,6 +16,7 @@ import type { MetricFamily } from "../ui/metrics.ts";
 import type { DashboardSnapshot, DashboardSource, FailureDetail, LaneView, SweepView, WorkerRow } from "../ui/source.ts";
 import { sweepMetrics } from "./dashboard-metrics.ts";
 import { sweepDiscovery } from "./sweep-discovery.ts";
+import { lastSessionBuild, laneBuildsView } from "./sweep-builds.ts";
 import { sweepSeries } from "./sweep-timeline.ts";
 import { workerRows } from "./sweep-workers.ts";
 
@@ -87,7 +88,13 @@ export class SweepDashboardSource implements DashboardSource {
   failureDetail(id: number): FailureDetail | null {
     const f = this.store.listFailures({ state: "all", generationId: null, id })[0];
     if (!f) return null;
-    return { id: f.id, bucket: f.bucket, repro: f.repro, report: f.artifact_dir === null ? "(no artifact directory recorded)" : this.readReport(f.artifact_dir) };
+    return {
+      id: f.id,
+      bucket: f.bucket,
+      repro: f.repro,
+      report: f.artifact_dir === null ? "(no artifact directory recorded)" : this.readReport(f.artifact_dir),
+      builds: { firstSeen: f.first_app_build, lastSeen: f.last_app_build, fixedIn: f.resolved_app_build },
+    };
   }
 
   /** report.txt of an artifact directory below <out>, never through a symlink. */
@@ -132,6 +139,8 @@ export class SweepDashboardSource implements DashboardSource {
     const engineLanes = new Map((live?.engine.engineLanes() ?? []).map((l) => [l.laneId, l]));
     const findsByLane = store.findsByLane();
     const rows = store.activeLanes(gen.id);
+    const liveSession = live ? sessions.find((s) => s.id === live.sessionId) : undefined;
+    const currentBuild = liveSession ? liveSession.app_build : lastSessionBuild(store);
     const lanes: LaneView[] = rows.map((row) => ({
       name: row.name,
       baseSeed: row.base_seed,
@@ -143,6 +152,7 @@ export class SweepDashboardSource implements DashboardSource {
       inFlight: flights
         .filter((f) => f.laneId === row.id)
         .map((f) => ({ chunkId: f.chunkId, seedFrom: f.seedFrom, seedTo: f.seedTo, runningSeconds: Math.max(0, (live!.now() - f.startedMs) / 1000), worker: f.worker.label, findsSoFar: live!.chunkFinds?.(f) ?? null })),
+      builds: buildsOf(laneBuildsView(store, row, currentBuild)),
     }));
     // Only the rows shown are read; the counts come from one grouped pass over the distinct failures.
     const scope = { state: "all" as const, generationId: gen.id };
@@ -173,6 +183,9 @@ export class SweepDashboardSource implements DashboardSource {
         firstSeen: f.first_seen,
         lastSeen: f.last_seen,
         message: f.message,
+        firstBuild: f.first_app_build,
+        lastBuild: f.last_app_build,
+        fixedBuild: f.resolved_app_build,
       })),
       failuresTotal: counted.distinct,
       discovery: sweepDiscovery(
@@ -181,6 +194,7 @@ export class SweepDashboardSource implements DashboardSource {
         seedsSwept,
         rows.map((row, i) => ({ id: row.id, name: row.name, seeds: lanes[i]!.cursor - lanes[i]!.baseSeed + lanes[i]!.doneAhead })),
       ),
+      currentBuild,
       sessions: sessions.map((s) => ({
         id: s.id,
         mode: s.mode,
@@ -207,4 +221,13 @@ export class SweepDashboardSource implements DashboardSource {
       sessionRunning: live !== null || session.status === "running",
     });
   }
+}
+
+/** The store's view of a lane's builds in the snapshot's words. */
+function buildsOf(b: ReturnType<typeof laneBuildsView>): LaneView["builds"] {
+  return {
+    ranges: b.ranges.map((r) => ({ build: r.app_build, seedFrom: r.seed_from, seedTo: r.seed_to, ahead: r.ahead })),
+    earlierRanges: b.earlier_ranges,
+    currentBuildCovered: b.current_build_covered,
+  };
 }

@@ -11,6 +11,7 @@ import { printable } from "../core/log-lines.ts";
 import { formatInt } from "../config/format.ts";
 import type { FailureState, PendingGroup, SweepStore } from "../store/port.ts";
 import { resolveStorePath } from "../generator/ingest.ts";
+import { buildName } from "./sweep-builds.ts";
 
 export interface FailureFilters {
   state: FailureState | "all";
@@ -42,7 +43,10 @@ export interface FailureEntry {
   artifact_dir: string | null;
   first_seen: string;
   last_seen: string;
+  /** The app builds it was first and last seen under, and the one `resweep` found it fixed in (null: none named, or not fixed). */
   first_app_build: string | null;
+  last_app_build: string | null;
+  fixed_app_build: string | null;
   resolved_at: string | null;
   /** Up to SEEDS_SHOWN seeds that hit it, ascending. */
   seeds: number[];
@@ -127,6 +131,8 @@ export function failuresData(store: SweepStore, outDir: string, requested: Failu
       first_seen: r.first_seen,
       last_seen: r.last_seen,
       first_app_build: r.first_app_build,
+      last_app_build: r.last_app_build,
+      fixed_app_build: r.resolved_app_build,
       resolved_at: r.resolved_at,
       seeds: store.failureSeeds(r.id, SEEDS_SHOWN),
     })),
@@ -162,12 +168,23 @@ export function renderFailures(d: FailuresData, opts: RenderFailureOptions): str
   return out.join("\n") + "\n";
 }
 
-/** One line: id, state, bucket, hits, the lowest seeds, the signature. */
+/** One line: id, state, bucket, hits, the lowest seeds, the signature, and its builds when it has any. */
 function failureLine(f: FailureEntry): string {
   const seeds = f.seeds.slice(0, 3).join(", ") + (f.hits > 3 ? " …" : "");
+  const builds = hasBuilds(f) ? `  [${buildsText(f)}]` : "";
   return `#${String(f.id).padEnd(4)} ${f.state.padEnd(5)} ${printable(f.bucket, { max: 64 }).padEnd(15)} hits ${String(f.hits).padEnd(6)} seeds ${seeds.padEnd(
     22,
-  )} ${printable(signatureText(f.bucket, f.signature), { max: 90 })}`;
+  )} ${printable(signatureText(f.bucket, f.signature), { max: 90 })}${builds}`;
+}
+
+function hasBuilds(f: FailureEntry): boolean {
+  return f.first_app_build !== null || f.last_app_build !== null || f.fixed_app_build !== null;
+}
+
+/** "first seen 3f2a91c0d4e5, last seen 9b1c22aa0f13, fixed in 77aa01be3c90" (fixed only when it is). */
+function buildsText(f: FailureEntry): string {
+  const fixed = f.state === "fixed" ? `, fixed in ${buildName(f.fixed_app_build)}` : "";
+  return `first seen ${buildName(f.first_app_build)}, last seen ${buildName(f.last_app_build)}${fixed}`;
 }
 
 /** The signature without the bucket it starts with (the line shows the bucket already). */
@@ -215,6 +232,7 @@ function verboseEntries(d: FailuresData, opts: RenderFailureOptions): string[] {
       ).padEnd(10)} hits ${String(f.hits).padEnd(5)} ${f.state}`,
     );
     out.push(`      signature: ${printable(f.signature, { max: 200 })}`);
+    if (hasBuilds(f)) out.push(`      app build: ${buildsText(f)}`);
     out.push(`      seeds: ${f.seeds.join(", ")}${f.hits > f.seeds.length ? " …" : ""}`);
     if (f.message) out.push(`      ${printable(oneLine(f.message), { max: 110 })}`);
     if (f.repro) out.push(`      repro: ${printable(f.repro, { max: 2000 })}`);

@@ -11,6 +11,7 @@ import { reasonList, type ChunkTotals, type FailureGroup, type MinimizeProgress,
 import { LAST_SEED, SEED_LIMIT } from "../core/ranges.ts";
 import { failureTotals, NOTHING_RECORDED, pendingLines, totalsLine, type FailureTotals } from "./failures.ts";
 import { nextNewText, sweepDiscovery, totalText, type SweepDiscovery } from "./sweep-discovery.ts";
+import { buildLines, buildsNamed, lastSessionBuild, laneBuildsView, type LaneBuildsView } from "./sweep-builds.ts";
 
 export interface LaneStatus {
   name: string;
@@ -26,6 +27,8 @@ export interface LaneStatus {
   started: boolean;
   /** Every seed up to the last exact seed is covered: nothing is left to sweep. */
   exhausted: boolean;
+  /** Which seed ranges each app build swept, and the current build's part of the prefix; null for a lane not started. */
+  builds: LaneBuildsView | null;
 }
 
 export interface StatusData {
@@ -33,6 +36,11 @@ export interface StatusData {
   /** The generator on disk when it differs from the generation's (null when equal or unknown). */
   generator_now: string | null;
   app_build: string | null;
+  /**
+   * The build `lanes[].builds` compares against: the config's app build when the config loads
+   * (`app_build`), else that of the last session.
+   */
+  current_build: string | null;
   lanes: LaneStatus[];
   totals: ChunkTotals;
   /** Complete chunks per app build (null: chunks that named none), the generation's lanes together. */
@@ -80,6 +88,7 @@ export function emptyStatus(ctx: StatusContext): StatusData {
     generation: null,
     generator_now: null,
     app_build: ctx.appBuildNow,
+    current_build: ctx.appBuildNow,
     lanes: [],
     totals: { seeds: 0, seconds: 0, chunks: 0, aborted: 0, reissued: 0, quarantine: 0 },
     app_builds: [],
@@ -100,6 +109,7 @@ export function statusData(store: SweepStore, ctx: StatusContext): StatusData {
   if (!gen) return emptyStatus(ctx);
   const rows = store.activeLanes(gen.id);
   const started = new Set(rows.map((l) => l.name));
+  const currentBuild = ctx.configured != null ? ctx.appBuildNow : lastSessionBuild(store);
   const lanes = inConfigOrder(
     [
       ...rows.map(
@@ -114,6 +124,7 @@ export function statusData(store: SweepStore, ctx: StatusContext): StatusData {
           args: (JSON.parse(l.params_json) as { args?: string[] }).args ?? [],
           started: true,
           exhausted: l.cursor >= SEED_LIMIT,
+          builds: laneBuildsView(store, l, currentBuild),
         }),
       ),
       ...(ctx.configured ?? [])
@@ -129,6 +140,7 @@ export function statusData(store: SweepStore, ctx: StatusContext): StatusData {
           args: [...c.args],
           started: false,
           exhausted: false,
+          builds: null,
         })),
     ],
     ctx.laneOrder ?? null,
@@ -155,6 +167,7 @@ export function statusData(store: SweepStore, ctx: StatusContext): StatusData {
     generation: { id: gen.id, gen_hash: gen.gen_hash, created_at: gen.created_at, note: gen.note },
     generator_now: ctx.genHashNow && ctx.genHashNow !== gen.gen_hash ? ctx.genHashNow : null,
     app_build: ctx.appBuildNow,
+    current_build: currentBuild,
     lanes,
     totals,
     app_builds: [...builds.values()].filter((b) => b.chunks > 0),
@@ -209,6 +222,7 @@ export function renderStatus(d: StatusData, o: { quarantineNote?: string } = {})
     if (l.exhausted) line += `   EXHAUSTED: every seed up to ${formatInt(LAST_SEED)}, the last exact one, is covered`;
     out.push(line);
   }
+  if (buildsNamed(d.lanes, d.current_build)) out.push("", ...buildLines(d.lanes, d.current_build));
   out.push("");
   out.push(
     `${formatInt(d.totals.seeds)} seeds swept in ${formatDuration(d.totals.seconds)} of chunk time, ${formatInt(d.totals.chunks)} complete chunk(s)`,

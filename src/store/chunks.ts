@@ -4,6 +4,7 @@
 // aborted:lost at the next start. Only 'complete' counts as coverage.
 import { type Db, isoNow, stmt } from "./db.ts";
 import { chunkFacts, countChunk, laneTallies, rebuildTallies, sumTallies } from "./tallies.ts";
+import { addBuildRange, rebuildBuildRanges } from "./build-ranges.ts";
 import type { ChunkRecord, NewChunk, ChunkCounts, ChunkTotals, RepairedRange } from "./records.ts";
 export type { ChunkRecord, NewChunk, ChunkCounts, ChunkTotals, RepairedRange } from "./records.ts";
 
@@ -23,8 +24,8 @@ export function getChunk(db: Db, chunkId: number): ChunkRecord | undefined {
 }
 
 /**
- * Books the chunk complete, and its aggregates with it (tallies.ts): what the row counted for in
- * its old status is taken back first, so a chunk booked complete twice counts once.
+ * Books the chunk complete, and its aggregates with it (tallies.ts, build-ranges.ts): what the row
+ * counted for in its old status is taken back first, so a chunk booked complete twice counts once.
  */
 export function markChunkComplete(db: Db, chunkId: number, seconds: number, counts: ChunkCounts): void {
   const now = isoNow();
@@ -37,6 +38,7 @@ export function markChunkComplete(db: Db, chunkId: number, seconds: number, coun
   if (!before) return;
   countChunk(db, before, -1);
   countChunk(db, { ...before, status: "complete", ended_at: now, seconds, finds: counts.finds, quarantine: counts.quarantine }, 1);
+  if (before.status !== "complete") addBuildRange(db, before.lane_id, before.app_build, before.seed_from, before.seed_to);
 }
 
 /** status is 'reissued' or 'aborted:<why>'. seconds may be null when unknown. */
@@ -47,6 +49,8 @@ export function markChunkEnded(db: Db, chunkId: number, status: string, seconds:
   if (!before) return;
   countChunk(db, before, -1);
   countChunk(db, { ...before, status, ended_at: now, seconds: seconds ?? before.seconds }, 1);
+  // A range cannot be taken out of a merged one (another complete chunk may cover it too): the lane's are recounted.
+  if (before.status === "complete" && status !== "complete") rebuildBuildRanges(db, before.lane_id);
 }
 
 /**
@@ -104,7 +108,10 @@ export function repairChunkRanges(db: Db, lastSeed: number): RepairedRange[] {
       return { ...r, now };
     });
     // A repair is rare and may turn complete chunks into aborted ones: the aggregates are recounted whole.
-    if (repaired.length > 0) rebuildTallies(db);
+    if (repaired.length > 0) {
+      rebuildTallies(db);
+      rebuildBuildRanges(db);
+    }
     return repaired;
   })();
 }

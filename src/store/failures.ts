@@ -42,8 +42,8 @@ export function insertFailure(db: Db, f: NewFailure): number {
   const info = stmt(
     db,
     `INSERT INTO failure (generation_id, lane_id, dedup_key, bucket, first_seed, shrunk, message, repro, artifact_dir,
-                          first_seen, last_seen, first_app_build, hits, state, signature, minimize_state)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 'open', ?, ?)`,
+                          first_seen, last_seen, first_app_build, last_app_build, hits, state, signature, minimize_state)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 'open', ?, ?)`,
   ).run(
     f.generationId,
     f.laneId,
@@ -57,6 +57,7 @@ export function insertFailure(db: Db, f: NewFailure): number {
     now,
     now,
     f.appBuild,
+    f.appBuild,
     f.signature,
     f.shrunk ? null : "pending",
   );
@@ -69,11 +70,18 @@ export function signatureSeen(db: Db, generationId: number, signature: string): 
   return stmt(db, "SELECT 1 FROM failure WHERE generation_id = ? AND signature = ? LIMIT 1").get(generationId, signature) !== undefined;
 }
 
-/** Records that `seed` hit the failure. Returns true only if this (failure, seed) pair is new. */
+/**
+ * Records that `seed` hit the failure. Returns true only if this (failure, seed) pair is new; then
+ * the failure was last seen now, under the build of the chunk that recorded it (when known).
+ */
 export function addFailureSeed(db: Db, failureId: number, seed: number, chunkId: number | null): boolean {
   const info = stmt(db, "INSERT OR IGNORE INTO failure_seed (failure_id, seed, chunk_id) VALUES (?, ?, ?)").run(failureId, seed, chunkId);
   if (info.changes === 0) return false;
-  stmt(db, "UPDATE failure SET hits = hits + 1, last_seen = ? WHERE id = ?").run(isoNow(), failureId);
+  stmt(
+    db,
+    `UPDATE failure SET hits = hits + 1, last_seen = ?,
+            last_app_build = CASE WHEN ? IS NULL THEN last_app_build ELSE (SELECT app_build FROM chunk WHERE id = ?) END WHERE id = ?`,
+  ).run(isoNow(), chunkId, chunkId, failureId);
   countLaneHit(db, failureId, chunkId);
   return true;
 }
@@ -113,8 +121,10 @@ export function failureSeedLanes(db: Db, failureId: number, limit: number): Seed
   ).all(failureId, limit) as SeedLane[];
 }
 
-export function touchFailure(db: Db, failureId: number): void {
-  stmt(db, "UPDATE failure SET last_seen = ? WHERE id = ?").run(isoNow(), failureId);
+/** The failure was seen again now (a re-check still fails), under `appBuild` when given. */
+export function touchFailure(db: Db, failureId: number, appBuild?: string | null): void {
+  if (appBuild === undefined) stmt(db, "UPDATE failure SET last_seen = ? WHERE id = ?").run(isoNow(), failureId);
+  else stmt(db, "UPDATE failure SET last_seen = ?, last_app_build = ? WHERE id = ?").run(isoNow(), appBuild, failureId);
 }
 
 /**

@@ -4,6 +4,7 @@ import { StoreError } from "../errors.ts";
 import type { Db } from "./statement.ts";
 import { findSignature } from "./signature.ts";
 import { rebuildTallies } from "./tallies.ts";
+import { rebuildBuildRanges } from "./build-ranges.ts";
 
 /**
  * Each entry upgrades the schema by one version: SQL, or a function for a step SQL cannot say
@@ -212,10 +213,32 @@ const MIGRATIONS: readonly (string | ((db: Db) => void))[] = [
   `
   ALTER TABLE worker ADD COLUMN files TEXT;
   `,
+  // 5: results bound to the build that produced them: per lane and app build, the seed ranges its
+  // complete chunks swept (build-ranges.ts; '' for chunks that named none), and the build a
+  // failure was last seen under.
+  `
+  CREATE TABLE build_range (
+    lane_id INTEGER NOT NULL REFERENCES lane(id),
+    app_build TEXT NOT NULL,
+    seed_from INTEGER NOT NULL,
+    seed_to INTEGER NOT NULL,
+    PRIMARY KEY (lane_id, app_build, seed_from)
+  );
+  CREATE INDEX build_range_seed ON build_range (lane_id, seed_from);
+  ALTER TABLE failure ADD COLUMN last_app_build TEXT;
+  `,
+  // 5 (continued): the ranges of the chunks already there, and each failure's last build: that of
+  // the latest chunk that recorded one of its seeds (its first build when none did).
+  (db) => {
+    rebuildBuildRanges(db);
+    db.exec(`UPDATE failure SET last_app_build = COALESCE(
+      (SELECT c.app_build FROM failure_seed fs JOIN chunk c ON c.id = fs.chunk_id WHERE fs.failure_id = failure.id ORDER BY fs.chunk_id DESC LIMIT 1),
+      first_app_build)`);
+  },
 ];
 
 /** The schema version each migration step leaves behind (two steps may share one version). */
-const STEP_VERSION: readonly number[] = [1, 2, 2, 3, 3, 4];
+const STEP_VERSION: readonly number[] = [1, 2, 2, 3, 3, 4, 5, 5];
 
 export const SCHEMA_VERSION = STEP_VERSION[STEP_VERSION.length - 1]!;
 

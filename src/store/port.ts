@@ -40,8 +40,10 @@ import type {
 import type { ChunkRow } from "../core/lane-state.ts";
 import type { SweepHistory } from "./history.ts";
 import type { IncidenceCounts, LaneTally } from "./tallies.ts";
+import type { LaneBuilds } from "./build-ranges.ts";
 
 export type * from "./records.ts";
+export type { BuildRange, LaneBuilds } from "./build-ranges.ts";
 export type { SweepHistory } from "./history.ts";
 export type { IncidenceCounts, LaneTally } from "./tallies.ts";
 export { FAILURE_STATES, isoNow, reasonList, UNRECORDED_REASON } from "./records.ts";
@@ -145,7 +147,8 @@ export interface FailureBook {
   failureSeedLanes(failureId: number, limit: number): SeedLane[];
   markFailureFixed(failureId: number, appBuild: string | null): void;
   reopenFailure(failureId: number): void;
-  touchFailure(failureId: number): void;
+  /** A re-check still fails: the failure was seen again now, under `appBuild` when given. */
+  touchFailure(failureId: number, appBuild?: string | null): void;
   listFailures(filter: FailureFilter): FailureListRow[];
   failureGroups(generationId: number): FailureGroup[];
   pendingGroups(filter: FailureFilter): PendingGroup[];
@@ -211,6 +214,12 @@ export interface SessionBook {
 export interface ViewBook {
   /** Per lane of the generation (retired ones included) and app build: what its chunks add up to. */
   laneTallies(generationId: number): LaneTally[];
+  /**
+   * Which app builds swept which seeds of the lane: its `shown` highest ranges (merged where
+   * contiguous, lowest first), how many lie below them, and the seeds of its covered prefix swept
+   * under `currentBuild`. Costs the lane's ranges (one per build change), never its chunks.
+   */
+  laneBuilds(lane: { id: number; base_seed: number; cursor: number }, currentBuild: string | null, shown: number): LaneBuilds;
   /** The generation's history at a bounded number of points; null before anything was recorded. */
   sweepHistory(generationId: number): SweepHistory | null;
   /** Distinct failures and their singletons and doubletons, for the campaign and by lane id. */

@@ -151,6 +151,8 @@ export interface FailureRow {
   first_seen: string;
   last_seen: string;
   first_app_build: string | null;
+  /** The build of the chunk (or re-check) that last saw it; rows from before schema 5: that of its latest chunk. */
+  last_app_build: string | null;
   hits: number;
   state: FailureState;
   resolved_at: string | null;

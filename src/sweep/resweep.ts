@@ -100,7 +100,7 @@ export async function resweepCommand(o: ResweepOptions): Promise<number> {
           if (!seeds.every((s) => verdicts.has(s.lane_params))) continue;
           const bad = seeds.filter((s) => verdicts.get(s.lane_params)!.get(s.seed)?.bucket !== "ok");
           if (bad.length > 0) {
-            store.touchFailure(f.id);
+            store.touchFailure(f.id, appBuild);
             const now = [...new Set(bad.map((s) => verdicts.get(s.lane_params)!.get(s.seed)?.bucket ?? "no verdict"))].sort();
             outcomes.set(f.id, { failure: f, fixed: false, seeds: bad.map((s) => s.seed), now: now.length === 1 && now[0] === f.bucket ? null : now });
           } else {

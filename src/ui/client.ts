@@ -71,6 +71,8 @@ export const CLIENT_JS = String.raw`
             (f.findsSoFar === null ? '' : ', ' + int(f.findsSoFar) + ' finds so far') + ')';
         }).join(', ') : ''), 'muted lane-text'));
       row.appendChild(text);
+      var builds = buildsText(l.builds, v.currentBuild, covered);
+      if (builds) row.appendChild(el('div', builds, 'muted lane-builds'));
       var bar = el('div', null, 'bar');
       var prefix = el('div', null, 'prefix'); prefix.style.width = (100 * covered / span) + '%'; bar.appendChild(prefix);
       if (l.doneAhead) {
@@ -89,6 +91,18 @@ export const CLIENT_JS = String.raw`
       row.appendChild(bar);
       box.appendChild(row);
     });
+  }
+
+  // Which app build swept which seeds of a lane, in seed order, and the current build's part of the prefix.
+  function buildName(b) { return b === null ? '(no build named)' : b; }
+  function buildsText(b, current, covered) {
+    if (!b || (current === null && !b.ranges.some(function (r) { return r.build !== null; }))) return '';
+    var parts = b.ranges.map(function (r) {
+      return int(r.seedFrom) + '..' + int(r.seedTo) + ' ' + buildName(r.build) + (r.build === current ? ' (current)' : '') + (r.ahead ? ' (ahead, not coverage)' : '');
+    });
+    if (b.earlierRanges) parts.unshift('\u2026 ' + int(b.earlierRanges) + ' earlier range' + (b.earlierRanges === 1 ? '' : 's'));
+    return 'builds: ' + (parts.length ? parts.join(', ') : 'nothing swept') + ' \u2014 current build ' + buildName(current) + ': ' +
+      int(b.currentBuildCovered) + ' of ' + int(covered) + ' covered seeds' + (covered > 0 ? ' (' + (100 * b.currentBuildCovered / covered).toFixed(1) + '%)' : '');
   }
 
   var PALETTE = ['#1565c0', '#2e7d32', '#ef6c00', '#6a1b9a', '#00838f', '#ad1457', '#5d4037', '#455a64'];
@@ -145,6 +159,8 @@ export const CLIENT_JS = String.raw`
     var box = document.getElementById('detail'); clear(box);
     box.appendChild(el('div', '#' + d.id + ' ' + d.bucket));
     box.appendChild(el('div', 'repro: ' + (d.repro || '(none recorded)')));
+    if (d.builds) box.appendChild(el('div', 'app build: first seen under ' + buildName(d.builds.firstSeen) + ', last seen under ' + buildName(d.builds.lastSeen) +
+      ', fixed in ' + (d.builds.fixedIn === null ? '\u2013' : d.builds.fixedIn), 'detail-builds'));
     box.appendChild(el('div', ''));
     box.appendChild(el('div', d.report));
   }

@@ -48,6 +48,8 @@ export interface SweepView {
   sessions: SessionView[];
   /** When to stop: for all lanes together and per active lane (docs/sweep.md). */
   discovery: { campaign: DiscoveryEstimate; lanes: (DiscoveryEstimate & { lane: string })[] };
+  /** The app build the lanes' `builds` compare against: the running (or last) session's; null when it named none. */
+  currentBuild: string | null;
 }
 
 export interface LaneView {
@@ -62,6 +64,17 @@ export interface LaneView {
   seedsPerSecond: number | null;
   finds: number;
   inFlight: InFlightView[];
+  /** Which seed ranges each app build swept (the latest, in seed order) and the current build's part of the prefix. */
+  builds: LaneBuildsView;
+}
+
+export interface LaneBuildsView {
+  /** Inclusive ranges, lowest first; `build` null: chunks that named none; `ahead`: above the cursor, not coverage. */
+  ranges: { build: string | null; seedFrom: number; seedTo: number; ahead: boolean }[];
+  /** Ranges below those shown. */
+  earlierRanges: number;
+  /** Seeds of [baseSeed, cursor) swept under the current build. */
+  currentBuildCovered: number;
 }
 
 export interface InFlightView {
@@ -93,6 +106,10 @@ export interface FailureView {
   firstSeen: string;
   lastSeen: string;
   message: string | null;
+  /** The app builds it was first and last seen under, and the one a re-check found it fixed in (null: none named, or not fixed). */
+  firstBuild: string | null;
+  lastBuild: string | null;
+  fixedBuild: string | null;
 }
 
 export interface FailureDetail {
@@ -100,6 +117,8 @@ export interface FailureDetail {
   bucket: string;
   repro: string | null;
   report: string;
+  /** A sweep failure's app builds: first and last seen under, fixed in (null: none named, or not fixed). */
+  builds?: { firstSeen: string | null; lastSeen: string | null; fixedIn: string | null };
 }
 
 export interface SessionView {

@@ -13,6 +13,7 @@ const data = (reasons: QuarantineGroup[]): StatusData => ({
   generation: { id: 1, gen_hash: "ab".repeat(32), created_at: "2026-12-01T00:00:00Z", note: null },
   generator_now: null,
   app_build: null,
+  current_build: null,
   lanes: [],
   totals: { seeds: 1000, seconds: 2, chunks: 3, aborted: 0, reissued: 0, quarantine: reasons.reduce((n, r) => n + r.count, 0) },
   app_builds: [],

@@ -25,7 +25,7 @@ test("a writer on a local file system opens in WAL mode with synchronous=FULL an
     assert.equal(db.pragma("user_version", { simple: true }), SCHEMA_VERSION);
     const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((t) => t.name);
     assert.deepEqual(tables, [
-      "chunk", "chunk_tally", "distinct_history", "failure", "failure_seed", "generation", "lane", "lane_failure", "meta", "minimize_find", "minimize_unit",
+      "build_range", "chunk", "chunk_tally", "distinct_history", "failure", "failure_seed", "generation", "lane", "lane_failure", "meta", "minimize_find", "minimize_unit",
       "quarantine_reason", "quarantine_tally", "session", "sweep_history", "sweep_timeline", "worker", "worker_rate",
     ]);
     const chunkCols = (db.prepare("PRAGMA table_info(chunk)").all() as { name: string }[]).map((c) => c.name);

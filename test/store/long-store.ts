@@ -162,8 +162,8 @@ export function forgeLongCampaign(path: string, o: LongCampaign): LongCampaignFa
     );
     for (const r of added.filter((a) => a.type === "index")) db.exec(`DROP INDEX ${r.name}`);
     for (const r of added.filter((a) => a.type === "table")) db.exec(`DROP TABLE ${r.name}`);
-    // Columns a newer schema added to a table of schema 2 (schema 4: how a worker's files travel).
-    for (const [table, column] of [["worker", "files"]] as const) {
+    // Columns a newer schema added to a table of schema 2 (schema 4: how a worker's files travel; schema 5: a failure's last build).
+    for (const [table, column] of [["worker", "files"], ["failure", "last_app_build"]] as const) {
       const has = (db.prepare(`SELECT COUNT(*) AS n FROM pragma_table_info('${table}') WHERE name = ?`).get(column) as { n: number }).n > 0;
       if (has) db.exec(`ALTER TABLE ${table} DROP COLUMN ${column}`);
     }

@@ -13,6 +13,7 @@ import * as minimize from "../minimize.ts";
 import * as quarantine from "../quarantine.ts";
 import * as sessions from "../sessions.ts";
 import * as history from "../history.ts";
+import * as buildRanges from "../build-ranges.ts";
 import * as tallies from "../tallies.ts";
 import * as workers from "../workers.ts";
 import { sqliteRefusal } from "./refusal.ts";
@@ -160,8 +161,8 @@ export class SqliteSweepStore implements SweepStore {
   reopenFailure(failureId: number) {
     failures.reopenFailure(this.db, failureId);
   }
-  touchFailure(failureId: number) {
-    failures.touchFailure(this.db, failureId);
+  touchFailure(failureId: number, appBuild?: string | null) {
+    failures.touchFailure(this.db, failureId, appBuild);
   }
   listFailures(filter: failures.FailureFilter) {
     return failures.listFailures(this.db, filter);
@@ -269,6 +270,9 @@ export class SqliteSweepStore implements SweepStore {
   // Views: the aggregates (../tallies.ts, ../history.ts).
   laneTallies(generationId: number) {
     return tallies.laneTallies(this.db, generationId);
+  }
+  laneBuilds(lane: { id: number; base_seed: number; cursor: number }, currentBuild: string | null, shown: number) {
+    return buildRanges.laneBuilds(this.db, lane, currentBuild, shown);
   }
   sweepHistory(generationId: number) {
     return history.readHistory(this.db, generationId);
