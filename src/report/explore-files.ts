@@ -17,8 +17,8 @@
 // the masters' growth history (each writes the count it knows at its end), never from listing a
 // corpus of a million objects (only an unfinished campaign, whose lease records are read whole,
 // and one whose history predates that count have their directory's names counted); the ledgers are
-// counted by their newlines and read again only when they grew; the findings store is read again
-// only when its directory changed.
+// counted by their newlines, a mebibyte at a time, and then only what was appended; the findings
+// store is read again only when its directory changed, and then only the records that changed.
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { HEX64 } from "../core/message-checks.ts";
@@ -27,7 +27,7 @@ import type { CampaignFiles } from "../explore/command/dashboard.ts";
 import { FindingsReader, findingsDir, type FindingRecord } from "../explore/state/findings.ts";
 import { readLeaseRecordsNoWrite } from "../explore/state/lease-journal.ts";
 import type { LeaseRecord } from "../explore/state/lease-table.ts";
-import { countLedgerLines, ledgerDir } from "../explore/state/ledger.ts";
+import { ledgerDir, tallyLedger, type LedgerTally } from "../explore/state/ledger.ts";
 import { stateDir } from "../explore/state/work-dir.ts";
 import { HISTORY_SCHEMA, historyDir, type HistoryFile, type HistoryPoint } from "../explore/command/history.ts";
 import { PinnedDir } from "../files/pinned-dir.ts";
@@ -55,8 +55,8 @@ function kindOf(path: string): "dir" | "missing" | "other" {
 
 export class ExploreCampaignFiles implements CampaignFiles {
   readonly state: string;
-  /** Per ledger file: its size and mtime when counted, and its lines. */
-  private readonly ledgerCounts = new Map<string, { size: number; mtimeMs: number; lines: number }>();
+  /** Per ledger file: how far it was counted (a ledger only grows: the next read counts what was appended). */
+  private readonly ledgerCounts = new Map<string, LedgerTally>();
   /** The findings as last read, and the findings directory's change time then. */
   private findingsRead: { ctimeMs: number; mtimeMs: number; records: FindingRecord[] } | null = null;
   private readonly findingsReader: FindingsReader;
@@ -167,10 +167,10 @@ export class ExploreCampaignFiles implements CampaignFiles {
         if (!m || e.kind !== "file") continue;
         const s = pin.lstat(e.name);
         if (!s) continue;
-        // A ledger only grows: one of the same size and mtime holds the lines it held.
-        const known = this.ledgerCounts.get(e.name);
-        const lines = known && known.size === s.size && known.mtimeMs === s.mtimeMs ? known.lines : countLedgerLines(pin, e.name);
-        this.ledgerCounts.set(e.name, { size: s.size, mtimeMs: s.mtimeMs, lines });
+        const known = this.ledgerCounts.get(e.name) ?? null;
+        const tally = known && known.ino === s.ino && known.offset === s.size ? known : tallyLedger(pin, e.name, known);
+        if (tally) this.ledgerCounts.set(e.name, tally);
+        const lines = tally?.lines ?? 0;
         out.lines += lines;
         out.byEpoch.set(m[1]!, (out.byEpoch.get(m[1]!) ?? 0) + lines);
         const ranks = out.ranks.get(m[1]!) ?? new Set<number>();

@@ -101,7 +101,7 @@ export class ExploreDashboardSource implements DashboardSource {
   private findingsReader: FindingsReader | null = null;
   private filesCache: { at: number; tookMs: number; read: ReturnType<CampaignFiles["read"]>; records: FindingRecord[] } | null = null;
   /** The findings directory's mtime when they were read, and when (monotonic ms). */
-  private findingsRead = { mtimeMs: -1, atMs: -Infinity };
+  private findingsRead = { mtimeMs: -1, atMs: -Infinity, tookMs: 0 };
 
   constructor(
     private readonly o: { title: string; live: ExploreLive | null; files: CampaignFiles | null; wallNow?: () => number },
@@ -221,7 +221,8 @@ export class ExploreDashboardSource implements DashboardSource {
 
   /**
    * The findings store (one file per input) is read again when its directory changed, and at
-   * least every FINDINGS_EVERY_MS (an mtime can miss a change made within the same tick).
+   * least every FINDINGS_EVERY_MS (an mtime can miss a change made within the same tick); at
+   * most once every DISK_SHARE times as long as the last read took.
    */
   private readFindings(m: ExploreMaster, now: number): void {
     let mtimeMs = 0;
@@ -230,9 +231,13 @@ export class ExploreDashboardSource implements DashboardSource {
     } catch {
       // No finding yet: the directory is made with the first.
     }
-    if (mtimeMs === this.findingsRead.mtimeMs && now - this.findingsRead.atMs < FINDINGS_EVERY_MS) return;
+    const since = now - this.findingsRead.atMs;
+    if (mtimeMs === this.findingsRead.mtimeMs && since < FINDINGS_EVERY_MS) return;
+    // Ten thousand records take a while to look over even unchanged: never more than 1/DISK_SHARE of the time.
+    if (since < this.findingsRead.tookMs * DISK_SHARE) return;
+    const start = performance.now();
     this.findingsCache = this.liveFindings(m);
-    this.findingsRead = { mtimeMs, atMs: now };
+    this.findingsRead = { mtimeMs, atMs: now, tookMs: performance.now() - start };
   }
 
   /** The master's findings, the unchanged ones from the last read. */
