@@ -6,7 +6,10 @@
 // every done -> ack round trip. The run alternates windows without and
 // with scrapers: 4 of them, each polling /metrics and /snapshot.json once a second (on loopback,
 // which needs no credential), from a process of their own. Per kind of window it reports the ack p50/p99/max and the scrapes'
-// own latency; the target is an ack p99 with scrapers within 1.1x of the p99 without.
+// own latency, and the coordinator's event-loop delay (a probe loaded into it samples
+// monitorEventLoopDelay each second): the ack p99 moves with the machine's load as well, the loop
+// delay says whether the scrapes themselves held the loop. The target is an ack p99 with
+// scrapers within 1.1x of the p99 without.
 // With --cpu-prof DIR the coordinator runs under Node's CPU profiler and the profile's top frames
 // are printed (the event-loop cost of a scrape, if there is one to find).
 //
@@ -138,6 +141,18 @@ async function scraper() {
 Promise.all(Array.from({ length: Number(count) }, scraper)).then(() => process.stdout.write(JSON.stringify(out)));
 `;
 
+/** Loaded into the coordinator: its event loop's delay each second (p99, max, mean in ms), appended to the file named by LIVE_SCRAPE_PROBE. */
+const PROBE_SOURCE = `"use strict";
+const { appendFileSync } = require("node:fs");
+const { monitorEventLoopDelay, performance } = require("node:perf_hooks");
+const h = monitorEventLoopDelay({ resolution: 5 });
+h.enable();
+setInterval(() => {
+  appendFileSync(process.env.LIVE_SCRAPE_PROBE, JSON.stringify({ at: performance.timeOrigin + performance.now(), p99: h.percentile(99) / 1e6, max: h.max / 1e6, mean: h.mean / 1e6 }) + "\\n");
+  h.reset();
+}, 1000).unref();
+`;
+
 /** Runs the scrapers for `seconds` in their own process; resolves with their latencies. */
 function scrapeFor(base, seconds) {
   return new Promise((resolve, reject) => {
@@ -196,8 +211,13 @@ stop_grace_seconds = 20
   );
   const logPath = join(scratch, "coordinator.log");
   const prof = o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", o.cpuProf] : [];
-  const argv = [process.execPath, ...prof, CLI, "--config", config, "coordinate", "--for", "30m", "--yes", "--token", TOKEN, "--ui", "127.0.0.1:0"];
-  const coord = startProcess(["bash", "-c", `exec "$@" >${JSON.stringify(logPath)} 2>&1`, "coordinate", ...argv], { cwd: campaign, env: process.env });
+  const probe = join(scratch, "loop-probe.cjs");
+  const probeOut = join(scratch, "loop-probe.jsonl");
+  writeFileSync(probe, PROBE_SOURCE);
+  const argv = [process.execPath, ...prof, "--require", probe, CLI, "--config", config, "coordinate", "--for", "30m", "--yes", "--token", TOKEN, "--ui", "127.0.0.1:0"];
+  const coord = startProcess(["bash", "-c", `exec "$@" >${JSON.stringify(logPath)} 2>&1`, "coordinate", ...argv], { cwd: campaign, env: { ...process.env, LIVE_SCRAPE_PROBE: probeOut } });
+  const windows = { without: [], with: [] };
+  const epoch = () => performance.timeOrigin + performance.now();
   const port = Number((await waitFor(logPath, coord, /listening on 127\.0\.0\.1:(\d+)/))[1]);
   const base = (await waitFor(logPath, coord, /dashboard: (http:\/\/\S+\/)/))[1];
   const stats = { completions: 0, stopped: 0 };
@@ -212,10 +232,12 @@ stop_grace_seconds = 20
       const c0 = processCpuSeconds(coord.pid);
       const n0 = stats.completions;
       const t0 = performance.now();
+      const from = epoch();
       clock.kind = kind;
       if (kind === "with") await scrapeFor(base, o.window);
       else await sleep(o.window * 1000);
       clock.kind = "none";
+      windows[kind].push([from, epoch()]);
       seconds[kind] += (performance.now() - t0) / 1000;
       cpu[kind] += processCpuSeconds(coord.pid) - c0;
       completions[kind] += stats.completions - n0;
@@ -226,7 +248,12 @@ stop_grace_seconds = 20
   const end = await coord.done;
   const outcomes = await Promise.all(workers);
   const failed = outcomes.filter((x) => x && x.error);
+  const samples = readFileSync(probeOut, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  // Each sample covers the second before it: those wholly inside a window of the kind.
+  const loop = (kind) => samples.filter((x) => windows[kind].some(([a, b]) => x.at - 1000 >= a && x.at <= b));
   const row = (kind) => ({
+    loopDelayP99Ms: percentile(loop(kind).map((x) => x.p99), 50),
+    loopDelayMaxMs: Math.max(...loop(kind).map((x) => x.max)),
     acks: acks[kind].length,
     completionsPerSec: completions[kind] / seconds[kind],
     ackP50Ms: percentile(acks[kind], 50),
@@ -252,8 +279,11 @@ stop_grace_seconds = 20
   result.p99Ratio = result.with.ackP99Ms / result.without.ackP99Ms;
   console.log(`\n${o.workers} fake workers (a chunk every ${o.paceMs} ms each), ${o.rounds} x ${o.window} s windows; with: ${o.scrapers} scrapers, /metrics + snapshot every ${o.scrapeMs} ms each`);
   printTable([
-    ["windows", "acks", "chunks/s", "ack p50 ms", "ack p99 ms", "ack max ms", "coordinator CPU"],
-    ...["without", "with"].map((k) => [`${k} scrapers`, int(result[k].acks), f1(result[k].completionsPerSec), f2(result[k].ackP50Ms), f2(result[k].ackP99Ms), f1(result[k].ackMaxMs), `${f1(100 * result[k].coordinatorCpu)} %`]),
+    ["windows", "acks", "chunks/s", "ack p50 ms", "ack p99 ms", "ack max ms", "coordinator CPU", "loop delay p99 ms", "loop delay max ms"],
+    ...["without", "with"].map((k) => [
+      `${k} scrapers`, int(result[k].acks), f1(result[k].completionsPerSec), f2(result[k].ackP50Ms), f2(result[k].ackP99Ms), f1(result[k].ackMaxMs), `${f1(100 * result[k].coordinatorCpu)} %`,
+      f1(result[k].loopDelayP99Ms), f1(result[k].loopDelayMaxMs),
+    ]),
   ]);
   console.log(`ack p99 with / without scrapers: ${f2(result.p99Ratio)} (target ≤ ${TARGET_RATIO}); scrapes: /metrics p50 ${f1(result.scrapeMetricsP50Ms)} ms, p99 ${f1(result.scrapeMetricsP99Ms)} ms; snapshot p50 ${f1(result.scrapeSnapshotP50Ms)} ms, p99 ${f1(result.scrapeSnapshotP99Ms)} ms`);
   if (end.code !== 0 || failed.length > 0 || stats.stopped !== o.workers || scrapes.errors.length > 0) {
