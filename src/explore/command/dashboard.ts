@@ -6,10 +6,9 @@
 // down.
 //
 // Cheap by design, since it runs on the master's own event loop: the counters and the tasks held
-// are memory; what needs the disk (the lease records of the whole fleet, the corpus's size) is
-// read at most every few seconds, and less often when a read takes long (never more than about
-// 2% of the time). The corpus's size is the master's own count (never a listing of a million
-// objects). The findings store (one small file per input) is read when it changed, and then only
+// are memory; what needs the disk (the lease records of the whole fleet) is read at most every
+// few seconds, and less often when a read takes long (never more than about 2% of the time). The
+// corpus's size is the master's own count (never a listing of a million objects). The findings store (one small file per input) is read when it changed, and then only
 // the records that changed.
 import { lstatSync } from "node:fs";
 import { hostname } from "node:os";
