@@ -165,6 +165,10 @@ function forge(path, chunks, failing) {
   const added = db.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite_%'").all().filter((r) => !SCHEMA_2.has(r.name));
   for (const r of added.filter((a) => a.type === "index")) db.exec(`DROP INDEX ${r.name}`);
   for (const r of added.filter((a) => a.type === "table")) db.exec(`DROP TABLE ${r.name}`);
+  // Columns a newer schema added to a table of schema 2 (schema 4: how a worker's files travel).
+  for (const [table, column] of [["worker", "files"]]) {
+    if (db.prepare(`SELECT COUNT(*) AS n FROM pragma_table_info('${table}') WHERE name = ?`).get(column).n > 0) db.exec(`ALTER TABLE ${table} DROP COLUMN ${column}`);
+  }
   db.pragma("user_version = 2");
   db.close();
   return { distinct: DISTINCT, pending, failing: hits.reduce((a, b) => a + b, 0) + pending };
