@@ -13,11 +13,18 @@
 // With --cpu-prof DIR the coordinator runs under Node's CPU profiler and the profile's top frames
 // are printed (the event-loop cost of a scrape, if there is one to find).
 //
-//   npm run build && node bench/live-scrape.mjs [--workers 8] [--scrapers 4] [--window 20] [--rounds 2]
+// With --chunks N the campaign is an old one: a first `coordinate` makes its store, N complete
+// chunks of its lane (a thousand seeds each) are forged into it, the store is set back to schema 2
+// so that the coordinator's own migrations build the views' aggregates from the rows, and the
+// measured coordinator continues that campaign.
+//
+//   npm run build && node bench/live-scrape.mjs [--workers 8] [--scrapers 4] [--window 20] [--rounds 2] [--chunks 150000]
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import Database from "better-sqlite3";
 import { benchmarkMain, CLI, f1, f2, int, parseOptions, percentile, printCpuProfile, printTable, processCpuSeconds, ROOT, sleep, startProcess } from "./common.mjs";
 import { campaignToml } from "./planted.mjs";
 
@@ -35,6 +42,7 @@ const HELP = `usage: node bench/live-scrape.mjs [options]
   --window S          seconds of each window                                  default 20
   --rounds N          pairs of windows (without, then with scrapers)          default 2
   --warmup S          seconds before the first window                         default 5
+  --chunks N          complete chunks forged into the store first (an old campaign) default 0
   --cpu-prof DIR      run the coordinator under --cpu-prof, print its top frames`;
 
 const o = parseOptions(
@@ -48,6 +56,7 @@ const o = parseOptions(
     window: { default: "20", number: { min: 2 } },
     rounds: { default: "2", number: { min: 1, integer: true } },
     warmup: { default: "5", number: { min: 0 } },
+    chunks: { default: "0", number: { min: 0, integer: true } },
     "cpu-prof": { path: true },
   },
   HELP,
@@ -153,6 +162,18 @@ setInterval(() => {
 }, 1000).unref();
 `;
 
+function fetchText(address) {
+  return new Promise((resolve, reject) => {
+    request(address, { agent: false }, (res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (d) => (body += d));
+      res.on("end", () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`${address}: ${res.statusCode}`))));
+    })
+      .on("error", reject)
+      .end();
+  });
+}
+
 /** Runs the scrapers for `seconds` in their own process; resolves with their latencies. */
 function scrapeFor(base, seconds) {
   return new Promise((resolve, reject) => {
@@ -169,6 +190,48 @@ function scrapeFor(base, seconds) {
       resolve();
     });
   });
+}
+
+/** Tables and indexes of schema 2; what a newer schema added is dropped to make the store old again. */
+const SCHEMA_2 = new Set([
+  "meta", "generation", "lane", "session", "chunk", "worker", "worker_rate", "failure", "failure_seed", "minimize_unit", "minimize_find", "quarantine_reason",
+  "lane_active", "chunk_lane", "failure_minimize", "failure_signature",
+]);
+
+/**
+ * Forges `n` complete chunks of a thousand seeds into the current generation's first lane, ending
+ * a minute ago at one every 0.6 s (a hundred workers' pace), moves its cursor past them, and sets
+ * the store back to schema 2.
+ */
+function forgeHistory(path, n) {
+  const db = new Database(path);
+  try {
+    db.pragma("synchronous = OFF");
+    const gen = db.prepare("SELECT MAX(id) AS id FROM generation").get().id;
+    const lane = db.prepare("SELECT id, cursor FROM lane WHERE generation_id = ? ORDER BY id LIMIT 1").get(gen);
+    const session = db.prepare("SELECT MAX(id) AS id FROM session WHERE generation_id = ?").get(gen).id;
+    if (db.prepare("SELECT COUNT(*) AS n FROM chunk WHERE lane_id = ?").get(lane.id).n > 0) throw new Error("the first coordinate booked chunks: nothing to forge behind them");
+    const insert = db.prepare(
+      `INSERT INTO chunk (session_id, lane_id, seed_from, seed_to, started_at, ended_at, seconds, status, clean, finds, quarantine, unshrunk)
+       VALUES (?, ?, ?, ?, ?, ?, 600, 'complete', 1000, 0, 0, 0)`,
+    );
+    const iso = (ms) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+    const t0 = Date.now() - 60_000 - 600_000 - n * 600;
+    db.transaction(() => {
+      for (let i = 0; i < n; i++) {
+        const from = lane.cursor + i * 1000;
+        insert.run(session, lane.id, from, from + 999, iso(t0 + i * 600), iso(t0 + i * 600 + 600_000));
+      }
+      db.prepare("UPDATE lane SET cursor = ? WHERE id = ?").run(lane.cursor + n * 1000, lane.id);
+    })();
+    const added = db.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite_%'").all().filter((r) => !SCHEMA_2.has(r.name));
+    for (const r of added.filter((a) => a.type === "index")) db.exec(`DROP INDEX ${r.name}`);
+    for (const r of added.filter((a) => a.type === "table")) db.exec(`DROP TABLE ${r.name}`);
+    if (db.prepare("SELECT COUNT(*) AS n FROM pragma_table_info('worker') WHERE name = 'files'").get().n > 0) db.exec("ALTER TABLE worker DROP COLUMN files");
+    db.pragma("user_version = 2");
+  } finally {
+    db.close();
+  }
 }
 
 async function waitFor(logPath, coord, re) {
@@ -209,6 +272,16 @@ stop_grace_seconds = 20
 `,
     }),
   );
+  if (o.chunks > 0) {
+    const firstLog = join(scratch, "first-coordinator.log");
+    const first = startProcess(["bash", "-c", `exec "$@" >${JSON.stringify(firstLog)} 2>&1`, "coordinate", process.execPath, CLI, "--config", config, "coordinate", "--for", "1m", "--yes", "--token", TOKEN], { cwd: campaign, env: process.env });
+    await waitFor(firstLog, first, /listening on 127\.0\.0\.1:(\d+)/);
+    first.child.kill("SIGINT");
+    await first.done;
+    const t = performance.now();
+    forgeHistory(join(campaign, "fuzzfleet.db"), o.chunks);
+    console.log(`  forged ${int(o.chunks)} complete chunks into the store in ${f1((performance.now() - t) / 1000)} s`);
+  }
   const logPath = join(scratch, "coordinator.log");
   const prof = o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", o.cpuProf] : [];
   const probe = join(scratch, "loop-probe.cjs");
@@ -244,6 +317,8 @@ stop_grace_seconds = 20
       console.log(`  round ${r + 1}, ${kind} scrapers: ${int(acks[kind].length)} acks so far, p99 ${f1(percentile(acks[kind], 99))} ms`);
     }
   }
+  // What the coordinator's views count: the forged history and what the fake workers added.
+  const chunksComplete = JSON.parse(await fetchText(base + "snapshot.json")).sweep?.totals?.chunksComplete ?? null;
   coord.child.kill("SIGINT");
   const end = await coord.done;
   const outcomes = await Promise.all(workers);
@@ -264,6 +339,8 @@ stop_grace_seconds = 20
   const result = {
     workers: o.workers,
     scrapers: o.scrapers,
+    forgedChunks: o.chunks,
+    chunksComplete,
     without: row("without"),
     with: row("with"),
     scrapeMetricsP50Ms: percentile(scrapes.metrics, 50),
@@ -277,7 +354,9 @@ stop_grace_seconds = 20
     workerErrors: failed.map((f) => f.error.message),
   };
   result.p99Ratio = result.with.ackP99Ms / result.without.ackP99Ms;
-  console.log(`\n${o.workers} fake workers (a chunk every ${o.paceMs} ms each), ${o.rounds} x ${o.window} s windows; with: ${o.scrapers} scrapers, /metrics + snapshot every ${o.scrapeMs} ms each`);
+  console.log(
+    `\n${o.workers} fake workers (a chunk every ${o.paceMs} ms each)${o.chunks ? ` on a store of ${int(o.chunks)} forged chunks` : ""}, ${o.rounds} x ${o.window} s windows; with: ${o.scrapers} scrapers, /metrics + snapshot every ${o.scrapeMs} ms each`,
+  );
   printTable([
     ["windows", "acks", "chunks/s", "ack p50 ms", "ack p99 ms", "ack max ms", "coordinator CPU", "loop delay p99 ms", "loop delay max ms"],
     ...["without", "with"].map((k) => [
@@ -285,6 +364,7 @@ stop_grace_seconds = 20
       f1(result[k].loopDelayP99Ms), f1(result[k].loopDelayMaxMs),
     ]),
   ]);
+  console.log(`complete chunks in the coordinator's snapshot at the end: ${chunksComplete === null ? "?" : int(chunksComplete)}`);
   console.log(`ack p99 with / without scrapers: ${f2(result.p99Ratio)} (target ≤ ${TARGET_RATIO}); scrapes: /metrics p50 ${f1(result.scrapeMetricsP50Ms)} ms, p99 ${f1(result.scrapeMetricsP99Ms)} ms; snapshot p50 ${f1(result.scrapeSnapshotP50Ms)} ms, p99 ${f1(result.scrapeSnapshotP99Ms)} ms`);
   if (end.code !== 0 || failed.length > 0 || stats.stopped !== o.workers || scrapes.errors.length > 0) {
     result.problem =
