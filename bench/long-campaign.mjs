@@ -12,9 +12,17 @@
 //   ui RSS          the ui process's peak resident set after those requests
 // and each figure's growth from the smallest size to the largest (the goal is flat).
 //
+// The explore rows do the same for an explore campaign's files: for each size a finished
+// campaign's corpus of N objects (hard links to a few empty files: the views never read them),
+// its explored ledger (N lines), 10,000 findings under 500 signatures and its growth history, and
+// it measures `report --corpus -o` (wall), GET /snapshot.json and /metrics of `ui --corpus`, ui's
+// RSS, and the CPU of the snapshot, /metrics and the report in one process, each from a fresh read.
+//
 //   npm run build && node bench/long-campaign.mjs [--sizes 10000,100000,1000000] [--failing 100000]
+//                                                 [--explore 10000,100000,1000000] [--findings 10000] [--only sweep|explore]
 import { spawnSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { closeSync, linkSync, mkdirSync, openSync, writeFileSync, writeSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -25,7 +33,10 @@ const HELP = `usage: node bench/long-campaign.mjs [options]
 
   --sizes N,N,...     complete chunks of each store                   default 10000,100000,1000000
   --failing F         failing seeds (hits) of each store              default 100000
-  --requests R        HTTP requests of each kind against ui          default 5`;
+  --requests R        HTTP requests of each kind against ui          default 5
+  --explore N,N,...   corpus objects of each explore campaign         default 10000,100000,1000000
+  --findings F        findings of each explore campaign               default 10000
+  --only KIND         sweep or explore: only those rows               default both`;
 
 const o = parseOptions(
   "long-campaign",
@@ -34,6 +45,9 @@ const o = parseOptions(
     sizes: { default: "10000,100000,1000000", number: { min: 100, integer: true }, list: true },
     failing: { default: "100000", number: { min: 0, integer: true } },
     requests: { default: "5", number: { min: 1, integer: true } },
+    explore: { default: "10000,100000,1000000", number: { min: 100, integer: true }, list: true },
+    findings: { default: "10000", number: { min: 600, integer: true } },
+    only: { default: "both", choices: ["both", "sweep", "explore"] },
   },
   HELP,
 );
@@ -46,6 +60,9 @@ const { failuresData } = await dist("report/failures.js");
 const { staticReportHtml } = await dist("report/static-report.js");
 const { SweepDashboardSource } = await dist("report/dashboard-sweep.js");
 const { writeMetrics } = await dist("ui/metrics.js");
+const { ExploreCampaignFiles } = await dist("report/explore-files.js");
+const { ExploreDashboardSource } = await dist("explore/command/dashboard.js");
+const { exploreStaticReportHtml } = await dist("report/explore-static-report.js");
 
 /**
  * The same views in this process, on a read-only store: CPU ms of each (user + system, median of
@@ -176,7 +193,118 @@ function get(url) {
   });
 }
 
+const SIGNATURES = 500;
+const SINGLETONS = 120;
+/** A file takes at most 65,000 links (ext4). */
+const LINKS = 60_000;
+
+/**
+ * A finished explore campaign's files beside a corpus of `entries` objects (the layout of
+ * src/explore/state/corpus.ts, ledger.ts, findings.ts and command/history.ts), as
+ * test/report/long-explore-corpus.ts forges them for the test.
+ */
+function forgeExplore(corpus, entries, findings) {
+  const hash = (s) => createHash("sha256").update(s).digest("hex");
+  const epoch = hash("long explore epoch");
+  const build = "0123456789ab";
+  const state = join(corpus, ".fuzzfleet");
+  for (const d of [corpus, state, join(state, "explored"), join(state, "findings"), join(state, "history")]) mkdirSync(d, { recursive: true, mode: 0o700 });
+  const ledger = openSync(join(state, "explored", `${epoch}-r0.log`), "w", 0o600);
+  let lines = [];
+  for (let i = 0; i < entries; i++) {
+    const h = hash(`object ${i}`);
+    const blank = join(state, `blank-${Math.floor(i / LINKS)}`);
+    if (i % LINKS === 0) writeFileSync(blank, "");
+    linkSync(blank, join(corpus, h));
+    lines.push(`${h} ${build}\n`);
+    if (lines.length >= 10_000) {
+      writeSync(ledger, lines.join(""));
+      lines = [];
+    }
+  }
+  writeSync(ledger, lines.join(""));
+  closeSync(ledger);
+  const shared = SIGNATURES - SINGLETONS;
+  for (let i = 0; i < findings; i++) {
+    const j = i < findings - SINGLETONS ? i % shared : shared + (i - (findings - SINGLETONS));
+    const at = new Date(T0 + i * 1000).toISOString();
+    const h = hash(`object ${i}`);
+    const record = {
+      schema: "fuzzfleet-finding-v1", input_hash: h, kind: "crash", signal: 11, exit_code: null, stderr_tail: `crash in function_${j}\n`,
+      signature: `signal 11 | crash in function_${j}`, first_seen: at, last_seen: at, times_seen: 1,
+      fences: [`${epoch.slice(0, 16)}:0:4242:${i.toString(16).padStart(16, "0")}`], first_build: build, last_build: build, not_reproduced_by: null,
+    };
+    writeFileSync(join(state, "findings", `${h}.json`), JSON.stringify(record) + "\n", { mode: 0o600 });
+  }
+  const points = [];
+  for (let k = 1; k <= 600; k++) points.push([T0 / 1000 + k * 60, Math.round((entries * k) / 600), Math.round((3 * entries * k) / 600), Math.round(((entries - 1) * k) / 600)]);
+  writeFileSync(join(state, "history", `${epoch}-r0.json`), JSON.stringify({ schema: "fuzzfleet-explore-history-v1", epoch, rank: 0, points, corpus: entries }) + "\n", { mode: 0o600 });
+}
+
+/** CPU ms (median of `n`) of the explore views in this process, each from a fresh read of the files. */
+function exploreInProcess(corpus, n) {
+  const cpu = (fn) => {
+    const runs = [];
+    for (let i = 0; i < n; i++) {
+      const c = process.cpuUsage();
+      fn();
+      const u = process.cpuUsage(c);
+      runs.push((u.user + u.system) / 1000);
+    }
+    return median(runs);
+  };
+  const source = () => new ExploreDashboardSource({ title: "bench", live: null, files: new ExploreCampaignFiles(corpus) });
+  return {
+    snapshotCpuMs: cpu(() => JSON.stringify(source().snapshot())),
+    metricsCpuMs: cpu(() => writeMetrics(source().metrics())),
+    reportCpuMs: cpu(() => exploreStaticReportHtml(corpus, "bench")),
+  };
+}
+
+async function exploreRows(scratch) {
+  const results = [];
+  for (const entries of o.explore) {
+    const dir = join(scratch, `e${entries}`);
+    const corpus = join(dir, "corpus");
+    mkdirSync(dir);
+    const t = performance.now();
+    forgeExplore(corpus, entries, o.findings);
+    const forgeSeconds = (performance.now() - t) / 1000;
+    const report = median([0, 1, 2].map((i) => wall(["report", "--corpus", corpus, "-o", join(dir, `report-${i}`)], dir)));
+    const ui = startProcess([process.execPath, CLI, "ui", "--corpus", corpus, "--listen", "127.0.0.1:0"], { cwd: dir, env: process.env });
+    const url = (await ui.waitFor(/dashboard \(read-only\): (http:\S+)/, 120_000))[1];
+    const snaps = [];
+    const scrapes = [];
+    for (let i = 0; i < o.requests; i++) {
+      // Past the files cache (3 s, or 50 times the last read's time): each request reads the files again.
+      snaps.push(await get(url + "snapshot.json"));
+      await sleep(3100);
+      scrapes.push(await get(url + "metrics"));
+      await sleep(3100);
+    }
+    const rss = peakRssMb(ui.child.pid);
+    ui.child.kill("SIGINT");
+    await ui.done;
+    const cpu = exploreInProcess(corpus, 3);
+    const row = { entries, findings: o.findings, forgeSeconds, report, snapshotMs: median(snaps) * 1000, metricsMs: median(scrapes) * 1000, uiRssMb: rss, ...cpu };
+    console.log(`${int(entries)} corpus objects: ${JSON.stringify(row)}`);
+    results.push(row);
+  }
+  const first = results[0];
+  const last = results[results.length - 1];
+  const growth = (k) => f2(last[k] / first[k]);
+  console.log(`\nexplore, ${int(o.findings)} findings under ${SIGNATURES} signatures; wall time through the CLI and over HTTP, CPU ms in one process (median of 3):`);
+  printTable([
+    ["corpus", "report s", "snapshot ms", "/metrics ms", "ui RSS MB", "snapshot CPU", "/metrics CPU", "report CPU"],
+    ...results.map((r) => [int(r.entries), f2(r.report), f1(r.snapshotMs), f1(r.metricsMs), f1(r.uiRssMb), f1(r.snapshotCpuMs), f1(r.metricsCpuMs), f1(r.reportCpuMs)]),
+    [`growth ${int(first.entries)}→${int(last.entries)}`, growth("report"), growth("snapshotMs"), growth("metricsMs"), growth("uiRssMb"), growth("snapshotCpuMs"), growth("metricsCpuMs"), growth("reportCpuMs")],
+  ]);
+  return results;
+}
+
 benchmarkMain("long-campaign", o, async (scratch) => {
+  const explore = o.only === "sweep" ? [] : await exploreRows(scratch);
+  if (o.only === "explore") return { explore };
   const results = [];
   for (const chunks of o.sizes) {
     const dir = join(scratch, `c${chunks}`);
@@ -224,5 +352,5 @@ benchmarkMain("long-campaign", o, async (scratch) => {
     ...results.map((r) => [int(r.chunks), f1(r.statusCpuMs), f1(r.failuresCpuMs), f1(r.reportCpuMs), f1(r.snapshotCpuMs), f1(r.metricsCpuMs)]),
     [`growth ${int(first.chunks)}→${int(last.chunks)}`, growth("statusCpuMs"), growth("failuresCpuMs"), growth("reportCpuMs"), growth("snapshotCpuMs"), growth("metricsCpuMs")],
   ]);
-  return { results };
+  return { results, explore };
 });

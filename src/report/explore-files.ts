@@ -12,16 +12,22 @@
 // ledger (one line per task done) and the growth history its masters kept in
 // <corpus>/.fuzzfleet/history/ (src/explore/command/history.ts); an unfinished one's history
 // comes from its lease records.
+//
+// What it costs does not grow with the corpus once a campaign ended: the corpus's size comes from
+// the masters' growth history (each writes the count it knows at its end), never from listing a
+// corpus of a million objects (only an unfinished campaign, whose lease records are read whole,
+// and one whose history predates that count have their directory's names counted); the ledgers are
+// counted by their newlines, a mebibyte at a time, and then only what was appended; the findings
+// store is read again only when its directory changed, and then only the records that changed.
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { HEX64 } from "../core/message-checks.ts";
 import { printable } from "../core/log-lines.ts";
 import type { CampaignFiles } from "../explore/command/dashboard.ts";
-import { listCorpus } from "../explore/state/corpus.ts";
-import { FindingsStore, findingsDir, type FindingRecord } from "../explore/state/findings.ts";
+import { FindingsReader, findingsDir, type FindingRecord } from "../explore/state/findings.ts";
 import { readLeaseRecordsNoWrite } from "../explore/state/lease-journal.ts";
 import type { LeaseRecord } from "../explore/state/lease-table.ts";
-import { ledgerDir, ledgerLines } from "../explore/state/ledger.ts";
+import { ledgerDir, tallyLedger, type LedgerTally } from "../explore/state/ledger.ts";
 import { stateDir } from "../explore/state/work-dir.ts";
 import { HISTORY_SCHEMA, historyDir, type HistoryFile, type HistoryPoint } from "../explore/command/history.ts";
 import { PinnedDir } from "../files/pinned-dir.ts";
@@ -49,9 +55,15 @@ function kindOf(path: string): "dir" | "missing" | "other" {
 
 export class ExploreCampaignFiles implements CampaignFiles {
   readonly state: string;
+  /** Per ledger file: how far it was counted (a ledger only grows: the next read counts what was appended). */
+  private readonly ledgerCounts = new Map<string, LedgerTally>();
+  /** The findings as last read, and the findings directory's change time then. */
+  private findingsRead: { ctimeMs: number; mtimeMs: number; records: FindingRecord[] } | null = null;
+  private readonly findingsReader: FindingsReader;
 
   constructor(readonly corpusDir: string) {
     this.state = stateDir(corpusDir);
+    this.findingsReader = new FindingsReader(findingsDir(this.state));
   }
 
   /** The state directory, if it is a real one (never a link). */
@@ -59,26 +71,39 @@ export class ExploreCampaignFiles implements CampaignFiles {
     return kindOf(this.state) === "dir";
   }
 
+  /** Every finding record; read again only when a record was written since (a write renames one in, which changes the directory). */
   findings(): FindingRecord[] {
-    if (!this.stateOk() || kindOf(findingsDir(this.state)) !== "dir") return [];
-    return new FindingsStore(findingsDir(this.state)).list();
+    if (!this.stateOk()) return [];
+    let st;
+    try {
+      st = lstatSync(findingsDir(this.state));
+    } catch {
+      return [];
+    }
+    if (!st.isDirectory()) return [];
+    const c = this.findingsRead;
+    if (c && c.ctimeMs === st.ctimeMs && c.mtimeMs === st.mtimeMs) return c.records;
+    const records = this.findingsReader.list();
+    this.findingsRead = { ctimeMs: st.ctimeMs, mtimeMs: st.mtimeMs, records };
+    return records;
   }
 
   read(): Read {
     const notes: string[] = [];
-    const corpus = listCorpus(this.corpusDir).length;
     const empty: ExploreFrontier = { pending: null, inputBacklog: null, running: null, leased: 0, committing: 0, expired: 0, done: 0, leaseCountsAgeSeconds: null };
     const series: ExploreSeries = { t: [], executionsPerSecond: [], unique: [], generated: [], redundancy: [] };
     const base: Read = {
       headline: "",
       epoch: null,
+      epochExecutions: 0,
       frontier: empty,
-      totals: { executions: 0, generated: null, unique: null, redundant: null, corpus, externalInputs: null, skippedExplored: null, problems: null },
+      totals: { executions: 0, generated: null, unique: null, redundant: null, corpus: 0, externalInputs: null, skippedExplored: null, problems: null },
       series,
       masters: [],
     };
     const st = kindOf(this.state);
     if (st !== "dir") {
+      base.totals.corpus = this.countCorpus();
       base.headline = st === "missing" ? `no explore state beside this corpus (${this.state}): only the corpus is shown` : `${this.state} is not a directory (a link?): it is not read`;
       return base;
     }
@@ -87,6 +112,7 @@ export class ExploreCampaignFiles implements CampaignFiles {
     const latest = works.at(-1) ?? null;
     base.epoch = latest?.epoch ?? ledger.latest;
     base.totals.executions = ledger.lines;
+    base.epochExecutions = ledger.byEpoch.get(base.epoch ?? "") ?? 0;
     base.masters = [...(ledger.ranks.get(base.epoch ?? "") ?? [])].sort((a, b) => a - b);
     if (latest) {
       const records = this.leaseRecords(latest.dir, notes);
@@ -99,9 +125,12 @@ export class ExploreCampaignFiles implements CampaignFiles {
         base.totals = { ...base.totals, generated: history.generated, unique: history.unique, redundant: Math.max(0, history.generated - history.unique) };
       }
     }
-    if (base.series.t.length === 0 && base.epoch !== null) {
+    const kept = base.epoch !== null ? this.history(base.epoch, notes) : null;
+    // A finished campaign's masters wrote their last count at its end; an unfinished one's may be
+    // seconds old (or its master killed), and its lease records are read whole anyway.
+    base.totals.corpus = (latest ? null : kept?.corpus) ?? this.countCorpus();
+    if (base.series.t.length === 0) {
       // A finished campaign (its work directory removed): the history its masters kept.
-      const kept = this.history(base.epoch, notes);
       if (kept) {
         base.series = kept.series;
         // The masters' own counters, as the final statistics print them (the ledger also holds lines of other sessions).
@@ -121,8 +150,8 @@ export class ExploreCampaignFiles implements CampaignFiles {
   }
 
   /** Lines of every ledger (each read and its complete lines counted: a line is a hash, or a hash and its build), per epoch and rank. */
-  private ledger(notes: string[]): { lines: number; latest: string | null; ranks: Map<string, Set<number>> } {
-    const out = { lines: 0, latest: null as string | null, ranks: new Map<string, Set<number>>() };
+  private ledger(notes: string[]): { lines: number; byEpoch: Map<string, number>; latest: string | null; ranks: Map<string, Set<number>> } {
+    const out = { lines: 0, byEpoch: new Map<string, number>(), latest: null as string | null, ranks: new Map<string, Set<number>>() };
     const dir = ledgerDir(this.state);
     const kind = kindOf(dir);
     if (kind === "missing") return out;
@@ -138,7 +167,12 @@ export class ExploreCampaignFiles implements CampaignFiles {
         if (!m || e.kind !== "file") continue;
         const s = pin.lstat(e.name);
         if (!s) continue;
-        out.lines += ledgerLines(pin, e.name);
+        const known = this.ledgerCounts.get(e.name) ?? null;
+        const tally = known && known.ino === s.ino && known.offset === s.size ? known : tallyLedger(pin, e.name, known);
+        if (tally) this.ledgerCounts.set(e.name, tally);
+        const lines = tally?.lines ?? 0;
+        out.lines += lines;
+        out.byEpoch.set(m[1]!, (out.byEpoch.get(m[1]!) ?? 0) + lines);
         const ranks = out.ranks.get(m[1]!) ?? new Set<number>();
         ranks.add(Number(m[2]));
         out.ranks.set(m[1]!, ranks);
@@ -154,7 +188,7 @@ export class ExploreCampaignFiles implements CampaignFiles {
   }
 
   /** The growth history the masters of `epoch` kept (src/explore/command/history.ts), summed over them; null when none. */
-  private history(epoch: string, notes: string[]): ReturnType<typeof seriesOfHistory> | null {
+  private history(epoch: string, notes: string[]): (ReturnType<typeof seriesOfHistory> & { corpus: number | null }) | null {
     const dir = historyDir(this.state);
     const kind = kindOf(dir);
     if (kind !== "dir") {
@@ -162,6 +196,7 @@ export class ExploreCampaignFiles implements CampaignFiles {
       return null;
     }
     const files: HistoryPoint[][] = [];
+    let corpus: number | null = null;
     const pin = PinnedDir.openNoFollow(dir);
     try {
       for (const e of pin.list()) {
@@ -171,6 +206,8 @@ export class ExploreCampaignFiles implements CampaignFiles {
           if (f.schema !== HISTORY_SCHEMA || f.epoch !== epoch || !Array.isArray(f.points)) throw new Error("not a history file of this epoch");
           const points = f.points.filter((p): p is HistoryPoint => Array.isArray(p) && p.length === 4 && p.every((x) => typeof x === "number" && Number.isFinite(x)));
           if (points.length > 0) files.push(points);
+          // Every master knew the whole corpus (or the part it had listed): the largest count is the nearest.
+          if (Number.isSafeInteger(f.corpus) && f.corpus! >= 0) corpus = Math.max(corpus ?? 0, f.corpus!);
         } catch (err) {
           notes.push(`${join(dir, e.name)} could not be read (${(err as Error).message}); its master's history is left out`);
         }
@@ -178,7 +215,28 @@ export class ExploreCampaignFiles implements CampaignFiles {
     } finally {
       pin.close();
     }
-    return files.length > 0 ? seriesOfHistory(files) : null;
+    return files.length > 0 ? { ...seriesOfHistory(files), corpus } : null;
+  }
+
+  /**
+   * The corpus's size for a campaign whose history does not keep it (older than that count, or
+   * none): the hash-named regular files of its directory, by the kinds the listing gives (no stat
+   * of each). The one read here that grows with the corpus.
+   */
+  private countCorpus(): number {
+    let pin: PinnedDir;
+    try {
+      pin = PinnedDir.openNoFollow(this.corpusDir);
+    } catch {
+      return 0;
+    }
+    try {
+      let n = 0;
+      for (const e of pin.list()) if (e.kind === "file" && HEX64.test(e.name)) n++;
+      return n;
+    } finally {
+      pin.close();
+    }
   }
 
   /** Work directories of unfinished epochs, oldest first (by their state.json). */

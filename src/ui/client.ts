@@ -242,6 +242,11 @@ export const CLIENT_JS = String.raw`
       (r.executionsPerSecond === null ? '' : ' — ' + r.executionsPerSecond.toFixed(1) + ' executions/s, ' + r.generatedPerSecond.toFixed(1) + ' generated/s') +
       '; findings: ' + int(v.findingsTotal.crashes) + ' crash(es), ' + int(v.findingsTotal.hangs) + ' hang(s) under ' + int(v.findingsTotal.signatures) + ' signature(s)' +
       (t.problems ? '; ' + int(t.problems) + ' problem(s)' : ''), 'explore-totals-text'));
+    // When to stop (docs/explore.md): the chance that the next execution finds a new signature, and Chao2's estimate of how many there are.
+    var e = v.discovery;
+    if (e) tot.appendChild(el('div', 'when to stop \u2014 new signature: ' + (e.nextNewProbability === null ? '-' : e.unitsToNextNew === null ? 'none expected (no signature found by one input only)' :
+      e.nextNewProbability.toPrecision(2) + ' per execution (one in ~' + int(e.unitsToNextNew) + ' executions)') + '; signatures: ' + int(e.observed) + ' seen, ~' +
+      (Math.round(e.estimatedTotal * 10) / 10) + ' in all (95 %: ' + int(e.interval[0]) + '\u2013' + int(e.interval[1]) + ')', 'explore-discovery'));
     var idle = document.getElementById('idle'); clear(idle);
     if (v.idle) idle.appendChild(el('div', v.idle.remainingSeconds === null ? 'idle window ' + dur(v.idle.windowSeconds) + ': not counting (work in sight)' :
       'idle window: ends in ' + v.idle.remainingSeconds.toFixed(1) + 's of ' + dur(v.idle.windowSeconds) + ' unless work appears', 'idle-text'));

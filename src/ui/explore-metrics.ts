@@ -1,8 +1,10 @@
 // An explore campaign's Prometheus families (docs/metrics.md lists every one), derived from the
 // same snapshot the dashboard shows, so a scrape and the page never disagree. The master's rank
 // is the `master` label; a phase is reduced to its first word ("idle window: ends in 3s" is
-// `idle window`), so the label takes few values.
+// `idle window`), so the label takes few values. When to stop (ui/explore-discovery.ts) is one
+// gauge per figure, absent before the campaign's first execution.
 import type { MetricFamily, Sample } from "./metrics.ts";
+import type { DiscoveryEstimate } from "../core/discovery-estimate.ts";
 import type { DashboardSnapshot } from "./source.ts";
 
 /** The coarse phase of a master, as a label value. */
@@ -44,6 +46,7 @@ export function exploreMetrics(s: DashboardSnapshot): MetricFamily[] {
     { name: "fuzzfleet_explore_executions_per_second", help: "Committed executions per second over the last few seconds (this master).", type: "gauge", samples: one(v?.rates.executionsPerSecond, master) },
     { name: "fuzzfleet_explore_findings", help: "Inputs that crashed or hung the target, by kind (every campaign on this corpus).", type: "gauge", samples: v ? [{ labels: { kind: "crash" }, value: v.findingsTotal.crashes }, { labels: { kind: "hang" }, value: v.findingsTotal.hangs }] : [] },
     { name: "fuzzfleet_explore_finding_signatures", help: "Distinct finding signatures.", type: "gauge", samples: one(v?.findingsTotal.signatures) },
+    ...discoveryFamilies(v?.discovery ?? null),
     { name: "fuzzfleet_explore_master_phase", help: "1 for each master and its quiescence phase (coarse: working, idle, idle window, frozen, lost…).", type: "gauge", samples: (v?.masters ?? []).map((m) => ({ labels: { master: String(m.rank), phase: phaseLabel(m.phase) }, value: 1 })) },
     { name: "fuzzfleet_explore_idle_window_remaining_seconds", help: "A lone master counting down its idle window: the seconds left before it ends.", type: "gauge", samples: one(v?.idle?.remainingSeconds === undefined ? null : v.idle.remainingSeconds === null ? null : round3(v.idle.remainingSeconds)) },
     { name: "fuzzfleet_explore_wall_remaining_seconds", help: "Seconds left of the --wall-timeout budget.", type: "gauge", samples: one(v?.wall?.remainingSeconds === undefined || v.wall.remainingSeconds === null ? null : round3(v.wall.remainingSeconds)) },
@@ -53,6 +56,21 @@ export function exploreMetrics(s: DashboardSnapshot): MetricFamily[] {
     { name: "fuzzfleet_session_elapsed_seconds", help: "Time since the running campaign started.", type: "gauge", samples: one(s.status.elapsedSeconds === null ? null : round3(s.status.elapsedSeconds)) },
     { name: "fuzzfleet_session_budget_seconds", help: "The running campaign's budget (explore: --wall-timeout).", type: "gauge", samples: one(s.status.budgetSeconds) },
   ];
+}
+
+/** The campaign's when-to-stop estimate (docs/explore.md), one gauge per figure. */
+function discoveryFamilies(d: DiscoveryEstimate | null): MetricFamily[] {
+  const gauges: [suffix: string, help: string, value: (e: DiscoveryEstimate) => number | null][] = [
+    ["next_new_probability", "Good-Turing estimate that the next execution finds a signature never seen in this campaign (singletons / executions).", (e) => e.nextNewProbability],
+    ["executions_to_next_new", "Expected executions until the next new signature (executions / singletons); absent when none is expected.", (e) => e.unitsToNextNew],
+    ["estimated_signatures", "Chao2 estimate of how many distinct signatures the campaign's target has in all, found or not.", (e) => Math.round(e.estimatedTotal * 1000) / 1000],
+    ["estimated_signatures_low", "Lower end of the 95 % interval of the Chao2 estimate.", (e) => e.interval[0]],
+    ["estimated_signatures_high", "Upper end of the 95 % interval of the Chao2 estimate.", (e) => e.interval[1]],
+  ];
+  return gauges.map(([suffix, help, value]) => {
+    const x = d ? value(d) : null;
+    return { name: `fuzzfleet_explore_discovery_${suffix}`, help, type: "gauge" as const, samples: x === null ? [] : [{ value: x }] };
+  });
 }
 
 function round3(x: number): number {

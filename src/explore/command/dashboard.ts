@@ -6,22 +6,23 @@
 // down.
 //
 // Cheap by design, since it runs on the master's own event loop: the counters and the tasks held
-// are memory; what needs the disk (the lease records of the whole fleet, the corpus's size) is
-// read at most every few seconds, and less often when a read takes long (never more than about
-// 2% of the time). The findings store (one small file per input) is read when it changed.
+// are memory; what needs the disk (the lease records of the whole fleet) is read at most every
+// few seconds, and less often when a read takes long (never more than about 2% of the time). The
+// corpus's size is the master's own count (never a listing of a million objects). The findings store (one small file per input) is read when it changed, and then only
+// the records that changed.
 import { lstatSync } from "node:fs";
 import { hostname } from "node:os";
 import { performance } from "node:perf_hooks";
 import { join } from "node:path";
 import { printable } from "../../core/log-lines.ts";
 import { findingsView, groupFindings, reproLine } from "../../ui/explore-findings.ts";
+import { exploreDiscovery } from "../../ui/explore-discovery.ts";
 import { exploreMetrics } from "../../ui/explore-metrics.ts";
 import type { MetricFamily } from "../../ui/metrics.ts";
 import type { DashboardSnapshot, DashboardSource, ExploreFrontier, ExploreSeries, ExploreView, FailureDetail, MasterView, WorkerRow } from "../../ui/source.ts";
 import type { Ending } from "../fleet/endings.ts";
 import type { ExploreMaster } from "../master/master.ts";
-import { listCorpus } from "../state/corpus.ts";
-import { buildNote, type FindingRecord } from "../state/findings.ts";
+import { buildNote, FindingsReader, type FindingRecord } from "../state/findings.ts";
 import type { LeaseTable } from "../state/lease-table.ts";
 
 /** Points kept in memory for the plots; older ones are thinned out (every other one dropped). */
@@ -76,7 +77,8 @@ export interface ExploreLive {
 export interface CampaignFiles {
   readonly corpusDir: string;
   findings(): FindingRecord[];
-  read(): { headline: string; epoch: string | null; frontier: ExploreFrontier; totals: ExploreView["totals"]; series: ExploreSeries; masters: number[] };
+  /** `epochExecutions`: the executions of `epoch` (every master's, every session's). */
+  read(): { headline: string; epoch: string | null; epochExecutions: number; frontier: ExploreFrontier; totals: ExploreView["totals"]; series: ExploreSeries; masters: number[] };
 }
 
 interface Sample {
@@ -88,16 +90,17 @@ interface Sample {
 
 export class ExploreDashboardSource implements DashboardSource {
   private readonly samples: Sample[] = [];
-  private disk: { at: number; tookMs: number; counts: { leased: number; committing: number; expired: number; done: number }; corpus: number } | null = null;
+  private disk: { at: number; tookMs: number; counts: { leased: number; committing: number; expired: number; done: number } } | null = null;
   private diskProblem: string | null = null;
   /** When each active task was first seen held by its executor (task id -> monotonic ms). */
   private readonly taskSeen = new Map<number, number>();
   /** Per remote worker: the bytes read from it last time, and when that number last moved. */
   private readonly heard = new Map<string, { bytes: number; atMs: number }>();
   private findingsCache: FindingRecord[] = [];
+  private findingsReader: FindingsReader | null = null;
   private filesCache: { at: number; tookMs: number; read: ReturnType<CampaignFiles["read"]>; records: FindingRecord[] } | null = null;
   /** The findings directory's mtime when they were read, and when (monotonic ms). */
-  private findingsRead = { mtimeMs: -1, atMs: -Infinity };
+  private findingsRead = { mtimeMs: -1, atMs: -Infinity, tookMs: 0 };
 
   constructor(
     private readonly o: { title: string; live: ExploreLive | null; files: CampaignFiles | null; wallNow?: () => number },
@@ -134,7 +137,7 @@ export class ExploreDashboardSource implements DashboardSource {
   }
 
   failureDetail(id: number): FailureDetail | null {
-    const records = this.o.live ? this.o.live.master.findings.list() : this.o.files!.findings();
+    const records = this.o.live ? this.liveFindings(this.o.live.master) : this.o.files!.findings();
     const g = groupFindings(records)[id - 1];
     if (!g) return null;
     const r = g.records[0]!;
@@ -198,7 +201,7 @@ export class ExploreDashboardSource implements DashboardSource {
           generated,
           unique,
           redundant: Math.max(0, generated - unique),
-          corpus: this.disk?.corpus ?? 0,
+          corpus: m.corpusSeen.size,
           externalInputs: m.external.size,
           skippedExplored: m.skippedExplored,
           problems: m.problems.length,
@@ -206,6 +209,8 @@ export class ExploreDashboardSource implements DashboardSource {
         rates: this.rates(),
         series: this.series(),
         ...findingsView(this.findingsCache),
+        // Every execution of the epoch: the done records (every master's, every session's) when they are newer than this session's count.
+        discovery: exploreDiscovery(this.findingsCache, live.epoch, Math.max(c.observations, this.disk?.counts.done ?? 0)),
         masters: this.masters(live, untilEnd),
         idle: live.role === "single" ? { windowSeconds: live.maxIdleSeconds, remainingSeconds: Number.isFinite(untilEnd) ? Math.max(0, untilEnd / 1000) : null } : null,
         wall: live.wallTimeoutSeconds > 0 ? { budgetSeconds: live.wallTimeoutSeconds, remainingSeconds: Math.max(0, live.wallTimeoutSeconds - elapsed) } : null,
@@ -215,7 +220,8 @@ export class ExploreDashboardSource implements DashboardSource {
 
   /**
    * The findings store (one file per input) is read again when its directory changed, and at
-   * least every FINDINGS_EVERY_MS (an mtime can miss a change made within the same tick).
+   * least every FINDINGS_EVERY_MS (an mtime can miss a change made within the same tick); at
+   * most once every DISK_SHARE times as long as the last read took.
    */
   private readFindings(m: ExploreMaster, now: number): void {
     let mtimeMs = 0;
@@ -224,25 +230,34 @@ export class ExploreDashboardSource implements DashboardSource {
     } catch {
       // No finding yet: the directory is made with the first.
     }
-    if (mtimeMs === this.findingsRead.mtimeMs && now - this.findingsRead.atMs < FINDINGS_EVERY_MS) return;
-    this.findingsCache = m.findings.list();
-    this.findingsRead = { mtimeMs, atMs: now };
+    const since = now - this.findingsRead.atMs;
+    if (mtimeMs === this.findingsRead.mtimeMs && since < FINDINGS_EVERY_MS) return;
+    // Ten thousand records take a while to look over even unchanged: never more than 1/DISK_SHARE of the time.
+    if (since < this.findingsRead.tookMs * DISK_SHARE) return;
+    const start = performance.now();
+    this.findingsCache = this.liveFindings(m);
+    this.findingsRead = { mtimeMs, atMs: now, tookMs: performance.now() - start };
   }
 
-  /** The lease table's counts and the corpus's size, read at most every DISK_EVERY_MS and within DISK_SHARE. */
+  /** The master's findings, the unchanged ones from the last read. */
+  private liveFindings(m: ExploreMaster): FindingRecord[] {
+    this.findingsReader ??= new FindingsReader(m.findings.dir);
+    return this.findingsReader.list();
+  }
+
+  /** The lease table's counts, read at most every DISK_EVERY_MS and within DISK_SHARE. */
   private readDisk(live: ExploreLive, now: number): void {
     if (this.disk && now - this.disk.at < Math.max(DISK_EVERY_MS, this.disk.tookMs * DISK_SHARE)) return;
     const start = live.now();
     try {
       const counts = live.leases.counts(this.wallNow(), live.leaseTtlMs);
-      const corpus = listCorpus(live.corpusDir).length;
-      this.disk = { at: now, tookMs: live.now() - start, counts, corpus };
+      this.disk = { at: now, tookMs: live.now() - start, counts };
       this.diskProblem = null;
     } catch (err) {
       // A corrupt record is the master's to report; the dashboard shows what it last read.
       this.diskProblem = `the lease records could not be read: ${printable((err as Error).message, { max: 200 })}`;
       if (this.disk) this.disk.at = now;
-      else this.disk = { at: now, tookMs: live.now() - start, counts: { leased: 0, committing: 0, expired: 0, done: 0 }, corpus: 0 };
+      else this.disk = { at: now, tookMs: live.now() - start, counts: { leased: 0, committing: 0, expired: 0, done: 0 } };
     }
   }
 
@@ -360,6 +375,7 @@ export class ExploreDashboardSource implements DashboardSource {
         rates: { executionsPerSecond: null, generatedPerSecond: null },
         series: read.series,
         ...findingsView(records),
+        discovery: read.epoch === null ? null : exploreDiscovery(records, read.epoch, read.epochExecutions),
         masters: read.masters.map((rank) => ({ rank, host: null, self: false, phase: "not running" })),
         idle: null,
         wall: null,

@@ -6,7 +6,9 @@
 // A point is [unix seconds, analysis observations, test cases generated, unique children]: the
 // master's own cumulative counters. The file is bounded (MAX_POINTS; when full every other point
 // is dropped, which keeps every rate right over the wider step) and replaced atomically, so a
-// reader never sees half a file. A clean end removes the work directory, never this.
+// reader never sees half a file. A clean end removes the work directory, never this. `corpus` is
+// the number of corpus objects the master knew of at its last point, so that a view of a finished
+// campaign need not list a corpus of a million objects to say how large it is.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { writeFileAtomic } from "../state/durable.ts";
@@ -25,6 +27,8 @@ export interface HistoryFile {
   epoch: string;
   rank: number;
   points: HistoryPoint[];
+  /** Corpus objects the master knew of at the last point (absent in files older than it). */
+  corpus?: number;
 }
 
 export function historyDir(state: string): string {
@@ -54,9 +58,10 @@ export class HistoryWriter {
   private readonly path: string;
   private broken = false;
   private closed = false;
+  private corpus: number | undefined;
 
   constructor(
-    private readonly o: { state: string; epoch: string; rank: number; counters: () => { observations: number; generated: number; claimedChildren: number }; log: (line: string) => void; wallNow?: () => number },
+    private readonly o: { state: string; epoch: string; rank: number; counters: () => { observations: number; generated: number; claimedChildren: number; corpus?: number }; log: (line: string) => void; wallNow?: () => number },
   ) {
     this.path = join(historyDir(o.state), historyName(o.epoch, o.rank));
     this.sample();
@@ -66,6 +71,7 @@ export class HistoryWriter {
 
   private sample(): void {
     const c = this.o.counters();
+    this.corpus = c.corpus;
     addPoint(this.points, [(this.o.wallNow ?? Date.now)() / 1000, c.observations, c.generated, c.claimedChildren]);
     if (++this.sinceWrite >= WRITE_EVERY) this.write();
   }
@@ -75,7 +81,7 @@ export class HistoryWriter {
     if (this.broken) return;
     try {
       mkdirSync(historyDir(this.o.state), { recursive: true, mode: 0o700 });
-      const file: HistoryFile = { schema: HISTORY_SCHEMA, epoch: this.o.epoch, rank: this.o.rank, points: this.points };
+      const file: HistoryFile = { schema: HISTORY_SCHEMA, epoch: this.o.epoch, rank: this.o.rank, points: this.points, ...(this.corpus === undefined ? {} : { corpus: this.corpus }) };
       writeFileAtomic(this.path, JSON.stringify(file) + "\n");
     } catch (err) {
       // The history is for the charts only: a full disk must not stop the campaign; said once.
@@ -90,6 +96,7 @@ export class HistoryWriter {
     this.closed = true;
     clearInterval(this.timer);
     const c = this.o.counters();
+    this.corpus = c.corpus;
     addPoint(this.points, [(this.o.wallNow ?? Date.now)() / 1000, c.observations, c.generated, c.claimedChildren]);
     this.write();
   }

@@ -167,7 +167,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
       now,
       startMs,
     };
-    history = new HistoryWriter({ state, epoch, rank, counters: () => master.counters, log });
+    history = new HistoryWriter({ state, epoch, rank, counters: () => ({ ...master.counters, corpus: master.corpusSeen.size }), log });
     // The HTTP server and the page load only for --ui, not for every campaign's start.
     if (o.ui) {
       const { serveExploreDashboard } = await import("./serve-dashboard.ts");

@@ -2,10 +2,13 @@
 // lease table's `done` records are the commits (they survive a crash and a --resume), the public
 // corpus is what was published, the findings store holds every crash and hang found on this corpus
 // (by any master, in any campaign). Throughput is this session's: the work of this process (or,
-// at the root of several masters, what every master reported) over this session's time.
+// at the root of several masters, what every master reported) over this session's time. The
+// corpus is what the master saw of it (every listing it made and every child it published), held
+// in memory: the statistics never list a corpus of a million objects again at the end.
+import type { DiscoveryEstimate } from "../../core/discovery-estimate.ts";
 import { printable } from "../../core/log-lines.ts";
+import { exploreDiscovery, nextNewSignatureText, totalSignaturesText } from "../../ui/explore-discovery.ts";
 import { checkOutputFile, writeOutputFile, type OutputRules } from "../../files/output-file.ts";
-import { listCorpus } from "../state/corpus.ts";
 import { buildNote, type FindingKind } from "../state/findings.ts";
 import type { HashedFile } from "../state/target-identity.ts";
 import type { LeaseTable } from "../state/lease-table.ts";
@@ -38,6 +41,8 @@ export interface ExploreStats {
   /** Of those, the symbolic links (each name once): skipped, never followed. */
   symlinked_inputs: number;
   findings: FindingsStats;
+  /** When to stop (docs/explore.md): this campaign's executions and the signatures of the findings it made. */
+  discovery: DiscoveryEstimate;
   /** Master rank -> observations it committed. */
   by_master: Record<string, number>;
   elapsed_seconds: number;
@@ -100,7 +105,7 @@ export interface StatsSources {
  * reporting its own; otherwise from the lease table's `done` records.
  */
 export function computeStats(s: StatsSources): ExploreStats {
-  const { leases, master, corpusDir, elapsedSeconds, executors, masters = 1, exchanged = null } = s;
+  const { leases, master, elapsedSeconds, executors, masters = 1, exchanged = null } = s;
   let observations = 0;
   let generated = 0;
   let byMaster: Record<string, number> = {};
@@ -118,9 +123,11 @@ export function computeStats(s: StatsSources): ExploreStats {
       byMaster[rank] = (byMaster[rank] ?? 0) + 1;
     }
   }
-  const corpus = listCorpus(corpusDir);
-  const external = corpus.filter((h) => master.external.has(h)).length;
-  const interesting = corpus.filter((h) => !master.external.has(h) && !master.baseline.has(h)).length;
+  const corpus = master.corpusSeen;
+  let external = 0;
+  for (const h of master.external) if (corpus.has(h)) external++;
+  let interesting = 0;
+  for (const h of corpus) if (!master.external.has(h) && !master.baseline.has(h)) interesting++;
   const records = master.findings.list();
   const id = master.target.identity;
   return {
@@ -156,6 +163,7 @@ export function computeStats(s: StatsSources): ExploreStats {
         not_reproduced_by: r.not_reproduced_by,
       })),
     },
+    discovery: exploreDiscovery(records, master.epoch, observations),
     by_master: byMaster,
     elapsed_seconds: elapsedSeconds,
     masters,
@@ -192,6 +200,8 @@ export function renderStats(s: ExploreStats): string {
     `  analysis by master:      ${(by || "-").padStart(8)}`,
     `  findings:                ${String(s.findings.crashes).padStart(8)} crash(es), ${s.findings.hangs} hang(s) under ${s.findings.groups.length} signature(s)`,
     ...renderFindings(s.findings),
+    `  when to stop:            new signature: ${nextNewSignatureText(s.discovery)}`,
+    `                           signatures: ${totalSignaturesText(s.discovery)} (docs/explore.md)`,
   ];
   const diag = [
     ["invalid results", s.invalid_results],

@@ -157,6 +157,16 @@ export class ExploreMaster {
     });
   }
 
+  /** The campaign (epoch) this master works for. */
+  get epoch(): string {
+    return this.o.epoch;
+  }
+
+  /** Corpus names this master has seen (its listings, hints and the children it published): the corpus as it knows it, for views that must not list it again. */
+  get corpusSeen(): ReadonlySet<string> {
+    return this.observed;
+  }
+
   /** Content hashes seen in the input directory. */
   get external(): ReadonlySet<string> {
     return this.admission.external;

@@ -250,17 +250,68 @@ export class FindingsStore {
       return null;
     }
     try {
-      const { bytes } = pin.readFile(`${hash}.json`, RECORD_BYTES);
-      const r = JSON.parse(bytes.toString("utf8")) as FindingRecord;
-      if (r.schema !== SCHEMA || r.input_hash !== hash || findingProblem(r) !== null) return null;
-      if (!Number.isInteger(r.times_seen) || !Array.isArray(r.fences) || typeof r.signature !== "string") return null;
-      const build = (b: unknown) => (isBuildId(b) ? b : null);
-      return { ...r, first_build: build(r.first_build), last_build: build(r.last_build), not_reproduced_by: build(r.not_reproduced_by) };
-    } catch {
-      return null;
+      return readRecord(pin, hash);
     } finally {
       pin.close();
     }
+  }
+}
+
+/**
+ * The findings of a store, kept between reads for a view that asks again and again (a dashboard):
+ * list() reads the directory and the identity of each record (inode, size, mtime: a record is
+ * only ever replaced by a rename) and reads again only the records that changed or appeared, so a
+ * page refresh while findings arrive costs the new findings, not all ten thousand.
+ */
+export class FindingsReader {
+  private readonly known = new Map<string, { ino: number; size: number; mtimeMs: number; record: FindingRecord | null }>();
+
+  constructor(readonly dir: string) {}
+
+  /** Every valid record, as FindingsStore.list() gives them. */
+  list(): FindingRecord[] {
+    let pin: PinnedDir;
+    try {
+      pin = PinnedDir.openNoFollow(this.dir);
+    } catch {
+      this.known.clear();
+      return [];
+    }
+    const out: FindingRecord[] = [];
+    const present = new Set<string>();
+    try {
+      for (const e of pin.list()) {
+        const m = /^([0-9a-f]{64})\.json$/.exec(e.name);
+        if (!m || e.kind !== "file") continue;
+        const st = pin.lstat(e.name);
+        if (!st?.isFile()) continue;
+        present.add(e.name);
+        let k = this.known.get(e.name);
+        if (!k || k.ino !== st.ino || k.size !== st.size || k.mtimeMs !== st.mtimeMs) {
+          k = { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, record: readRecord(pin, m[1]!) };
+          this.known.set(e.name, k);
+        }
+        if (k.record) out.push(k.record);
+      }
+    } finally {
+      pin.close();
+    }
+    for (const name of this.known.keys()) if (!present.has(name)) this.known.delete(name);
+    return out.sort((a, b) => a.first_seen.localeCompare(b.first_seen) || a.input_hash.localeCompare(b.input_hash));
+  }
+}
+
+/** The record of `hash` in the pinned findings directory; null when absent or invalid. */
+function readRecord(pin: PinnedDir, hash: string): FindingRecord | null {
+  try {
+    const { bytes } = pin.readFile(`${hash}.json`, RECORD_BYTES);
+    const r = JSON.parse(bytes.toString("utf8")) as FindingRecord;
+    if (r.schema !== SCHEMA || r.input_hash !== hash || findingProblem(r) !== null) return null;
+    if (!Number.isInteger(r.times_seen) || !Array.isArray(r.fences) || typeof r.signature !== "string") return null;
+    const build = (b: unknown) => (isBuildId(b) ? b : null);
+    return { ...r, first_build: build(r.first_build), last_build: build(r.last_build), not_reproduced_by: build(r.not_reproduced_by) };
+  } catch {
+    return null;
   }
 }
 
