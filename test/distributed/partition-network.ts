@@ -139,7 +139,13 @@ export function landingDirs(c: Campaign): string[] {
   }
 }
 
-/** A chunk whose padded artifact has landed in part on the coordinator (some pieces, not all), or undefined. */
+/** What must still be missing of an artifact landing in part: two 1 MiB pieces, so the transfer is not about to end. */
+const STILL_TO_COME = 2 * 2 ** 20;
+
+/**
+ * A chunk whose padded artifact has landed in part on the coordinator (some pieces, and at least
+ * two more to come), or undefined.
+ */
 export function landingInPart(c: Campaign, bytes: number): { chunk: number; dir: string } | undefined {
   for (const name of landingDirs(c)) {
     const dir = join(c.outDir, "tmp", name);
@@ -147,7 +153,7 @@ export function landingInPart(c: Campaign, bytes: number): { chunk: number; dir:
     for (const seed of existsSync(failures) ? readdirSync(failures) : []) {
       const file = join(failures, seed, "pad.bin");
       const size = existsSync(file) ? statSync(file).size : 0;
-      if (size > 0 && size < bytes && name.startsWith("chunk-")) return { chunk: Number(name.slice("chunk-".length)), dir };
+      if (size > 0 && size <= bytes - STILL_TO_COME && name.startsWith("chunk-")) return { chunk: Number(name.slice("chunk-".length)), dir };
     }
   }
   return undefined;

@@ -72,10 +72,10 @@ test("the worker's link down past the lease while it runs a chunk, then up: the 
 });
 
 test("the worker's link down in the middle of a chunk's transfer, past the lease, then up: the half-landed files are removed, the rest is not wanted, the chunk is swept again once", async () => {
-  const pad = paddedGenerator(3 * 2 ** 20);
+  const pad = paddedGenerator(4 * 2 ** 20);
   const c = new Campaign({ generator: pad.table, extra: distributedTable({ lease: 2 }), defaults: { chunk_minutes: 0.05, bootstrap_seeds: 100 }, costMs: 20 });
   const net = ownNetwork();
-  // 4 MB/s from the worker: each 3 MiB artifact (4 MiB in base64) takes a second to send, in three puts.
+  // 4 MB/s from the worker: each 4 MiB artifact (5.3 MiB in base64) takes over a second to send, in four puts.
   net.slowUplink("32mbit");
   try {
     const coord = await coordinatorOn(c, net, "30s");

@@ -14,10 +14,10 @@ import { Campaign, distributedTable, finished, waitFor } from "../helpers/campai
 import { coordinatorOn, landingDirs, landingInPart, ownNetwork, paddedGenerator, remoteWorker } from "./partition-network.ts";
 
 test("a worker SIGKILLed mid-transfer: what landed is removed, the chunk is reissued and swept again once with its files whole, nothing ingested twice or in part", async () => {
-  const pad = paddedGenerator(3 * 2 ** 20);
+  const pad = paddedGenerator(4 * 2 ** 20);
   const c = new Campaign({ generator: pad.table, extra: distributedTable({ lease: 20 }), defaults: { chunk_minutes: 0.05, bootstrap_seeds: 100 }, costMs: 20 });
   const net = ownNetwork();
-  // 4 MB/s from the worker: each 3 MiB artifact (4 MiB in base64) takes a second to send, in three puts.
+  // 4 MB/s from the worker: each 4 MiB artifact (5.3 MiB in base64) takes over a second to send, in four puts.
   net.slowUplink("32mbit");
   try {
     const coord = await coordinatorOn(c, net, "30s");
