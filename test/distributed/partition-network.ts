@@ -7,9 +7,8 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { exited, PLANTED, start, waitFor, type Campaign, type Running } from "../helpers/campaign.ts";
+import { CLI, exited, PLANTED, start, waitFor, type Campaign, type Running } from "../helpers/campaign.ts";
 import { campaignToken } from "../helpers/wire.ts";
-import { CLI } from "../helpers/campaign.ts";
 
 let made = 0;
 

@@ -4,8 +4,8 @@
 // lease runs out. After the link heals, a late report counts once (ARCHITECTURE.md §3: a late
 // `done` of a reissued chunk is booked, idempotently) and a transfer cut short is not booked at
 // all: what landed of it is removed and its range swept again. The books audit clean after each
-// (test/helpers/books.ts). Real namespaces (partition-network.ts; needs root, as CI runs), real
-// coordinator, sockets and SQLite.
+// (test/helpers/books.ts). Real namespaces (partition-network.ts; needs root and the system tools
+// "unshare" and ip "netns" with tc, as CI runs), real coordinator, sockets and SQLite.
 import assert from "node:assert/strict";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";

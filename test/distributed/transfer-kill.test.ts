@@ -3,8 +3,8 @@
 // frames; the kill comes once the coordinator holds an artifact in part (the event, not a sleep).
 // The coordinator sees the connection drop, removes what landed, takes the chunk back; another
 // worker sweeps its range again and sends its files whole. Nothing ingested twice or in part, the
-// books audit clean (test/helpers/books.ts). Real namespaces (partition-network.ts; needs root, as
-// CI runs), real coordinator, sockets and SQLite.
+// books audit clean (test/helpers/books.ts). Real namespaces (partition-network.ts; needs root and
+// the system tools "unshare" and ip "netns" with tc, as CI runs), real coordinator, sockets and SQLite.
 import assert from "node:assert/strict";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
