@@ -65,7 +65,4 @@ export function resultsBelowOut(config: Config): string | null {
   return rel.split(sep).join("/");
 }
 
-/** How a worker's files reach the campaign, in the coordinator's words. */
-export function filesWords(files: WorkerFiles): string {
-  return files === "shared" ? "shared directory" : "over the connection (no shared directory)";
-}
+export { filesWords } from "../core/worker-session.ts";

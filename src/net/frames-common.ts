@@ -9,8 +9,11 @@ import { HEX64 } from "../core/message-checks.ts";
  * 2: sweep workers also run minimize units (assign's `minimize`, reported by `done` under their wire ids).
  * 3: a worker says whether it sees the shared directory (prove's `shared_dir`); one that does not
  * gets the transfer terms in `welcome` and sends a unit's files in `put` frames before its `done`.
+ * 4: explore takes workers without the shared directory: the master checks the target build at the
+ *   handshake (challenge's `target`, prove's `target_build`), a task's input travels inline or in
+ *   `fetch`/`piece` frames, and the children travel back in `put` frames before the `result`.
  */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 export const id = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 export const seed = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -63,6 +66,20 @@ export const Challenge = z.strictObject({
     })
     .nullable(),
   app_path: text(4096).nullable(),
+  /**
+   * Explore: the target whose build the worker must prove it runs (explore/state/target-identity.ts):
+   * the argv template, the master's working directory for it, the --target-file paths as given, and
+   * whether the campaign is simulated. Absent for sweeps.
+   */
+  target: z
+    .strictObject({
+      argv: z.array(text(65536)).min(1).max(4096),
+      cwd: text(4096),
+      files: z.array(text(4096)).max(1024),
+      simulate: z.boolean(),
+    })
+    .nullable()
+    .optional(),
 });
 
 export const Prove = z.strictObject({
@@ -78,6 +95,8 @@ export const Prove = z.strictObject({
    * units' files over the connection. Absent means true (a master joining its root sends it too).
    */
   shared_dir: z.boolean().optional(),
+  /** Explore: the target build the worker runs (from the shared directory, or from its own working directory and PATH); null when unreadable (see problem). */
+  target_build: text(64).nullable().optional(),
 });
 
 /** How a worker without the shared directory sends a unit's files: where they lie and the caps. */
@@ -128,6 +147,7 @@ export const Welcome = z.strictObject({
 });
 
 export const Refuse = z.strictObject({ type: z.literal("refuse"), reason: text(8192) });
+export type RefuseFrame = z.infer<typeof Refuse>;
 
 // ---- pulling work (both kinds) ---------------------------------------------------------------
 

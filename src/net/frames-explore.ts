@@ -6,6 +6,12 @@ import { Challenge, hash, id, Refuse, seconds, text, token } from "./frames-comm
 
 // ---- explore work ----------------------------------------------------------------------------
 
+/** The most input bytes a task carries inline; a larger input is fetched piece by piece (`fetch`). */
+export const INLINE_INPUT_MAX = 64 << 10;
+/** The most input bytes one `task` frame carries inline, all its tasks together (its base64 stays under the frame cap). */
+export const INLINE_FRAME_MAX = 1 << 20;
+/** The most input bytes one `piece` carries. */
+export const PIECE_MAX = 1 << 20;
 
 export const TaskItem = z.strictObject({
   task_id: id,
@@ -13,10 +19,29 @@ export const TaskItem = z.strictObject({
   /** The lease token this task was dispatched under; echoed in the result. */
   fence: text(512),
   timeout: seconds,
+  /**
+   * For a worker without the shared directory: the input's size, and its bytes (base64) when they
+   * travel inline; `data` null means the worker fetches them (`fetch`). Absent for a shared worker.
+   */
+  input: z.strictObject({ size: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), data: z.string().max(Math.ceil(INLINE_INPUT_MAX / 3) * 4).nullable() }).optional(),
 });
 export type TaskItemT = z.infer<typeof TaskItem>;
 
 export const Task = z.strictObject({ type: z.literal("task"), tasks: z.array(TaskItem).min(1).max(64) });
+
+/** A worker without the shared directory asks for the bytes of a task's input from `offset` on (answered by `piece`, or `refuse`). */
+export const Fetch = z.strictObject({ type: z.literal("fetch"), task_id: id, offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) });
+export type FetchFrame = z.infer<typeof Fetch>;
+
+/** Bytes of a task's input from `offset` (base64 of at most PIECE_MAX bytes); `size` is the whole input's. An empty `data` before `size` means the task is no longer held. */
+export const Piece = z.strictObject({
+  type: z.literal("piece"),
+  task_id: id,
+  offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  size: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  data: z.string().max(Math.ceil(PIECE_MAX / 3) * 4),
+});
+export type PieceFrame = z.infer<typeof Piece>;
 
 export const ProtocolErrorKind = z.enum(["", "input-copy-error", "input-budget-exceeded", "result-budget-exceeded", "execution-error", "corpus-publication", "interrupted"]);
 

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { printable } from "../core/log-lines.ts";
 import { Challenge, FailuresRequest, Hello, Prove, Refuse, StatusRequest, Welcome, Want, Wait, Drain, Heartbeat, Put, Ack, Stop, StopAck, Bye, TextReply, JsonReply } from "./frames-common.ts";
 import { Assign, Done } from "./frames-sweep.ts";
-import { Task, Result, PeerHello, Roster, PeerStatus, Probe, Vote, Decision, CommitAck, Stats, StatsAck, Release, Abandon } from "./frames-explore.ts";
+import { Task, Result, Fetch, Piece, PeerHello, Roster, PeerStatus, Probe, Vote, Decision, CommitAck, Stats, StatsAck, Release, Abandon } from "./frames-explore.ts";
 
 export * from "./frames-common.ts";
 export * from "./frames-sweep.ts";
@@ -17,10 +17,12 @@ export * from "./frames-explore.ts";
 export const FirstFrame = z.discriminatedUnion("type", [Hello, StatusRequest, FailuresRequest, PeerHello]);
 /** Frames a worker may send after the handshake. */
 export const WorkerFrame = z.discriminatedUnion("type", [Want, Heartbeat, Done, Result, StopAck, Bye]);
-/** What a worker may send after the handshake to a campaign that takes files over the connection (a sweep). */
-export const WorkerFrameOrPut = z.discriminatedUnion("type", [Want, Heartbeat, Done, Result, StopAck, Bye, Put]);
+/** What a worker may send after the handshake to a campaign that takes files over the connection (its units' files in `put`; explore's inputs by `fetch`). */
+export const WorkerFrameOrPut = z.discriminatedUnion("type", [Want, Heartbeat, Done, Result, StopAck, Bye, Put, Fetch]);
 /** Frames a coordinator may send to a worker in reply to a request. */
 export const CoordinatorReply = z.discriminatedUnion("type", [Assign, Task, Wait, Drain, Ack, Stop, Bye, Refuse]);
+/** What a master answers a `fetch` with. */
+export const FetchReply = z.discriminatedUnion("type", [Piece, Refuse]);
 export const HandshakeReply = z.discriminatedUnion("type", [Challenge, Welcome, Refuse]);
 export const ReadReply = z.discriminatedUnion("type", [TextReply, JsonReply, Refuse]);
 
@@ -69,6 +71,8 @@ export type Frame =
   | z.infer<typeof Heartbeat>
   | z.infer<typeof Done>
   | z.infer<typeof Put>
+  | z.infer<typeof Fetch>
+  | z.infer<typeof Piece>
   | z.infer<typeof Task>
   | z.infer<typeof Result>
   | z.infer<typeof Ack>

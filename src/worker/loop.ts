@@ -13,7 +13,8 @@
 // reply, each put renews every lease the worker holds on the coordinator, and a piece is at most
 // the welcome's piece_bytes. A reply that refuses or a lost connection is a lost coordinator; a
 // file that cannot be read ends the sending early (the report's account then falls short and the
-// coordinator books nothing of the unit).
+// coordinator books nothing of the unit). Likewise, what the units of a reply need (an explore
+// input too large to travel with its task) is fetched, request by request, before they start.
 //
 // Every line this loop logs carries what the coordinator sent (lanes, notes, reasons): each goes
 // through printable(), so a coordinator's text cannot move the cursor or forge a line.
@@ -24,7 +25,7 @@ import { PullLoop, type PullAction, type PullOutcome } from "../core/pull-loop.t
 // A lost coordinator is a runtime error (4); 1 is reserved for newly distinct failures.
 import { EXIT } from "../exit-codes.ts";
 import type { Connection } from "../net/connection.ts";
-import { CoordinatorReply, type CoordinatorReplyT, type Frame, type PutFrame, type WelcomeFrame } from "../net/messages.ts";
+import { CoordinatorReply, FetchReply, type CoordinatorReplyT, type FetchFrame, type Frame, type PieceFrame, type PutFrame, type RefuseFrame, type WelcomeFrame } from "../net/messages.ts";
 import { WakeablePause } from "../util/pause.ts";
 
 const REQUEST_TIMEOUT_MS = 60_000;
@@ -46,6 +47,8 @@ export interface UnitRunner<U> {
   cleanup(unit: U): void;
   /** The files to send before the report of unit `id` (a worker without the shared directory), or null. */
   outbox?(id: number): AsyncIterable<PutFrame> | null;
+  /** Brings over the connection what the units of a reply need before they run (explore inputs without the shared directory). */
+  prepare?(reply: CoordinatorReplyT, request: (f: FetchFrame) => Promise<PieceFrame | RefuseFrame>): Promise<void>;
 }
 
 const EXIT_OF: Record<PullOutcome, number> = {
@@ -119,10 +122,13 @@ export class WorkerLoop<U> {
       switch (a.kind) {
         case "request": {
           const frame = a.frame;
-          const files = frame.type === "done" ? (this.runner.outbox?.(frame.chunk_id) ?? null) : null;
+          const unit = frame.type === "done" ? frame.chunk_id : frame.type === "result" ? frame.task_id : null;
+          const files = unit !== null ? (this.runner.outbox?.(unit) ?? null) : null;
           const sent = files ? this.sendFiles(files) : Promise.resolve();
+          const prepare = this.runner.prepare?.bind(this.runner);
           next = sent
             .then(() => this.conn.request(frame, CoordinatorReply, REQUEST_TIMEOUT_MS))
+            .then((reply) => (prepare ? prepare(reply, (f) => this.conn.request(f, FetchReply, REQUEST_TIMEOUT_MS)).then(() => reply) : reply))
             .then(
               (reply) => this.machine.replied(reply, this.now()),
               (err: Error) => this.machine.lost(err.message),
