@@ -9,9 +9,9 @@
 // reports; a unit stopped before reporting prints nothing of its own (the stop's lines say it).
 //
 // A unit with files to send (a worker without the shared directory) sends them in `put` frames,
-// each a request answered by an ack, right before its report: the loop stays strictly request ->
-// reply, each put renews every lease the worker holds on the coordinator, and a piece is at most
-// the welcome's piece_bytes. A reply that refuses or a lost connection is a lost coordinator; a
+// each answered by an ack (up to PUTS_IN_FLIGHT ahead of their acks, every ack read before the
+// report), right before its report: each put renews every lease the worker holds on the
+// coordinator, and a piece is at most the welcome's piece_bytes. A reply that refuses or a lost connection is a lost coordinator; a
 // file that cannot be read ends the sending early (the report's account then falls short and the
 // coordinator books nothing of the unit). Likewise, what the units of a reply need (an explore
 // input too large to travel with its task) is fetched, request by request, before they start.
@@ -29,6 +29,8 @@ import { CoordinatorReply, FetchReply, type CoordinatorReplyT, type FetchFrame, 
 import { WakeablePause } from "../util/pause.ts";
 
 const REQUEST_TIMEOUT_MS = 60_000;
+/** Puts sent ahead of their acks: at most this many pieces are buffered toward the coordinator. */
+const PUTS_IN_FLIGHT = 4;
 /** The longest line the loop logs. */
 const LINE_MAX_CHARS = 2000;
 /** A pause with no deadline (waiting for children) still needs a timer value; an event ends it. */
@@ -166,24 +168,37 @@ export class WorkerLoop<U> {
     return next;
   }
 
-  /** Sends a unit's files, piece by piece; rejects only when the coordinator is lost or refuses them. */
+  /**
+   * Sends a unit's files, piece by piece, up to PUTS_IN_FLIGHT puts ahead of their acks (a round
+   * trip per piece would cost a small child as much as its task); rejects only when the
+   * coordinator is lost or refuses them. Every ack is read before the report goes out.
+   */
   private async sendFiles(files: AsyncIterable<PutFrame>): Promise<void> {
     const it = files[Symbol.asyncIterator]();
+    let inFlight = 0;
+    let more = true;
+    const ack = async (): Promise<void> => {
+      const reply = await this.conn.receive(CoordinatorReply, REQUEST_TIMEOUT_MS);
+      inFlight--;
+      if (reply.type === "refuse") throw new Error(`the coordinator refused the files: ${reply.reason}`);
+      // Taken back meanwhile (or Ctrl-C): the rest is not wanted; the report tells what was sent.
+      if ((reply.type === "ack" && reply.note === "not held") || this.o.signal.aborted) more = false;
+    };
     try {
-      for (;;) {
+      while (more) {
         let step: IteratorResult<PutFrame>;
         try {
           step = await it.next();
         } catch (err) {
           this.say(`  stopped sending files: ${(err as Error).message}`);
-          return;
+          break;
         }
-        if (step.done) return;
-        const reply = await this.conn.request(step.value, CoordinatorReply, REQUEST_TIMEOUT_MS);
-        if (reply.type === "refuse") throw new Error(`the coordinator refused the files: ${reply.reason}`);
-        // Taken back meanwhile (or Ctrl-C): the rest is not wanted; the report tells what was sent.
-        if ((reply.type === "ack" && reply.note === "not held") || this.o.signal.aborted) return;
+        if (step.done) break;
+        this.conn.send(step.value);
+        inFlight++;
+        if (inFlight >= PUTS_IN_FLIGHT) await ack();
       }
+      while (inFlight > 0) await ack();
     } finally {
       await it.return?.();
     }
