@@ -193,7 +193,10 @@ export class ExploreWorkerProtocol implements WorkProtocol<ExploreWorker> {
       case "result": {
         if (w.refused !== null) return { type: "refuse", reason: w.refused };
         w.inputs.delete(f.task_id);
-        if (w.landing) {
+        if (w.landing && !master.activeOn(w.key).includes(f.task_id)) {
+          // Taken back meanwhile (its puts were answered "not held"): the result is stale, nothing of it lands.
+          w.landing.drop(f.task_id);
+        } else if (w.landing) {
           // Only a result whose children all landed, and nothing else, reaches the stage check.
           const problem = w.landing.settle(f.task_id, f.staging_id, f.new_hashes);
           if (problem !== null) return this.refuseFiles(w, `the children of task ${f.task_id} are not taken: ${problem}`);
