@@ -5,7 +5,6 @@
 import { isAbsolute, join, relative, sep } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { TRANSFER_DEFAULTS } from "../config/schema.ts";
-import type { WorkerFiles } from "../core/worker-session.ts";
 import { resultsDir } from "../generator/command.ts";
 import { insideOf } from "../generator/identity.ts";
 import { heldUnit, type ProveFrame, type TransferTermsT } from "../net/messages.ts";
