@@ -279,11 +279,15 @@ export class ExploreWorkerProtocol implements WorkProtocol<ExploreWorker> {
   }
 }
 
-/** A corpus object opened for reading (never through a symlink), or null when it cannot be. */
+/** A corpus object opened for reading (never through a symlink, never blocking on a FIFO), or null when it is no regular file. */
 function openInput(corpusDir: string, hash: string): number | null {
+  let fd: number;
   try {
-    return openSync(join(corpusDir, hash), constants.O_RDONLY | constants.O_NOFOLLOW);
+    fd = openSync(join(corpusDir, hash), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch {
     return null;
   }
+  if (fstatSync(fd).isFile()) return fd;
+  closeSync(fd);
+  return null;
 }
