@@ -9,8 +9,8 @@
 // reports; a unit stopped before reporting prints nothing of its own (the stop's lines say it).
 //
 // A unit with files to send (a worker without the shared directory) sends them in `put` frames,
-// each answered by an ack (up to PUTS_IN_FLIGHT ahead of their acks, every ack read before the
-// report), right before its report: each put renews every lease the worker holds on the
+// each answered by an ack (up to PUTS_IN_FLIGHT ahead of their acks; the report follows the
+// last put at once, and the acks still due are read before its reply), right before its report: each put renews every lease the worker holds on the
 // coordinator, and a piece is at most the welcome's piece_bytes. A reply that refuses or a lost connection is a lost coordinator; a
 // file that cannot be read ends the sending early (the report's account then falls short and the
 // coordinator books nothing of the unit). Likewise, what the units of a reply need (an explore
@@ -126,10 +126,15 @@ export class WorkerLoop<U> {
           const frame = a.frame;
           const unit = frame.type === "done" ? frame.chunk_id : frame.type === "result" ? frame.task_id : null;
           const files = unit !== null ? (this.runner.outbox?.(unit) ?? null) : null;
-          const sent = files ? this.sendFiles(files) : Promise.resolve();
+          const sent = files ? this.sendFiles(files) : Promise.resolve(0);
           const prepare = this.runner.prepare?.bind(this.runner);
           next = sent
-            .then(() => this.conn.request(frame, CoordinatorReply, REQUEST_TIMEOUT_MS))
+            .then(async (unacked) => {
+              // The report follows its last puts at once; their acks come first, in order.
+              this.conn.send(frame);
+              for (let i = 0; i < unacked; i++) await this.putAcked();
+              return this.conn.receive(CoordinatorReply, REQUEST_TIMEOUT_MS);
+            })
             .then((reply) => (prepare ? prepare(reply, (f) => this.conn.request(f, FetchReply, REQUEST_TIMEOUT_MS)).then(() => reply) : reply))
             .then(
               (reply) => this.machine.replied(reply, this.now()),
@@ -170,38 +175,39 @@ export class WorkerLoop<U> {
 
   /**
    * Sends a unit's files, piece by piece, up to PUTS_IN_FLIGHT puts ahead of their acks (a round
-   * trip per piece would cost a small child as much as its task); rejects only when the
-   * coordinator is lost or refuses them. Every ack is read before the report goes out.
+   * trip per piece would cost a small child as much as its task); resolves with how many acks are
+   * still to be read (right after the report is sent: acks come in order), rejects only when the
+   * coordinator is lost or refuses them.
    */
-  private async sendFiles(files: AsyncIterable<PutFrame>): Promise<void> {
+  private async sendFiles(files: AsyncIterable<PutFrame>): Promise<number> {
     const it = files[Symbol.asyncIterator]();
     let inFlight = 0;
-    let more = true;
-    const ack = async (): Promise<void> => {
-      const reply = await this.conn.receive(CoordinatorReply, REQUEST_TIMEOUT_MS);
-      inFlight--;
-      if (reply.type === "refuse") throw new Error(`the coordinator refused the files: ${reply.reason}`);
-      // Taken back meanwhile (or Ctrl-C): the rest is not wanted; the report tells what was sent.
-      if ((reply.type === "ack" && reply.note === "not held") || this.o.signal.aborted) more = false;
-    };
     try {
-      while (more) {
+      for (;;) {
         let step: IteratorResult<PutFrame>;
         try {
           step = await it.next();
         } catch (err) {
           this.say(`  stopped sending files: ${(err as Error).message}`);
-          break;
+          return inFlight;
         }
-        if (step.done) break;
+        if (step.done) return inFlight;
         this.conn.send(step.value);
-        inFlight++;
-        if (inFlight >= PUTS_IN_FLIGHT) await ack();
+        if (++inFlight < PUTS_IN_FLIGHT) continue;
+        inFlight--;
+        // Taken back meanwhile (or Ctrl-C): the rest is not wanted; the report tells what was sent.
+        if (!(await this.putAcked()) || this.o.signal.aborted) return inFlight;
       }
-      while (inFlight > 0) await ack();
     } finally {
       await it.return?.();
     }
+  }
+
+  /** Reads one put's ack: false when the unit is no longer held; throws when the coordinator refused the files. */
+  private async putAcked(): Promise<boolean> {
+    const reply = await this.conn.receive(CoordinatorReply, REQUEST_TIMEOUT_MS);
+    if (reply.type === "refuse") throw new Error(`the coordinator refused the files: ${reply.reason}`);
+    return !(reply.type === "ack" && reply.note === "not held");
   }
 
   private start(unit: U): void {
