@@ -1,6 +1,8 @@
 // Every frame of the wire, as strict schemas (docs/protocol.md documents each one). A frame
 // that does not match its schema exactly — unknown type, a missing or an extra field, a wrong
-// type — is refused with the reason, and the connection is closed.
+// type — is refused with the reason, and the connection is closed. The one entry point of the
+// wire's schemas: the frames live by seam in frames-common.ts (handshake, pulling work, put,
+// shutdown), frames-sweep.ts and frames-explore.ts; what each side accepts, and check(), are here.
 import { z } from "zod";
 import { printable } from "../core/log-lines.ts";
 import { Challenge, FailuresRequest, Hello, Prove, Refuse, StatusRequest, Welcome, Want, Wait, Drain, Heartbeat, Put, Ack, Stop, StopAck, Bye, TextReply, JsonReply } from "./frames-common.ts";
