@@ -17,7 +17,7 @@
 //   screening | proving | checking-proof | admitting --no, or a bad frame, deadline, peer gone-->
 //       closed (refused)
 //   serving --want | heartbeat while its stop is asked--> serving [stop {token}]
-//   serving --want | heartbeat | done | result | put--> handling --reply--> serving
+//   serving --want | heartbeat | done | result | put | fetch--> handling --reply--> serving
 //   serving --exact stop_ack | bye | wrong stop_ack | bad frame | silence | peer gone--> closed [detach]
 //   handling --the campaign failed--> closed [detach]
 //
@@ -36,12 +36,17 @@ export type FirstFrameView =
   | { type: "peer_hello"; host: string };
 export type ProveView = { type: "prove"; nonce: string | null; problem: string | null; shared_dir?: boolean };
 /** What the machine reads of a validated frame from an admitted worker. */
-export type WorkFrameView = { type: "want" | "heartbeat" | "done" | "result" | "put" } | { type: "stop_ack"; token: string } | { type: "bye"; reason: string };
+export type WorkFrameView = { type: "want" | "heartbeat" | "done" | "result" | "put" | "fetch" } | { type: "stop_ack"; token: string } | { type: "bye"; reason: string };
 /**
  * Where a worker's units keep their files: in the shared campaign directory, or in a scratch
  * directory of its own, the files then travelling over the connection (docs/distributed.md).
  */
 export type WorkerFiles = "shared" | "transfer";
+
+/** How a worker's files reach the campaign, in the words of its coordinator's or master's lines. */
+export function filesWords(files: WorkerFiles): string {
+  return files === "shared" ? "shared directory" : "over the connection (no shared directory)";
+}
 
 export type Checked<F> = { ok: true; frame: F } | { ok: false; reason: string };
 
@@ -79,7 +84,7 @@ export type Question<First, Prove, Work> =
   | { to: "proof"; prove: Prove; files: WorkerFiles }
   | { to: "admit"; hello: First & { type: "hello" }; slots: number; files: WorkerFiles }
   /** A request or a report; `stopping`: the worker's stop was asked (a report is still booked). */
-  | { to: "handle"; frame: Work & { type: "want" | "heartbeat" | "done" | "result" | "put" }; stopping: boolean };
+  | { to: "handle"; frame: Work & { type: "want" | "heartbeat" | "done" | "result" | "put" | "fetch" }; stopping: boolean };
 
 export type Answer<Reply> =
   | { to: "read"; reply: Reply }
@@ -293,8 +298,8 @@ export class WorkerSession<First extends FirstFrameView, Prove extends ProveView
     if (isWork(frame, "bye")) {
       return this.leave(`said goodbye (${printable(frame.reason, { max: 200 })})`, [{ kind: "send", frame: { type: "bye", reason: "goodbye" } }]);
     }
-    assert.ok(isWork(frame, "want", "heartbeat", "done", "result", "put"), `validate.work passed a '${frame.type}' frame`);
-    if (frame.type === "put" && this.files !== "transfer") return this.protocolError("'put' comes only from a worker without the shared directory");
+    assert.ok(isWork(frame, "want", "heartbeat", "done", "result", "put", "fetch"), `validate.work passed a '${frame.type}' frame`);
+    if ((frame.type === "put" || frame.type === "fetch") && this.files !== "transfer") return this.protocolError(`'${frame.type}' comes only from a worker without the shared directory`);
     const stopping = this.ledger.state(label) === "stopping";
     // Reports are consumed even while stopping; requests for more get the stop instead.
     if (stopping && (frame.type === "want" || frame.type === "heartbeat")) {

@@ -5,7 +5,6 @@
 import { isAbsolute, join, relative, sep } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { TRANSFER_DEFAULTS } from "../config/schema.ts";
-import type { WorkerFiles } from "../core/worker-session.ts";
 import { resultsDir } from "../generator/command.ts";
 import { insideOf } from "../generator/identity.ts";
 import { heldUnit, type ProveFrame, type TransferTermsT } from "../net/messages.ts";
@@ -65,7 +64,4 @@ export function resultsBelowOut(config: Config): string | null {
   return rel.split(sep).join("/");
 }
 
-/** How a worker's files reach the campaign, in the coordinator's words. */
-export function filesWords(files: WorkerFiles): string {
-  return files === "shared" ? "shared directory" : "over the connection (no shared directory)";
-}
+export { filesWords } from "../core/worker-session.ts";

@@ -5,12 +5,12 @@
 // server's (net/worker-server.ts, driving core/worker-session.ts).
 //
 // Per worker the server calls, in this order: closedToNewWorkers, challenge, checkProof, admit,
-// welcome; then handle for every request or report (receive for a `put`, from a worker without
-// the shared directory, where the campaign takes files); then detach, exactly once, however the
+// welcome; then handle for every request or report (receive for a `put` and fetch for a `fetch`,
+// from a worker without the shared directory, where the campaign takes files); then detach, exactly once, however the
 // connection ended (also after an exact stop_ack). Nothing is called concurrently for one worker.
 import type { Connection } from "./connection.ts";
 import type { WorkerFiles } from "../core/worker-session.ts";
-import type { ChallengeFrame, CoordinatorReplyT, ExploreSetupT, FailuresRequestFrame, HelloFrame, ProveFrame, PutFrame, TransferTermsT, WorkerFrameT } from "./messages.ts";
+import type { ChallengeFrame, CoordinatorReplyT, ExploreSetupT, FailuresRequestFrame, FetchFrame, Frame, HelloFrame, ProveFrame, PutFrame, TransferTermsT, WorkerFrameT } from "./messages.ts";
 
 export type ReadReply = { type: "text"; text: string } | { type: "json"; data: unknown };
 
@@ -77,6 +77,8 @@ export interface WorkerService<W extends AttachedWorker> {
   handle(w: W, frame: WorkRequest, stopping: boolean): Promise<CoordinatorReplyT>;
   /** One piece of a unit's file from a worker without the shared directory (only where takesTransfer). */
   receive?(w: W, put: PutFrame, stopping: boolean): Promise<CoordinatorReplyT>;
+  /** A piece of a task's input for a worker without the shared directory (explore): `piece`, or `refuse`. Absent: refused. */
+  fetch?(w: W, f: FetchFrame): Promise<Frame>;
   /** The worker is gone: take its work back. */
   detach(w: W, why: string): Promise<void>;
 }

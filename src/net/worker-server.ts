@@ -292,6 +292,7 @@ export class WorkerServer<W extends AttachedWorker> {
           const f = q.frame;
           // The machine passes a put only from a worker admitted without the shared directory, which only a campaign that receives files admits.
           if (f.type === "put") return { to: "handle", reply: await p.receive!(link.worker!, f, q.stopping) };
+          if (f.type === "fetch") return { to: "handle", reply: p.fetch ? await p.fetch(link.worker!, f) : { type: "refuse", reason: "this campaign serves no inputs; 'fetch' belongs to explore workers" } };
           return { to: "handle", reply: await p.handle(link.worker!, f, q.stopping) };
         }
       }

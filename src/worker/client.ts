@@ -1,7 +1,8 @@
 // The `worker` client: find the campaign token and dial the coordinator or explore master
 // (waiting, within one --wait budget, for either that is not there yet), prove it sees the same
 // shared directory (and generator), or say that it does not and prove that its own copy of the
-// generator (below its working directory) is the same; then run the campaign's units in
+// generator (below its working directory) is the same — for an explore master, the target build
+// it would run, found the same way; then run the campaign's units in
 // WorkerLoop. The campaign kind, and how a worker without the shared directory sends its files,
 // come from `welcome`. It never reads a config or a store: what it needs travels in the handshake.
 import { hostname as osHostname } from "node:os";
@@ -17,6 +18,7 @@ import { WorkerLoop, type UnitRunner } from "./loop.ts";
 import { SweepRunner } from "./sweep-runner.ts";
 import { ExploreRunner } from "./explore-runner.ts";
 import { proveIdentity } from "../generator/identity.ts";
+import { provenTarget } from "../explore/state/target-identity.ts";
 import { z } from "zod";
 
 const REQUEST_TIMEOUT_MS = 60_000;
@@ -58,7 +60,14 @@ export async function handshake(
   );
   if (first.type === "refuse") throw new RefusedError(`${who} refused this worker:\n  ${printable(first.reason, { max: 2000 })}`);
   if (first.type !== "challenge") throw new RuntimeFailure(`unexpected handshake reply '${first.type}'`);
-  const prove = proveIdentity(first, o.workDir ?? process.cwd());
+  const ownDir = o.workDir ?? process.cwd();
+  const prove = proveIdentity(first, ownDir);
+  if (first.target) {
+    // An explore master checks the target build this worker would run, where it would run it.
+    const target = provenTarget(first.target, prove.shared_dir !== false, ownDir, process.env.PATH);
+    prove.target_build = target.build;
+    if (target.problem !== null) prove.problem = [prove.problem, target.problem].filter((p) => p !== null).join("; ").slice(0, 2000);
+  }
   const reply = await conn.request(prove, z.discriminatedUnion("type", [Welcome, Refuse]), REQUEST_TIMEOUT_MS);
   if (reply.type === "refuse") throw new RefusedError(`${who} refused this worker:\n  ${printable(reply.reason, { max: 2000 })}`);
   const shared = prove.shared_dir !== false;
@@ -107,7 +116,8 @@ export async function runWorker(o: WorkerOptions): Promise<number> {
   );
   let runner: ExploreRunner | SweepRunner;
   try {
-    runner = welcome.explore ? new ExploreRunner(welcome.explore, o.log) : new SweepRunner(welcome.transfer ? { workDir, terms: welcome.transfer } : null);
+    const transfer = welcome.transfer ? { workDir, terms: welcome.transfer } : null;
+    runner = welcome.explore ? new ExploreRunner(welcome.explore, o.log, transfer) : new SweepRunner(transfer);
   } catch (err) {
     // A worker that refuses to serve (another target build) tells the master why before it leaves.
     if (err instanceof RefusedError) conn.send({ type: "bye", reason: err.message.slice(0, 500) });

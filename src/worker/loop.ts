@@ -9,11 +9,12 @@
 // reports; a unit stopped before reporting prints nothing of its own (the stop's lines say it).
 //
 // A unit with files to send (a worker without the shared directory) sends them in `put` frames,
-// each a request answered by an ack, right before its report: the loop stays strictly request ->
-// reply, each put renews every lease the worker holds on the coordinator, and a piece is at most
-// the welcome's piece_bytes. A reply that refuses or a lost connection is a lost coordinator; a
+// each answered by an ack (up to PUTS_IN_FLIGHT ahead of their acks; the report follows the
+// last put at once, and the acks still due are read before its reply), right before its report: each put renews every lease the worker holds on the
+// coordinator, and a piece is at most the welcome's piece_bytes. A reply that refuses or a lost connection is a lost coordinator; a
 // file that cannot be read ends the sending early (the report's account then falls short and the
-// coordinator books nothing of the unit).
+// coordinator books nothing of the unit). Likewise, what the units of a reply need (an explore
+// input too large to travel with its task) is fetched, request by request, before they start.
 //
 // Every line this loop logs carries what the coordinator sent (lanes, notes, reasons): each goes
 // through printable(), so a coordinator's text cannot move the cursor or forge a line.
@@ -24,10 +25,12 @@ import { PullLoop, type PullAction, type PullOutcome } from "../core/pull-loop.t
 // A lost coordinator is a runtime error (4); 1 is reserved for newly distinct failures.
 import { EXIT } from "../exit-codes.ts";
 import type { Connection } from "../net/connection.ts";
-import { CoordinatorReply, type CoordinatorReplyT, type Frame, type PutFrame, type WelcomeFrame } from "../net/messages.ts";
+import { CoordinatorReply, FetchReply, type CoordinatorReplyT, type FetchFrame, type Frame, type PieceFrame, type PutFrame, type RefuseFrame, type WelcomeFrame } from "../net/messages.ts";
 import { WakeablePause } from "../util/pause.ts";
 
 const REQUEST_TIMEOUT_MS = 60_000;
+/** Puts sent ahead of their acks: at most this many pieces are buffered toward the coordinator. */
+const PUTS_IN_FLIGHT = 4;
 /** The longest line the loop logs. */
 const LINE_MAX_CHARS = 2000;
 /** A pause with no deadline (waiting for children) still needs a timer value; an event ends it. */
@@ -46,6 +49,8 @@ export interface UnitRunner<U> {
   cleanup(unit: U): void;
   /** The files to send before the report of unit `id` (a worker without the shared directory), or null. */
   outbox?(id: number): AsyncIterable<PutFrame> | null;
+  /** Brings over the connection what the units of a reply need before they run (explore inputs without the shared directory). */
+  prepare?(reply: CoordinatorReplyT, request: (f: FetchFrame) => Promise<PieceFrame | RefuseFrame>): Promise<void>;
 }
 
 const EXIT_OF: Record<PullOutcome, number> = {
@@ -119,10 +124,18 @@ export class WorkerLoop<U> {
       switch (a.kind) {
         case "request": {
           const frame = a.frame;
-          const files = frame.type === "done" ? (this.runner.outbox?.(frame.chunk_id) ?? null) : null;
-          const sent = files ? this.sendFiles(files) : Promise.resolve();
+          const unit = frame.type === "done" ? frame.chunk_id : frame.type === "result" ? frame.task_id : null;
+          const files = unit !== null ? (this.runner.outbox?.(unit) ?? null) : null;
+          const sent = files ? this.sendFiles(files) : Promise.resolve(0);
+          const prepare = this.runner.prepare?.bind(this.runner);
           next = sent
-            .then(() => this.conn.request(frame, CoordinatorReply, REQUEST_TIMEOUT_MS))
+            .then(async (unacked) => {
+              // The report follows its last puts at once; their acks come first, in order.
+              this.conn.send(frame);
+              for (let i = 0; i < unacked; i++) await this.putAcked();
+              return this.conn.receive(CoordinatorReply, REQUEST_TIMEOUT_MS);
+            })
+            .then((reply) => (prepare ? prepare(reply, (f) => this.conn.request(f, FetchReply, REQUEST_TIMEOUT_MS)).then(() => reply) : reply))
             .then(
               (reply) => this.machine.replied(reply, this.now()),
               (err: Error) => this.machine.lost(err.message),
@@ -160,9 +173,15 @@ export class WorkerLoop<U> {
     return next;
   }
 
-  /** Sends a unit's files, piece by piece; rejects only when the coordinator is lost or refuses them. */
-  private async sendFiles(files: AsyncIterable<PutFrame>): Promise<void> {
+  /**
+   * Sends a unit's files, piece by piece, up to PUTS_IN_FLIGHT puts ahead of their acks (a round
+   * trip per piece would cost a small child as much as its task); resolves with how many acks are
+   * still to be read (right after the report is sent: acks come in order), rejects only when the
+   * coordinator is lost or refuses them.
+   */
+  private async sendFiles(files: AsyncIterable<PutFrame>): Promise<number> {
     const it = files[Symbol.asyncIterator]();
+    let inFlight = 0;
     try {
       for (;;) {
         let step: IteratorResult<PutFrame>;
@@ -170,17 +189,25 @@ export class WorkerLoop<U> {
           step = await it.next();
         } catch (err) {
           this.say(`  stopped sending files: ${(err as Error).message}`);
-          return;
+          return inFlight;
         }
-        if (step.done) return;
-        const reply = await this.conn.request(step.value, CoordinatorReply, REQUEST_TIMEOUT_MS);
-        if (reply.type === "refuse") throw new Error(`the coordinator refused the files: ${reply.reason}`);
+        if (step.done) return inFlight;
+        this.conn.send(step.value);
+        if (++inFlight < PUTS_IN_FLIGHT) continue;
+        inFlight--;
         // Taken back meanwhile (or Ctrl-C): the rest is not wanted; the report tells what was sent.
-        if ((reply.type === "ack" && reply.note === "not held") || this.o.signal.aborted) return;
+        if (!(await this.putAcked()) || this.o.signal.aborted) return inFlight;
       }
     } finally {
       await it.return?.();
     }
+  }
+
+  /** Reads one put's ack: false when the unit is no longer held; throws when the coordinator refused the files. */
+  private async putAcked(): Promise<boolean> {
+    const reply = await this.conn.receive(CoordinatorReply, REQUEST_TIMEOUT_MS);
+    if (reply.type === "refuse") throw new Error(`the coordinator refused the files: ${reply.reason}`);
+    return !(reply.type === "ack" && reply.note === "not held");
   }
 
   private start(unit: U): void {

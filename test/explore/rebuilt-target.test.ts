@@ -142,7 +142,7 @@ test("a finding a rebuilt target does not reproduce says so in the statistics, f
   }
 });
 
-test("a remote worker that sees another target build refuses to serve with exit 3 naming both builds; the master says why; one that sees the same build serves", async () => {
+test("a remote worker that sees another target build is refused at the handshake by the master (exit 3, naming both builds); the master logs why; one that sees the same build serves", async () => {
   const e = new ExploreDir();
   const TOKEN = "identity-test-token-0123456789";
   try {
@@ -171,15 +171,15 @@ test("a remote worker that sees another target build refuses to serve with exit 
     const other = worker(otherBin);
     assert.equal(await other.done, 3, other.out());
     const buildM = BUILD_LINE.exec(master.output())![1]!;
-    const m = /fuzzfleet: target differs: the master runs build ([0-9a-f]{12}), this worker sees build ([0-9a-f]{12});/.exec(other.out());
+    const m = /refused this worker:\s+target build differs \(worker build ([0-9a-f]{12}), master build ([0-9a-f]{12})\): the worker resolves the target in the shared directory/.exec(other.out());
     assert.ok(m, other.out());
-    assert.equal(m[1], buildM);
-    assert.notEqual(m[2], buildM);
+    assert.equal(m[2], buildM);
+    assert.notEqual(m[1], buildM);
     const honest = worker(masterBin);
     const ended = await master.done;
     assert.equal(ended.code, 0, master.output());
     assert.equal(await honest.done, 0, honest.out());
-    assert.match(master.output(), new RegExp(`said goodbye \\(target differs: the master runs build ${buildM}, this worker sees build ${m[2]};`));
+    assert.match(master.output(), new RegExp(`REFUSED 127\\.0\\.0\\.1:\\d+ — target build differs \\(worker build ${m[1]}, master build ${buildM}\\)`));
     assert.equal(e.stats().observations, 1, "the worker that sees the same build ran the input");
   } finally {
     e.cleanup();

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { after, describe, test } from "node:test";
 import { ExploreWorkerProtocol } from "../../src/explore/fleet/worker-protocol.ts";
+import { targetIdentity } from "../../src/explore/state/target-identity.ts";
 import { PeerClosed } from "../../src/errors.ts";
 import type { Connection } from "../../src/net/connection.ts";
 import type { CoordinatorReplyT, Frame } from "../../src/net/messages.ts";
@@ -136,7 +137,7 @@ const explore: Backend = {
       master,
       token: TOKEN,
       nonce,
-      setup: { corpusDir, target: ["true"], targetCwd: dir, targetBuild: "0123456789ab", targetFiles: [], simulate: false, budgets: { maxChildren: 16, maxResultBytes: 1 << 20, maxInputBytes: 1 << 20 } },
+      setup: { corpusDir, target: ["true"], targetCwd: dir, targetBuild: targetIdentity({ argv: ["true"], cwd: dir, files: [], path: process.env.PATH, simulate: false }).build, targetFiles: [], simulate: false, budgets: { maxChildren: 16, maxResultBytes: 1 << 20, maxInputBytes: 1 << 20 } },
       leaseSeconds: 60,
       heartbeatSeconds: 5,
       read,

@@ -42,6 +42,8 @@ export interface RemoteWorkerView {
   readonly tasks: number;
   readonly gone: string | null;
   readonly conn: { readonly closed: boolean; readonly socket: { readonly bytesRead: number } };
+  /** How its files reach the campaign: the shared directory, or over the connection. */
+  readonly files: "shared" | "transfer";
 }
 
 /** What a running master gives the dashboard; everything is read, nothing is changed. */
@@ -337,12 +339,13 @@ export class ExploreDashboardSource implements DashboardSource {
           liveness: w.conn.closed ? "lost" : silent <= 3 * hb + 1 ? "alive" : silent <= live.leaseTtlMs / 1000 ? "slow" : "lost",
           lastHeartbeatSeconds: round1(silent),
           holding: holding(w.key),
-          note: `-j ${w.jobs}, ${w.tasks} task(s) so far${q ? `; quarantined: ${printable(q, { max: 120 })}` : ""}`,
+          files: w.files,
+          note: `-j ${w.jobs}, ${w.tasks} task(s) so far${w.files === "transfer" ? ", files over the connection" : ""}${q ? `; quarantined: ${printable(q, { max: 120 })}` : ""}`,
         });
       }
       for (const w of remote.everyone) {
         if (attached.has(w.label)) continue;
-        rows.push({ label: w.label, liveness: "left", lastHeartbeatSeconds: null, holding: [], note: `${w.tasks} task(s); left: ${printable(w.gone ?? "disconnected", { max: 120 })}` });
+        rows.push({ label: w.label, liveness: "left", lastHeartbeatSeconds: null, holding: [], files: w.files, note: `${w.tasks} task(s); left: ${printable(w.gone ?? "disconnected", { max: 120 })}` });
       }
     }
     for (const id of this.taskSeen.keys()) if (!active.has(id)) this.taskSeen.delete(id);

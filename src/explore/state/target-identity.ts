@@ -1,7 +1,8 @@
 // The target's identity: which build of the target produced a result. The explored ledger, every
 // finding and the campaign's statistics name it, so that a rebuilt target runs the corpus again
 // instead of trusting what an older build did, and a worker that would run another build is
-// refused. It is a SHA-256 over:
+// refused at the handshake (the worker proves the build it runs, the master compares). It is a
+// SHA-256 over:
 //
 //   - the argv template as given (`@@` included): another command line is another target;
 //   - the bytes of the executable the kernel would run: argv[0] looked up as the executor starts
@@ -17,8 +18,8 @@
 // sweep's app build id; the full digest is kept beside it.
 import { accessSync, constants, realpathSync, statSync } from "node:fs";
 import { createHash } from "node:crypto";
-import { delimiter, resolve } from "node:path";
-import { RefusedError, UsageError } from "../../errors.ts";
+import { delimiter, isAbsolute, join, relative, resolve } from "node:path";
+import { UsageError } from "../../errors.ts";
 import { FileProblem, hashFile } from "./corpus.ts";
 
 /** The largest executable or named file that is hashed (bytes). */
@@ -115,15 +116,48 @@ function hashTargetFile(path: string, what: string): HashedFile {
   }
 }
 
+/** What a master asks a worker to prove it runs (the handshake's challenge carries it). */
+export interface TargetChallenge {
+  argv: readonly string[];
+  /** The master's working directory for the target. */
+  cwd: string;
+  /** --target-file paths as given. */
+  files: readonly string[];
+  simulate: boolean;
+}
+
 /**
- * A worker's check of the identity its master runs under: refused (exit 3) naming both builds
- * when this host would run another target. `problem` is what made this side unreadable.
+ * The build this host runs for the master's target: in the shared directory it resolves the
+ * target where the master does; without it, relative to its own working directory `ownDir` (a
+ * --target-file the master names by an absolute path below its working directory is looked for
+ * at the same place below `ownDir`) and its own PATH. `problem` says why there is no build.
  */
-export function checkWorkerTarget(master: string, mine: TargetIdentity | { problem: string }): void {
-  if ("build" in mine && mine.build === master) return;
-  const seen = "build" in mine ? `build ${mine.build}` : `no build (${mine.problem})`;
-  throw new RefusedError(
-    `target differs: the master runs build ${master}, this worker sees ${seen}; ` +
-      "run the worker where it sees the same target executable and --target-file files (rebuild or copy them), then start it again",
+export function provenTarget(c: TargetChallenge, shared: boolean, ownDir: string, pathVar: string | undefined): { build: string | null; problem: string | null } {
+  const cwd = shared ? c.cwd : ownDir;
+  const files = shared ? c.files : c.files.map((f) => (isAbsolute(f) && below(c.cwd, f) ? join(ownDir, relative(c.cwd, f)) : f));
+  try {
+    return { build: targetIdentity({ argv: c.argv, cwd, files, path: pathVar, simulate: c.simulate }).build, problem: null };
+  } catch (err) {
+    if (err instanceof UsageError) return { build: null, problem: err.message };
+    throw err;
+  }
+}
+
+function below(dir: string, path: string): boolean {
+  const rel = relative(dir, path);
+  return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel);
+}
+
+/**
+ * The master's check, at the handshake, of the build a worker proved it runs: null when it is the
+ * master's, else the refusal naming both builds, where the worker looked and the fix.
+ */
+export function targetProofProblem(master: string, proved: { build: string | null | undefined; problem: string | null }, shared: boolean): string | null {
+  if (proved.build === master) return null;
+  const seen = proved.build ? `build ${proved.build}` : `no build${proved.problem ? ` (${proved.problem})` : ""}`;
+  const where = shared ? "in the shared directory" : "from its own working directory and PATH (it does not see the shared directory)";
+  return (
+    `target build differs (worker ${seen}, master build ${master}): the worker resolves the target ${where} and finds another ` +
+    "executable, --target-file or command line; give it the master's target build (rebuild or copy the same files there), then start it again"
   );
 }
