@@ -10,7 +10,6 @@ import type { Connection } from "../net/connection.ts";
 import type { AttachedWorker } from "../net/work-protocol.ts";
 import type { SweepStore } from "../store/port.ts";
 import type { WorkerView } from "./sweep-engine.ts";
-import type { SendingWorker } from "./transfer-receipt.ts";
 import { UnitLanding } from "./unit-landing.ts";
 
 /** What the worker side needs of the session it serves (sweep/session.ts opens one). */
@@ -24,7 +23,7 @@ export interface ServedSession {
   appBuild: string | null;
 }
 
-export interface SweepWorker extends AttachedWorker, WorkerView, SendingWorker {
+export interface SweepWorker extends AttachedWorker, WorkerView {
   readonly workerId: number;
   readonly label: string;
   readonly jobs: number;

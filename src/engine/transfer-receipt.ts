@@ -7,18 +7,11 @@
 // welcome decide for such a worker is worker-transfer.ts.
 import type { Config } from "../config/schema.ts";
 import type { CoordinatorReplyT, PutFrame, SentFilesT } from "../net/messages.ts";
-import type { SweepEngine, WorkerView } from "./sweep-engine.ts";
+import type { SweepEngine } from "./sweep-engine.ts";
+import type { SweepWorker } from "./sweep-handshake.ts";
 import { heartbeatHeld, heldWireIds, unitWords } from "./sweep-frames.ts";
 import type { UnitLanding } from "./unit-landing.ts";
 import { landingPlace } from "./worker-transfer.ts";
-
-/** A worker that sends its files: its landing, and when its liveness was last written for a put. */
-export interface SendingWorker extends WorkerView {
-  readonly workerId: number;
-  readonly label: string;
-  readonly landing: UnitLanding | null;
-  touchedMs: number;
-}
 
 export interface ReceiptContext {
   engine: SweepEngine;
@@ -27,11 +20,11 @@ export interface ReceiptContext {
   now: () => number;
   log: (line: string) => void;
   /** Writes `w`'s liveness to the store (queued; a put comes many times a second, so at most once a heartbeat). */
-  touch: (w: SendingWorker) => void;
+  touch: (w: SweepWorker) => void;
 }
 
 /** One piece of a unit's file: landed, and counted as a heartbeat of everything `w` holds. */
-export function receivePut(c: ReceiptContext, w: SendingWorker, put: PutFrame, stopping: boolean): CoordinatorReplyT {
+export function receivePut(c: ReceiptContext, w: SweepWorker, put: PutFrame, stopping: boolean): CoordinatorReplyT {
   const known = heartbeatHeld(c.engine, w, heldWireIds(c.engine, w));
   const drain = c.engine.draining !== null || stopping;
   const place = landingPlace(c.engine, c.config, w, put.unit);
@@ -59,7 +52,7 @@ export function receivePut(c: ReceiptContext, w: SendingWorker, put: PutFrame, s
  */
 export function settleSent(
   c: ReceiptContext,
-  w: SendingWorker,
+  w: SweepWorker,
   landing: UnitLanding,
   unit: number,
   sent: SentFilesT | null,
