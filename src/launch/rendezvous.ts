@@ -12,7 +12,7 @@
 //
 // Nothing is followed through a symlink: each directory is checked with lstat (a directory, this
 // user's) before it is used, records are written under a temporary name (O_EXCL | O_NOFOLLOW,
-// 0600), fsynced and renamed into place, and read with O_NOFOLLOW, at most RECORD_MAX_BYTES, only
+// 0600), fsynced and renamed into place (files/atomic-write.ts), and read with O_NOFOLLOW, at most RECORD_MAX_BYTES, only
 // from a regular file of this user (files/small-file.ts), and checked field by field.
 //
 // Only the rank 0 that holds the leader's lock touches launch/: it takes the lock before it
@@ -23,7 +23,7 @@
 // replaced; at the end the holder removes its job's directory (if the lock is still its own),
 // releases the lock, and removes launch/ once it is empty.
 import { createHash } from "node:crypto";
-import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, rmdirSync, unlinkSync, type Stats } from "node:fs";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { z } from "zod";
@@ -31,12 +31,12 @@ import { formatDuration } from "../config/duration.ts";
 import { RefusedError, RuntimeFailure } from "../errors.ts";
 import { FileProblem } from "../files/file-problem.ts";
 import { problemCode, readSmallFile } from "../files/small-file.ts";
+import { fsyncDir, replaceFileSynced } from "../files/atomic-write.ts";
 import { printable } from "../core/log-lines.ts";
 import { CampaignLock, lockPath, readLock, type LockHolder } from "../lock/campaign-lock.ts";
 import { retryDelayMs } from "../net/dial-wait.ts";
 import { JOB_ID_MAX_CHARS } from "./launcher.ts";
 import { WakeablePause } from "../util/pause.ts";
-import { randomHex } from "../util/random-hex.ts";
 
 export const LAUNCH_DIR = "launch";
 const RECORD_MAX_BYTES = 4096;
@@ -202,21 +202,8 @@ export function staleJobDirs(base: string, current: string | null): { path: stri
 export function publish(dir: string, rec: PublishedT): string {
   ensureOwnDir(dir, false);
   const path = recordPath(dir, rec.rank);
-  const temp = join(dir, `.r${rec.rank}.${randomHex(6)}.tmp`);
-  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  try {
-    writeSync(fd, JSON.stringify(Published.parse(rec)) + "\n");
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temp, path);
-  const dfd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    fsyncSync(dfd);
-  } finally {
-    closeSync(dfd);
-  }
+  replaceFileSynced(path, JSON.stringify(Published.parse(rec)) + "\n", 0o600);
+  fsyncDir(dir);
   return path;
 }
 
