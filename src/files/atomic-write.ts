@@ -3,8 +3,10 @@
 // fresh hidden name beside the destination (O_EXCL | O_NOFOLLOW, so nothing planted there is
 // written through), is fsynced, and is renamed over the destination (a symlink there is replaced,
 // never followed). A rename is durable only once its directory is fsynced: callers that put
-// several names into one directory replace each and fsyncDir once at the end.
-import { closeSync, constants, fchmodSync, fsyncSync, openSync, renameSync, unlinkSync } from "node:fs";
+// several names into one directory replace each and fsyncDir once at the end. A file that must be
+// created only where nothing has its name yet (a lock, a secret) is linked into place instead of
+// renamed (createFileOnce).
+import { closeSync, constants, fchmodSync, fsyncSync, linkSync, openSync, renameSync, unlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { randomHex } from "../util/random-hex.ts";
 import { writeFully } from "./write.ts";
@@ -25,27 +27,57 @@ export interface ReplaceOptions {
  */
 export function replaceFileSynced(path: string, data: string | Uint8Array, mode: number | ReplaceOptions = 0o600): void {
   const o: ReplaceOptions = typeof mode === "number" ? { mode } : mode;
-  const temp = join(dirname(path), `.${basename(path).slice(0, 200)}.${process.pid}.${randomHex(6)}.tmp`);
-  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, o.mode ?? 0o600);
+  const temp = writeTemp(path, data, o);
   let renamed = false;
   try {
-    try {
-      if (o.exactMode) fchmodSync(fd, o.mode ?? 0o600);
-      writeFully(fd, typeof data === "string" ? Buffer.from(data, "utf8") : data);
-      if (o.sync ?? true) fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
     renameSync(temp, path);
     renamed = true;
   } finally {
-    if (!renamed) {
-      try {
-        unlinkSync(temp);
-      } catch {
-        // Best effort: the original error matters more than a leftover temporary file.
-      }
-    }
+    if (!renamed) unlinkQuietly(temp);
+  }
+}
+
+/**
+ * Creates `path` holding `data` only if nothing has that name: written whole under a temporary
+ * name, then hard-linked into place, so a reader never sees it half written and a file or a link
+ * already at the name is never replaced or followed. Returns false when the name was taken; any
+ * other failure of the link (a file system without hard links: EPERM, ENOTSUP…) is thrown.
+ */
+export function createFileOnce(path: string, data: string | Uint8Array, o: ReplaceOptions = {}): boolean {
+  const temp = writeTemp(path, data, o);
+  try {
+    linkSync(temp, path);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw err;
+  } finally {
+    unlinkQuietly(temp);
+  }
+}
+
+/** A fresh temporary file beside `path` holding `data` (see ReplaceOptions); its name. */
+function writeTemp(path: string, data: string | Uint8Array, o: ReplaceOptions): string {
+  const temp = join(dirname(path), `.${basename(path).slice(0, 200)}.${process.pid}.${randomHex(6)}.tmp`);
+  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, o.mode ?? 0o600);
+  let written = false;
+  try {
+    if (o.exactMode) fchmodSync(fd, o.mode ?? 0o600);
+    writeFully(fd, typeof data === "string" ? Buffer.from(data, "utf8") : data);
+    if (o.sync ?? true) fsyncSync(fd);
+    written = true;
+  } finally {
+    closeSync(fd);
+    if (!written) unlinkQuietly(temp);
+  }
+  return temp;
+}
+
+function unlinkQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // Best effort: the original error matters more than a leftover temporary file.
   }
 }
 

@@ -8,11 +8,12 @@
 //                         unlink it). Reclaim, forced takeover, setPort and release all go this way,
 //                         so two processes replacing the same content serialise on one claim.
 // A claim lives for milliseconds. One left by a dead process of this host, or older than
-// CLAIM_ABANDONED_MS, is itself replaced through a claim on its own content.
+// CLAIM_ABANDONED_MS, is itself replaced through a claim on its own content. The file steps
+// themselves (create by link, replace by rename) are files/atomic-write.ts's.
 import { createHash } from "node:crypto";
-import { linkSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, statSync, unlinkSync } from "node:fs";
 import { RuntimeFailure } from "../errors.ts";
-import { randomHex } from "../util/random-hex.ts";
+import { createFileOnce, replaceFile } from "../files/atomic-write.ts";
 
 const CLAIM_ABANDONED_MS = 60_000;
 
@@ -84,38 +85,22 @@ export function sleepSync(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
-function tempPathFor(file: string): string {
-  return `${file}.tmp-${process.pid}-${randomHex(6)}`;
-}
-
 /** Creates `file` holding `content`, atomically and only if it does not exist. */
 export function createExclusive(file: string, content: string): boolean {
-  const tmp = tempPathFor(file);
-  writeFileSync(tmp, content, { flag: "wx" });
   try {
-    linkSync(tmp, file);
-    return true;
+    return createFileOnce(file, content, { mode: 0o666, sync: false });
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "EEXIST") return false;
+    if ((err as NodeJS.ErrnoException).syscall !== "link") throw err;
     throw new RuntimeFailure(
-      `cannot create ${file}: hard-linking a temp file failed (${code}); the campaign lock needs a ` +
+      `cannot create ${file}: hard-linking a temp file failed (${(err as NodeJS.ErrnoException).code}); the campaign lock needs a ` +
         `filesystem with hard links (any local POSIX filesystem or NFS).`,
       { cause: err },
     );
-  } finally {
-    rmSync(tmp, { force: true });
   }
 }
 
 function replaceWith(file: string, content: string): void {
-  const tmp = tempPathFor(file);
-  try {
-    writeFileSync(tmp, content, { flag: "wx" });
-    renameSync(tmp, file);
-  } finally {
-    rmSync(tmp, { force: true });
-  }
+  replaceFile(file, content, 0o666);
 }
 
 function claimAbandoned(claim: LockFile & { kind: "present" }, host: string): boolean {

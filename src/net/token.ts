@@ -15,13 +15,14 @@
 //   is refused, for servers and clients alike: a typo must not start a campaign under a new secret).
 // --token puts the secret on the command line, where any local user can read it (`ps`); every
 // command that takes it also takes --token-file, and its help says so.
-import { closeSync, constants, fchmodSync, fsyncSync, linkSync, mkdirSync, openSync, unlinkSync, writeSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { formatDuration } from "../config/duration.ts";
 import { RefusedError, RuntimeFailure, UsageError } from "../errors.ts";
 import { FileProblem } from "../files/file-problem.ts";
 import { problemCode, readSmallFile } from "../files/small-file.ts";
+import { createFileOnce } from "../files/atomic-write.ts";
 import { WakeablePause } from "../util/pause.ts";
 import { randomHex } from "../util/random-hex.ts";
 
@@ -205,27 +206,13 @@ function readTokenFile(path: string, uid = process.geteuid?.()): string | null {
 function createTokenFile(path: string): string | null {
   mkdirSync(dirname(path), { recursive: true });
   const token = randomHex(16);
-  const temp = `${path}.${randomHex(6)}.tmp`;
-  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {
-    try {
-      // The umask may only take permissions away; 0600 exactly is what readers require.
-      fchmodSync(fd, 0o600);
-      writeSync(fd, token + "\n");
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    try {
-      linkSync(temp, path);
-      return token;
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "EEXIST") return null;
-      throw new RuntimeFailure(`cannot create the token file ${path} (${code ?? (err as Error).message}): pass --token or FUZZFLEET_TOKEN instead`, { cause: err });
-    }
-  } finally {
-    unlinkSync(temp);
+    // The umask may only take permissions away; 0600 exactly is what readers require.
+    return createFileOnce(path, token + "\n", { mode: 0o600, exactMode: true }) ? token : null;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if ((err as NodeJS.ErrnoException).syscall !== "link") throw err;
+    throw new RuntimeFailure(`cannot create the token file ${path} (${code ?? (err as Error).message}): pass --token or FUZZFLEET_TOKEN instead`, { cause: err });
   }
 }
 
