@@ -1,8 +1,9 @@
 // Reading a small file at a path the user or the campaign named (a token file, a launch record):
-// its directories are the caller's to trust (followed, as any path the user types), its last
-// component is never followed through a symlink, a FIFO or device planted at the name is refused without blocking, and no more than
-// `maxBytes` is read whatever the file claims its size is. One implementation for every such file;
-// the caller words the refusal (each kind of file has its own fix) and checks the owner and mode.
+// its directories are the caller's to trust (followed, as any path the user types); its last
+// component is never followed through a symlink; a FIFO or device planted at the name is refused
+// without blocking; and no more than `maxBytes` is read, whatever size the file claims. One
+// implementation for every such file; the caller words the refusal (each kind of file has its own
+// fix) and checks the owner and mode.
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from "node:fs";
 import { FileProblem } from "./file-problem.ts";
 import { codeOf, kindPhrase, symlinkProblem, unreadable } from "./refusals.ts";
