@@ -118,7 +118,9 @@ const sha256 = (b) => createHash("sha256").update(b).digest("hex");
  */
 async function fakeWorker(wire, port, index, o, clock, stats) {
   const conn = await wire.dial("127.0.0.1", port, 10_000);
-  const welcome = await wire.handshake(conn, { token: TOKEN, jobs: 1, slots: 1, hostname: `fake-${index}` });
+  const shook = await wire.handshake(conn, { token: TOKEN, jobs: 1, slots: 1, hostname: `fake-${index}` });
+  // A build's handshake resolves with the welcome, or (since the no-shared-directory workers) with { welcome, shared, problem }.
+  const welcome = shook.type === "welcome" ? shook : shook.welcome;
   const { corpus_dir: corpus, stage_root: stageRoot } = welcome.explore;
   mkdirSync(stageRoot, { recursive: true });
   const request = (frame) => conn.request(frame, wire.CoordinatorReply, 60_000);

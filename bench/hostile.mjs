@@ -15,15 +15,14 @@
 // the server: its CPU (and the server's) is shown beside the rate.
 //
 // Runs against the compiled CLI: `npm run build && node bench/hostile.mjs [--help]`.
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { benchmarkMain, CLI, epochMs, f0, f1, f2, int, parseOptions, parseShownSeconds, printTable, processCpuSeconds, sleep, startProcess } from "./common.mjs";
 import { campaignToml } from "./planted.mjs";
+import { besiege, flood, malformedFrames, memoryOf, outcomeOf, sendOnce } from "../test/net/attack.mjs";
 
 const TARGET_MB = 150;
 const TOKEN = "hostile-bench-token-0123456789abcdef";
-const DECLARED = 4 << 20;
 /** A refused declarer comes back after this long. */
 const RECONNECT_MS = 1000;
 const FLOOD_CONCURRENCY = 50;
@@ -54,80 +53,12 @@ function options(argv) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The attacker
+// The attacker: the hostile suite's clients (test/net/attack.mjs), one implementation for both
 
-const BLOCK = Buffer.alloc(64 << 10, 0x41);
-
-/** One hostile connection: `onConnect(socket)` sends; resolves with how the server answered. */
-function exchange(port, onConnect) {
-  return new Promise((resolve) => {
-    const socket = connect({ host: "127.0.0.1", port });
-    let reply = "";
-    let error = null;
-    let connected = false;
-    const end = () => {
-      clearTimeout(timer);
-      socket.destroy();
-      if (!connected) resolve("never connected");
-      else if (!reply.includes('"type":"refuse"')) resolve(error === "ECONNRESET" || error === "EPIPE" ? "reset" : "no reply");
-      else resolve(reply.includes("awaiting authentication") ? "refused at accept" : "refused");
-    };
-    const timer = setTimeout(end, 60_000);
-    socket.on("connect", () => {
-      connected = true;
-      onConnect(socket);
-    });
-    socket.on("data", (d) => (reply += d.toString("latin1")));
-    socket.on("error", (err) => (error ??= err.code ?? err.message));
-    socket.on("close", end);
-  });
-}
-
-function declareHugeFrame(port) {
-  let left = DECLARED - 1;
-  return exchange(port, (socket) => {
-    const pour = () => {
-      while (left > 0 && !socket.destroyed) {
-        const n = Math.min(left, BLOCK.length);
-        left -= n;
-        if (!socket.write(n === BLOCK.length ? BLOCK : BLOCK.subarray(0, n))) return;
-      }
-    };
-    socket.on("drain", pour);
-    socket.write(`${DECLARED}\n`);
-    pour();
-  });
-}
-
-function malformedFrames() {
-  const frame = (obj) => {
-    const body = Buffer.from(JSON.stringify(obj));
-    return Buffer.concat([Buffer.from(`${body.length}\n`), body]);
-  };
-  const raw = (body) => Buffer.concat([Buffer.from(`${Buffer.byteLength(body)}\n`), Buffer.from(body)]);
-  return [
-    Buffer.from([0xde, 0xad, 0xbe, 0xef, 0x0a]),
-    Buffer.from("999999999\n"),
-    Buffer.from("0\n"),
-    raw("x\x1b[2J\x1b[H"),
-    raw('{"type":12}'),
-    frame({ type: "status", token: "x".repeat(32), json: false }),
-    frame({ type: "hello", token: "wrong", protocol: 1, host: "h\nforged", jobs: 1, slots: 1 }),
-    frame({ type: "gimme", token: "nope" }),
-  ];
-}
-
-function tally(outcomes) {
+function tally(answers) {
   const n = { "refused at accept": 0, refused: 0, reset: 0, "no reply": 0, "never connected": 0 };
-  for (const o of outcomes) n[o]++;
+  for (const a of answers) n[outcomeOf(a)]++;
   return n;
-}
-
-/** VmRSS and VmHWM of a live process, MB (10^6 bytes). */
-function memoryOf(pid) {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const mb = (field) => (Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status)[1]) * 1024) / 1e6;
-  return { rssMB: mb("VmRSS"), peakMB: mb("VmHWM") };
 }
 
 /**
@@ -139,54 +70,29 @@ async function level(server, { connections, malformed, seconds }) {
   const startMs = epochMs();
   const serverCpu = processCpuSeconds(pid);
   const ownCpu = process.cpuUsage();
-  let attacking = true;
-  let rssMaxMB = memoryOf(pid).rssMB;
-  const sampler = (async () => {
-    while (attacking) {
-      rssMaxMB = Math.max(rssMaxMB, memoryOf(pid).rssMB);
-      await sleep(100);
-    }
-  })();
-  const declarers = Array.from({ length: connections }, async () => {
-    const outcomes = [];
-    while (attacking) {
-      outcomes.push(await declareHugeFrame(server.port));
-      if (attacking) await sleep(RECONNECT_MS);
-    }
-    return outcomes;
+  const bodies = malformedFrames(TOKEN);
+  const siege = await besiege(server.port, pid, { declarers: connections, reconnectMs: RECONNECT_MS }, async () => {
+    const flooded = flood(malformed, FLOOD_CONCURRENCY, (i) => sendOnce(server.port, bodies[i % bodies.length], 60_000));
+    await sleep(seconds * 1000);
+    const floodAnswers = await flooded;
+    // The window ends here, before the declarers are called off and their last refusals awaited.
+    return { floodAnswers, endMs: epochMs(), serverCpuSeconds: processCpuSeconds(pid) - serverCpu, own: process.cpuUsage(ownCpu) };
   });
-  const bodies = malformedFrames();
-  let sent = 0;
-  const flood = Array.from({ length: malformed > 0 ? FLOOD_CONCURRENCY : 0 }, async () => {
-    const outcomes = [];
-    while (sent < malformed) {
-      const i = sent++;
-      outcomes.push(await exchange(server.port, (socket) => socket.write(bodies[i % bodies.length])));
-    }
-    return outcomes;
-  });
-  await sleep(seconds * 1000);
-  const floodOutcomes = (await Promise.all(flood)).flat();
-  const endMs = epochMs();
-  const serverCpuSeconds = processCpuSeconds(pid) - serverCpu;
-  const own = process.cpuUsage(ownCpu);
-  attacking = false;
-  const declared = (await Promise.all(declarers)).flat();
-  await sampler;
+  const { floodAnswers, endMs, serverCpuSeconds, own } = siege.result;
   const memory = memoryOf(pid);
   return {
     connections,
-    malformed: floodOutcomes.length,
+    malformed: floodAnswers.length,
     startMs,
     endMs,
     seconds: (endMs - startMs) / 1000,
     /** CPU seconds per second of the server and of this process (the attacker). */
     serverCpu: serverCpuSeconds / ((endMs - startMs) / 1000),
     attackerCpu: (own.user + own.system) / 1e6 / ((endMs - startMs) / 1000),
-    rssMaxMB: Math.max(rssMaxMB, memory.rssMB),
+    rssMaxMB: Math.max(siege.rssMaxMB, memory.rssMB),
     peakMB: memory.peakMB,
-    declarers: tally(declared),
-    flood: tally(floodOutcomes),
+    declarers: tally(siege.declared),
+    flood: tally(floodAnswers),
   };
 }
 

@@ -15,8 +15,8 @@ const SRC = fileURLToPath(new URL("../src/", import.meta.url));
 /** Layers, lowest first. Files directly in src/ (errors.ts, exit-codes.ts) are "root", the lowest. */
 export const LAYERS: readonly (readonly string[])[] = [
   ["root", "core", "util"],
-  ["config"],
-  ["store", "exec", "files", "lock", "net", "ui"],
+  ["config", "files"],
+  ["store", "exec", "lock", "net", "ui"],
   ["generator", "launch"],
   ["explore"],
   ["engine", "worker"],

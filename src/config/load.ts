@@ -4,7 +4,9 @@ import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse, TomlDate, TomlError } from "smol-toml";
 import { ConfigError } from "../errors.ts";
-import { isTable, placeholdersIn, transferCaps, validateConfigDocument, type Config, type ConfigFile, type ConfigIssue, type LaneConfig } from "./schema.ts";
+import { placeholdersIn } from "./placeholders.ts";
+import { transferCaps, type Config, type ConfigFile, type LaneConfig } from "./schema.ts";
+import { isTable, validateConfigDocument, type ConfigIssue } from "./validate.ts";
 
 export { laneIdentity, type Config, type LaneConfig } from "./schema.ts";
 

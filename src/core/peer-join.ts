@@ -4,7 +4,8 @@
 // a refusal, a seat taken, a roster, a frame to deliver, a failure or a loss with its reason.
 // The sockets, the clock, the nonce file and the logs stay with the caller
 // (explore/fleet/peers.ts); so do the wire schemas, passed in as pure checks. The token, version
-// and nonce checks are the worker session's (core/handshake-checks.ts).
+// and nonce checks are the worker session's (core/handshake-checks.ts). The root's seats and roster
+// are join-roster.ts; the link both sides keep after the roster is master-link.ts.
 //
 // Root, one RootAdmission per submaster connection (the worker session checked its token and
 // handed it over):
@@ -12,22 +13,15 @@
 //   new --peer_hello--> proving [challenge]
 //   proving --prove: the nonce read back, a seat left--> seated [rank]
 //   proving --wrong nonce | bad frame | no seat left | deadline | peer gone--> closed (refused)
-// Root, the seats (JoinRoster): a submaster that asks for a rank (a launcher gave it one) gets
-// exactly that rank or is refused (not a submaster rank, or taken); one that asks for none gets
-// the lowest free rank, so ranks follow join order as before; open --all N-1 seated--> roster (one
-// frame per rank; no seat is left after it) | --the deadline--> failed (named count and fix).
 //
 // Submaster (SubmasterJoin):
 //   new --start--> greeting [peer_hello]
 //   greeting --challenge--> awaiting-roster [prove]
 //   awaiting-roster --roster--> joined
 //   greeting | awaiting-roster --refuse | unexpected frame | deadline | peer gone--> failed
-//
-// Both sides after the roster (MasterLink): linked --frame--> linked [deliver];
-//   linked --silence beyond the grace | peer gone | bad frame--> lost (why)
 import assert from "node:assert/strict";
 import { MASTER_JOINS, nonceMismatch, noFrameWithin, protocolMismatch, refusalReason } from "./handshake-checks.ts";
-import { printable } from "./log-lines.ts";
+import type { JoinRoster, RosterFrame } from "./join-roster.ts";
 import type { Checked, ProveView } from "./worker-session.ts";
 
 /** What the root reads of a submaster's first frame (its token was checked before). */
@@ -42,96 +36,7 @@ export type PeerHelloView = {
 };
 /** The root asks a submaster only for the nonce: masters need no generator or app. */
 export type JoinChallenge = { type: "challenge"; nonce_path: string; identity: null; app_path: null };
-export type RosterFrame = { type: "roster"; epoch: string; rank: number; ranks: number[] };
-
 type Receive = { kind: "receive"; deadline: number };
-
-// ---- root: the seats ---------------------------------------------------------------------------
-
-export type RosterStep =
-  /** Wait for a seat to be taken (then check() again) or for `deadline`. */
-  | { kind: "wait"; deadline: number }
-  /** Everyone is in: send each rank its frame. */
-  | { kind: "roster"; frames: RosterFrame[] }
-  | { kind: "failed"; message: string };
-
-export class JoinRoster {
-  /** Rank -> the host that holds it. */
-  private readonly seats = new Map<number, string>();
-  /** Why no seat is taken any more (the roster is out, the wait failed), or null while seats are open. */
-  private closed: string | null = null;
-  private deadline: number | null = null;
-  private timeoutMs = 0;
-
-  constructor(
-    /** Every master of the campaign, the root included. */
-    private readonly masters: number,
-    private readonly epoch: string,
-  ) {
-    assert.ok(Number.isInteger(masters) && masters >= 2, `a root has at least one submaster, got ${masters} masters`);
-  }
-
-  get ranks(): number[] {
-    return Array.from({ length: this.masters }, (_, i) => i);
-  }
-
-  /** Why a submaster (asking for `requested`, or for any rank) cannot join now, or null when it may. */
-  noSeat(requested: number | null = null): string | null {
-    if (this.closed !== null) return this.closed;
-    if (this.seats.size >= this.masters - 1) return this.full();
-    if (requested === null) return null;
-    if (!Number.isInteger(requested) || requested < 1 || requested >= this.masters) {
-      return (
-        `this master asked for rank ${requested}, which is no submaster rank of a campaign of ${this.masters} masters (1 to ${this.masters - 1}): ` +
-        `give the root the same --masters as the launch, or start fewer masters`
-      );
-    }
-    const holder = this.seats.get(requested);
-    if (holder !== undefined) return `rank ${requested} is held already (by ${holder}): two masters asked for the same rank; give each launched rank its own`;
-    return null;
-  }
-
-  /** Seats a submaster whose proof checked out: its rank, and the line that says so. */
-  take(host: string, requested: number | null = null): { rank: number; line: string } | { refused: string } {
-    const no = this.noSeat(requested);
-    if (no !== null) return { refused: no };
-    let rank = requested;
-    if (rank === null) for (rank = 1; this.seats.has(rank); rank++);
-    this.seats.set(rank, host);
-    return {
-      rank,
-      line: `master ${host} joined as rank ${rank}${requested !== null ? " (as asked)" : ""} (${this.seats.size + 1} of ${this.masters})`,
-    };
-  }
-
-  /** The root starts waiting for its submasters, for at most `timeoutMs`. */
-  open(now: number, timeoutMs: number): RosterStep {
-    assert.equal(this.deadline, null, "the roster wait opened twice");
-    this.deadline = now + timeoutMs;
-    this.timeoutMs = timeoutMs;
-    return this.check(now);
-  }
-
-  /** Where the wait stands: after a seat was taken, or when its deadline came. */
-  check(now: number): RosterStep {
-    assert.ok(this.deadline !== null, "the roster wait was not opened");
-    assert.equal(this.closed, null, "the roster wait is over");
-    if (this.seats.size === this.masters - 1) {
-      this.closed = this.full();
-      return { kind: "roster", frames: this.ranks.slice(1).map((rank) => ({ type: "roster", epoch: this.epoch, rank, ranks: this.ranks })) };
-    }
-    if (now < this.deadline) return { kind: "wait", deadline: this.deadline };
-    this.closed = "the root gave up waiting for its masters";
-    return {
-      kind: "failed",
-      message: `only ${this.seats.size + 1} of ${this.masters} masters joined within ${Math.round(this.timeoutMs / 1000)}s; start the others with --join, or lower --masters`,
-    };
-  }
-
-  private full(): string {
-    return `all ${this.masters} masters have joined already (start the root with a larger --masters)`;
-  }
-}
 
 // ---- root: one submaster's connection ------------------------------------------------------------
 
@@ -336,78 +241,4 @@ export class SubmasterJoin<Hello, Reply extends JoinReplyView, Roster extends Ro
     assert.ok((this.current === "greeting" || this.current === "awaiting-roster") && this.deadline !== null, `${what} while ${this.current}, with no wait`);
     this.deadline = null;
   }
-}
-
-// ---- both sides, after the roster ----------------------------------------------------------------
-
-export type LinkAction<F> = Receive | { kind: "deliver"; frame: F } | { kind: "lost"; why: string };
-export type LinkState = "new" | "linked" | "lost";
-
-/** A master's link to another after the roster: every frame delivered, silence beyond the grace a loss. */
-export class MasterLink<F extends { type: string }> {
-  private current: LinkState = "new";
-  private deadline: number | null = null;
-
-  constructor(
-    /** A master silent for longer than this is lost (the statuses every master sends are its keepalive). */
-    private readonly graceMs: number,
-    private readonly validate: (raw: unknown) => Checked<F>,
-  ) {}
-
-  get state(): LinkState {
-    return this.current;
-  }
-
-  start(now: number): LinkAction<F>[] {
-    assert.equal(this.current, "new", `start while ${this.current}`);
-    this.current = "linked";
-    return [this.wait(now)];
-  }
-
-  frame(raw: unknown, now: number): LinkAction<F>[] {
-    this.waited("a frame");
-    const checked = this.validate(raw);
-    if (!checked.ok) return this.lose(`protocol error: ${checked.reason}`);
-    return [{ kind: "deliver", frame: printableReason(checked.frame) }, this.wait(now)];
-  }
-
-  timeout(now: number): LinkAction<F>[] {
-    assert.ok(this.deadline !== null, `a timeout while ${this.current}, with no wait`);
-    if (now < this.deadline) return [{ kind: "receive", deadline: this.deadline }];
-    this.waited("a timeout");
-    return this.lose(`silent for more than ${Math.round(this.graceMs / 1000)}s`);
-  }
-
-  closed(_message: string): LinkAction<F>[] {
-    this.waited("a close");
-    return this.lose("connection closed");
-  }
-
-  broken(message: string): LinkAction<F>[] {
-    this.waited("a broken frame");
-    return this.lose(`protocol error: ${message}`);
-  }
-
-  private lose(why: string): LinkAction<F>[] {
-    this.current = "lost";
-    this.deadline = null;
-    return [{ kind: "lost", why }];
-  }
-
-  private wait(now: number): Receive {
-    this.deadline = now + this.graceMs;
-    return { kind: "receive", deadline: this.deadline };
-  }
-
-  private waited(what: string): void {
-    assert.ok(this.current === "linked" && this.deadline !== null, `${what} while ${this.current}, with no wait`);
-    this.deadline = null;
-  }
-}
-
-/** The free text a master sends (an abandon's or a refusal's reason), made printable before anyone logs it. */
-function printableReason<F extends { type: string }>(frame: F): F {
-  const reason = (frame as { reason?: unknown }).reason;
-  if ((frame.type !== "abandon" && frame.type !== "refuse") || typeof reason !== "string") return frame;
-  return { ...frame, reason: printable(reason, { max: 2000 }) };
 }

@@ -1,13 +1,10 @@
 // Where a chunk runs on the shared file system (<out>/tmp/chunk-N and its log), the removal of a
-// unit's files once it is booked (never following a symlink below <out>), and the units as the
-// wire carries them to a worker (net/messages.ts: assign's chunks and minimize units).
+// unit's files once it is booked (never following a symlink below <out>).
 import { readdirSync } from "node:fs";
 import { basename, join, relative } from "node:path";
 import { removeBelow } from "../files/pinned-dir.ts";
 import { removeEntriesOffLoop, type RemovalEntry } from "../files/removal-thread.ts";
-import type { AssignedChunk, AssignedMinimize } from "../net/messages.ts";
 import type { SweepStore } from "../store/port.ts";
-import type { Assignment, MinimizeAssignment } from "./sweep-types.ts";
 
 /** Where chunk `chunkId` runs: its scratch directory and its log, under `<out>/tmp/`. */
 export function chunkPaths(outDir: string, chunkId: number): { scratchDir: string; logPath: string } {
@@ -58,35 +55,4 @@ export function removeSessionScratch(store: SweepStore, outDir: string, sessionI
     if (m && (m[1] === "chunk" ? ids : unitIds).has(Number(m[2])) && removeBelow(outDir, join("tmp", name))) removed++;
   }
   return removed;
-}
-
-export function wireChunk(a: Assignment): AssignedChunk {
-  return {
-    chunk_id: a.chunkId,
-    lane: a.lane,
-    seed_from: a.seedFrom,
-    seed_to: a.seedTo,
-    argv: a.argv,
-    cwd: a.cwd,
-    log_path: a.logPath,
-    scratch_dir: a.scratchDir,
-    hard_timeout: a.hardTimeoutSeconds,
-    nice: a.nice,
-    idle_io: a.idleIo,
-  };
-}
-
-export function wireUnit(u: MinimizeAssignment): AssignedMinimize {
-  return {
-    unit_id: u.unitId,
-    lane: u.lane,
-    seeds: [...u.seeds],
-    argv: u.argv,
-    cwd: u.cwd,
-    log_path: u.logPath,
-    scratch_dir: u.scratchDir,
-    hard_timeout: u.hardTimeoutSeconds,
-    nice: u.nice,
-    idle_io: u.idleIo,
-  };
 }

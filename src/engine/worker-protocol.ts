@@ -15,34 +15,25 @@
 // disabled on a worker, a worker that leaves, the store failing or taking writes again. Only the
 // lease-expiry scan runs on a timer.
 //
-// A worker without the shared directory (files "transfer") runs its units in a directory of its
-// own and sends each unit's failures/ and quarantine/ files in `put` frames before its `done`;
-// they land in the unit's scratch directory here (unit-landing.ts; what the handshake and the
-// welcome decide for such a worker is worker-transfer.ts), are checked against the
-// `done`'s account, and are then booked by the very same engine.finish as a shared worker's. A put
-// renews the leases of everything the worker holds, as a heartbeat does.
-//
-// Minimize units (engine.minimize) ride in the same `assign` and `done` as chunks, under their
-// wire ids (net/messages.ts, minimizeWireId). A want is served units first, within the share of
-// the fleet's slots (MinimizeUnits.mayStart), then chunks; a worker no lane gives a chunk gets units in
-// its idle slots. Units never hold up a drain: it waits for chunks only; the stop interrupts the
-// units still running (their finds go back to pending), and whatever is held past the stop is
-// taken back. Lease expiry and a worker that leaves take units back like chunks.
+// Beside it: which units fill a `want` (unit-packing.ts), the units and their wire ids as frames
+// carry them (sweep-frames.ts), and the files a worker without the shared directory sends
+// (transfer-receipt.ts). Units never hold up a drain: it waits for chunks only; the stop
+// interrupts the units still running (their finds go back to pending), and whatever is held past
+// the stop is taken back. Lease expiry and a worker that leaves take units back like chunks.
 import type { AddressInfo } from "node:net";
 import type { StopOutcome } from "../core/lifecycle.ts";
 import type { Connection } from "../net/connection.ts";
-import { heldUnit, minimizeWireId as minimizeWire, PUT_PIECE_MAX, type CoordinatorReplyT, type HelloFrame, type ProveFrame, type PutFrame } from "../net/messages.ts";
+import { heldUnit, PUT_PIECE_MAX, type CoordinatorReplyT, type HelloFrame, type ProveFrame, type PutFrame } from "../net/messages.ts";
 import type { WorkerFiles } from "../core/worker-session.ts";
-import { TRANSFER_DEFAULTS } from "../config/schema.ts";
-import { UnitLanding } from "./unit-landing.ts";
-import { filesWords, landingPlace, ownCopyProblem, transferTerms } from "./worker-transfer.ts";
+import { filesWords, ownCopyProblem, transferTerms } from "./worker-transfer.ts";
 import { WorkerServer } from "../net/worker-server.ts";
-import type { AttachedWorker, ReadService, WorkProtocol, WorkRequest } from "../net/work-protocol.ts";
-import { generatorIdentity } from "../generator/identity.ts";
-import type { Config } from "../config/schema.ts";
-import type { SweepStore } from "../store/port.ts";
-import type { Assignment, MinimizeAssignment, SweepEngine, WorkerView } from "./sweep-engine.ts";
-import { removeSessionScratch, wireChunk, wireUnit } from "./chunk-files.ts";
+import type { ReadService, WorkProtocol, WorkRequest } from "../net/work-protocol.ts";
+import type { SweepEngine } from "./sweep-engine.ts";
+import { joinedWorker, sharedCopyProblem, sweepChallenge, type ServedSession, type SweepWorker } from "./sweep-handshake.ts";
+import { removeSessionScratch } from "./chunk-files.ts";
+import { heartbeatHeld, unitWords, wireChunk, wireUnit } from "./sweep-frames.ts";
+import { packWant } from "./unit-packing.ts";
+import { receivePut, settleSent, type ReceiptContext } from "./transfer-receipt.ts";
 import { StoreBlocked, type CommitQueue } from "./commit-queue.ts";
 import type { EngineMark } from "./sweep-engine.ts";
 import { fleetSweepsNothing, SessionDrain } from "../core/session-drain.ts";
@@ -54,31 +45,7 @@ const PIECE_BYTES = Math.min(1 << 20, PUT_PIECE_MAX);
 /** How often held chunks are checked for an expired lease. */
 const LEASE_SCAN_MS = 200;
 
-export interface SweepWorker extends AttachedWorker, WorkerView {
-  readonly workerId: number;
-  readonly label: string;
-  readonly jobs: number;
-  readonly joinedMs: number;
-  chunks: number;
-  seeds: number;
-  /** Where its units keep their files: the shared directory, or its own (sent over the connection). */
-  readonly files: WorkerFiles;
-  /** The files it is sending (files "transfer" only). */
-  readonly landing: UnitLanding | null;
-  /** When its liveness was last written to the store for a put (they come many a second). */
-  touchedMs: number;
-}
-
-/** What the worker side needs of the session it serves (sweep/session.ts opens one). */
-export interface ServedSession {
-  store: SweepStore;
-  config: Config;
-  outDir: string;
-  sessionId: number;
-  generationId: number;
-  genHash: string;
-  appBuild: string | null;
-}
+export type { ServedSession, SweepWorker };
 
 export interface SweepWorkerProtocolOptions {
   session: ServedSession;
@@ -115,8 +82,18 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
   /** run()'s sleep, cut short by the events that can start or end a drain. */
   private readonly sleeper = new WakeablePause();
 
+  private readonly receipt: ReceiptContext;
+
   constructor(private readonly o: SweepWorkerProtocolOptions) {
     this.books = o.books;
+    this.receipt = {
+      engine: o.engine,
+      config: o.session.config,
+      heartbeatSeconds: o.heartbeatSeconds,
+      now: o.now,
+      log: o.log,
+      touch: (w) => void this.books.run(() => o.session.store.workerSeen(w.workerId), "drop").catch(() => undefined),
+    };
     this.server = new WorkerServer<SweepWorker>({
       token: o.token,
       protocol: this,
@@ -295,30 +272,11 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
   }
 
   challenge() {
-    const s = this.o.session;
-    const id = generatorIdentity(s.config);
-    return { identity: { command: id.command, files: id.files, base_dir: id.baseDir }, app_path: s.config.app?.path ?? null };
+    return sweepChallenge(this.o.session.config);
   }
 
   checkProof(prove: ProveFrame, files: WorkerFiles): string | null {
-    const s = this.o.session;
-    if (files === "transfer") return ownCopyProblem(s, prove);
-    if (prove.gen_hash !== s.genHash) {
-      return (
-        `generator identity differs (worker ${prove.gen_hash?.slice(0, 12) ?? "unreadable"}, coordinator ${s.genHash.slice(0, 12)}): ` +
-        `the worker sees other bytes in ${s.config.generator.identity.join(", ")}${prove.problem ? ` (${prove.problem})` : ""}, ` +
-        "so its seeds would mean different tests. Run it from the shared directory; right after a change, " +
-        "wait out the network filesystem's attribute cache (about a minute) and retry."
-      );
-    }
-    if (prove.app_build !== s.appBuild) {
-      return (
-        `app build differs (worker ${prove.app_build ?? "unreadable"}, coordinator ${s.appBuild ?? "none"}): ` +
-        `the worker sees another ${s.config.app?.path ?? "app"}, so it would test different code. ` +
-        "Run it from the shared directory; right after a rebuild, wait a minute and retry."
-      );
-    }
-    return null;
+    return files === "transfer" ? ownCopyProblem(this.o.session, prove) : sharedCopyProblem(this.o.session, prove);
   }
 
   admit(conn: Connection, hello: HelloFrame, slots: number, files: WorkerFiles = "shared"): Promise<SweepWorker> {
@@ -328,27 +286,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
       const seeded = s.store.earlierRates(hello.host, hello.jobs, workerId);
       const known = [...seeded].map(([lane, r]) => `${lane} ${r.toFixed(1)}/s`).join(", ");
       this.o.log(`worker ${hello.host}#${workerId} joined (-j ${hello.jobs}, from ${conn.remote})${known ? `  known rates: ${known}` : ""}  files: ${filesWords(files)}`);
-      return {
-        label: `${hello.host}#${workerId}`,
-        jobs: hello.jobs,
-        workerId,
-        rates: new Map<string, number | null>(seeded),
-        lastCount: new Map(),
-        strikes: new Map(),
-        broken: new Map(),
-        disabled: new Set(),
-        host: hello.host,
-        addr: conn.remote,
-        slots,
-        conn,
-        joinedMs: this.o.now(),
-        chunks: 0,
-        seeds: 0,
-        gone: null,
-        files,
-        landing: files === "transfer" ? new UnitLanding(s.outDir, s.config.distributed.transfer ?? TRANSFER_DEFAULTS) : null,
-        touchedMs: 0,
-      };
+      return joinedWorker(s, { workerId, conn, host: hello.host, jobs: hello.jobs, slots, files, rates: seeded, nowMs: this.o.now() });
     }, "drop");
   }
 
@@ -364,34 +302,9 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
     };
   }
 
-  /** One piece of a unit's file: landed, and counted as a heartbeat of everything `w` holds. */
+  /** One piece of a unit's file (transfer-receipt.ts). */
   async receive(w: SweepWorker, put: PutFrame, stopping: boolean): Promise<CoordinatorReplyT> {
-    const engine = this.o.engine;
-    const known = [...engine.heldBy(w).map((f) => f.chunkId), ...engine.minimize.heldBy(w).map((u) => minimizeWire(u.unitId))];
-    for (const id of known) {
-      const held = heldUnit(id);
-      if (held.kind === "chunk") engine.heartbeat(w, held.chunkId);
-      else engine.minimize.heartbeat(w, held.unitId);
-    }
-    const drain = engine.draining !== null || stopping;
-    const place = landingPlace(this.o.engine, this.o.session.config, w, put.unit);
-    if (place === null) {
-      // Taken back meanwhile: nothing of it lands; its done finds the account short and is not booked.
-      w.landing!.drop(put.unit);
-      return { type: "ack", drain, known, note: "not held" };
-    }
-    const problem = w.landing!.put(put, place);
-    if (problem !== null) {
-      this.o.log(`worker ${w.label}: refused its files (${problem})`);
-      return { type: "refuse", reason: `files of unit ${put.unit} refused: ${problem}` };
-    }
-    const now = this.o.now();
-    if (now - w.touchedMs >= this.o.heartbeatSeconds * 1000) {
-      w.touchedMs = now;
-      const store = this.o.session.store;
-      this.books.run(() => store.workerSeen(w.workerId), "drop").catch(() => undefined);
-    }
-    return { type: "ack", drain, known, note: null };
+    return receivePut(this.receipt, w, put, stopping);
   }
 
   async handle(w: SweepWorker, f: WorkRequest, stopping: boolean): Promise<CoordinatorReplyT> {
@@ -408,28 +321,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
         try {
           const fleetSlots = this.fleetSlots();
           const jobs = engine.minimize.jobsOf(w.jobs);
-          result = await this.books.run(() => {
-            const units: MinimizeAssignment[] = [];
-            const moreUnits = (limit: number, mayStart: () => boolean) => {
-              while (units.length < limit && mayStart()) {
-                const u = engine.minimize.assign(w, jobs);
-                if (u === null) return;
-                units.push(u);
-              }
-            };
-            // Within the share first, so minimization keeps its slots while chunks are plentiful.
-            moreUnits(free, () => engine.minimize.mayStart(fleetSlots));
-            const chunks: Assignment[] = [];
-            let last: ReturnType<SweepEngine["assign"]> | null = null;
-            while (chunks.length + units.length < free) {
-              last = engine.assign(w);
-              if (last.kind !== "chunk") break;
-              chunks.push(last.assignment);
-            }
-            // Slots no chunk fills (every lane disabled for this worker) are idle: units may take them.
-            if (last?.kind === "idle") moreUnits(free - chunks.length, () => true);
-            return { chunks, units, last };
-          }, "drop");
+          result = await this.books.run(() => packWant(engine, w, free, fleetSlots, jobs), "drop");
         } catch (err) {
           if (err instanceof StoreBlocked) return { type: "wait", seconds: err.retryInMs / 1000 };
           throw err;
@@ -448,10 +340,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
       }
       case "heartbeat": {
         // Liveness is memory; the store's copy of it (last_heartbeat) is informational and may lag.
-        const known = f.ids.filter((id) => {
-          const held = heldUnit(id);
-          return held.kind === "chunk" ? engine.heartbeat(w, held.chunkId) : engine.minimize.heartbeat(w, held.unitId);
-        });
+        const known = heartbeatHeld(engine, w, f.ids);
         const store = this.o.session.store;
         this.books
           .run(() => {
@@ -469,14 +358,8 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
         let report = { outcome: f.outcome, exitCode: f.rc, seconds: f.elapsed, error: f.error ?? undefined };
         const drain = engine.draining !== null || stopping;
         const held = heldUnit(f.chunk_id);
-        if (w.landing) {
-          // What landed is booked only when it is exactly what the worker says it sent.
-          const problem = w.landing.settle(f.chunk_id, landingPlace(this.o.engine, this.o.session.config, w, f.chunk_id), f.files ?? null);
-          if (problem !== null) {
-            this.o.log(`worker ${w.label}: the files of ${held.kind === "chunk" ? `chunk ${held.chunkId}` : `minimize unit ${held.unitId}`} are not booked (${problem}); it is swept again`);
-            report = { outcome: "interrupted", exitCode: null, seconds: f.elapsed, error: `its files did not all arrive: ${problem}` };
-          }
-        }
+        // What landed is booked only when it is exactly what the worker says it sent.
+        if (w.landing) report = settleSent(this.receipt, w, w.landing, f.chunk_id, f.files ?? null, f.elapsed) ?? report;
         const booked = await this.book(() => (held.kind === "chunk" ? engine.finish(w, held.chunkId, report) : engine.minimize.finish(w, held.unitId, report)));
         if (booked === null) return { type: "ack", drain, known: null, note: "queued: the store is busy; it is booked when the store takes writes again" };
         const { note, seeds } = booked.value;
@@ -484,8 +367,7 @@ export class SweepWorkerProtocol implements WorkProtocol<SweepWorker> {
           w.chunks++;
           w.seeds += seeds;
         } else if (note === "unknown chunk") {
-          const what = held.kind === "chunk" ? `chunk ${held.chunkId}` : `minimize unit ${held.unitId}`;
-          this.o.log(`worker ${w.label} reported ${what}, which it does not hold — ignored`);
+          this.o.log(`worker ${w.label} reported ${unitWords(f.chunk_id)}, which it does not hold — ignored`);
         }
         return { type: "ack", drain: engine.draining !== null || stopping, known: null, note };
       }

@@ -10,7 +10,7 @@ import { insideOf } from "../generator/identity.ts";
 import { heldUnit, type ProveFrame, type TransferTermsT } from "../net/messages.ts";
 import type { SweepEngine, WorkerView } from "./sweep-engine.ts";
 import type { LandingPlace } from "./unit-landing.ts";
-import type { ServedSession } from "./worker-protocol.ts";
+import type { ServedSession } from "./sweep-handshake.ts";
 
 /** Why a worker without the shared directory is refused (its own copy is another generation or app build, or its results could not be sent), or null. */
 export function ownCopyProblem(s: ServedSession, prove: ProveFrame): string | null {

@@ -25,15 +25,19 @@
 // - Every wait is bounded except the wait for the child itself while no timeout is configured
 //   (hardTimeoutMs = Infinity) and no abort arrives; after SIGKILL the leader gets KILL_SETTLE_MS
 //   to disappear before runChild gives up on it and says so in the log.
+//
+// Beside it: clearing the group (process-group.ts), and finding the program and the words for a
+// start that failed (start-problem.ts).
 
 import assert from "node:assert/strict";
-import { closeSync, constants as fsConstants, existsSync, fstatSync, openSync } from "node:fs";
-import { access, mkdir, open, readdir, readFile, stat, type FileHandle } from "node:fs/promises";
+import { closeSync, constants as fsConstants, fstatSync, openSync } from "node:fs";
+import { mkdir, open, type FileHandle } from "node:fs/promises";
 import { setPriority } from "node:os";
-import { dirname, resolve as resolvePath } from "node:path";
+import { dirname } from "node:path";
 import { performance } from "node:perf_hooks";
-import { setTimeout as sleep } from "node:timers/promises";
 import { defaultStarter, startChild, type Started, type Starter } from "./native-spawn.ts";
+import { clearGroup, KILL_SETTLE_MS, signalGroup } from "./process-group.ts";
+import { errorCode, errorText, findIonice, resolveProgram, startProblem } from "./start-problem.ts";
 
 export type ChildOutcome = "complete" | "timeout" | "interrupted" | "error";
 
@@ -79,12 +83,8 @@ export interface ChildResult {
 }
 
 export const DEFAULT_KILL_GRACE_MS = 20_000;
-/** How long SIGKILLed processes get to disappear (a process in uninterruptible sleep may not). */
-const KILL_SETTLE_MS = 5_000;
 /** setTimeout cannot wait longer than this in one go. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-const POLL_FIRST_MS = 10;
-const POLL_MAX_MS = 200;
 
 export async function runChild(options: RunChildOptions): Promise<ChildResult> {
   checkOptions(options);
@@ -219,118 +219,6 @@ async function supervise(
 }
 
 /**
- * Makes sure no live member of process group `pgid` remains. `termSentAt` is when SIGTERM already
- * went to the group (-Infinity if SIGKILL did too), null if not yet. Costs one kill(2) when the
- * group is already empty. Returns false if members survived SIGKILL for KILL_SETTLE_MS.
- */
-async function clearGroup(pgid: number, graceMs: number, termSentAt: number | null): Promise<boolean> {
-  if (!(await groupHasLiveMembers(pgid))) return true;
-  let killAt: number;
-  if (termSentAt === null) {
-    signalGroup(pgid, "SIGTERM");
-    killAt = performance.now() + graceMs;
-  } else {
-    killAt = termSentAt + graceMs;
-  }
-  if (await waitGroupGone(pgid, killAt)) return true;
-  signalGroup(pgid, "SIGKILL");
-  return waitGroupGone(pgid, performance.now() + KILL_SETTLE_MS);
-}
-
-async function waitGroupGone(pgid: number, until: number): Promise<boolean> {
-  let step = POLL_FIRST_MS;
-  for (;;) {
-    if (!(await groupHasLiveMembers(pgid))) return true;
-    const left = until - performance.now();
-    if (left <= 0) return false;
-    await sleep(Math.min(step, left));
-    step = Math.min(step * 2, POLL_MAX_MS);
-  }
-}
-
-/**
- * kill(-pgid, 0) failing with ESRCH proves the group is empty; success may only mean zombies
- * (orphans whose reaper has not collected them), so with /proc the answer comes from the
- * members' states instead.
- */
-async function groupHasLiveMembers(pgid: number): Promise<boolean> {
-  try {
-    process.kill(-pgid, 0);
-  } catch (err) {
-    if (errorCode(err) === "ESRCH") return false;
-  }
-  if (!hasProc()) return true;
-  return (await liveGroupMembers(pgid)).length > 0;
-}
-
-/** Pids whose /proc/<pid>/stat names process group `pgid` and whose state is not zombie/dead. */
-async function liveGroupMembers(pgid: number): Promise<number[]> {
-  const members: number[] = [];
-  for (const name of await readdir("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    let text: string;
-    try {
-      text = await readFile(`/proc/${name}/stat`, "latin1");
-    } catch {
-      continue; // the process went away while we looked
-    }
-    // "pid (comm) state ppid pgrp …"; comm may itself contain spaces and parentheses.
-    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-    const state = fields[0];
-    if (Number(fields[2]) === pgid && state !== "Z" && state !== "X") members.push(Number(name));
-  }
-  return members;
-}
-
-let procAvailable: boolean | undefined;
-function hasProc(): boolean {
-  procAvailable ??= existsSync("/proc/self/stat");
-  return procAvailable;
-}
-
-/** ESRCH (group already gone) is the expected end state, not an error; EPERM leaves nothing to do. */
-function signalGroup(pgid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, sig);
-  } catch {
-    // ESRCH: nothing left to signal. EPERM: a member we may not signal; the bounded waits report it.
-  }
-}
-
-let ioniceLookup: Promise<string | null> | undefined;
-/** The `ionice` executable on fuzzfleet's own PATH, looked up once per process. */
-function findIonice(): Promise<string | null> {
-  ioniceLookup ??= resolveProgram("ionice", process.env.PATH, process.cwd()).then((found) =>
-    typeof found === "string" ? found : null,
-  );
-  return ioniceLookup;
-}
-
-/**
- * Finds `program` the way execvp does: a name with a slash is a path (relative to `cwd`), a bare
- * name is searched in `pathVar`. Returns the absolute path, or an error with ENOENT / EACCES.
- */
-async function resolveProgram(program: string, pathVar: string | undefined, cwd: string): Promise<string | Error> {
-  const candidates = program.includes("/")
-    ? [resolvePath(cwd, program)]
-    : (pathVar ?? "/usr/bin:/bin").split(":").map((dir) => resolvePath(cwd, dir || ".", program));
-  let denied = false;
-  for (const candidate of candidates) {
-    try {
-      if (!(await stat(candidate)).isFile()) {
-        denied = true;
-        continue;
-      }
-      await access(candidate, fsConstants.X_OK);
-      return candidate;
-    } catch (err) {
-      if (errorCode(err) === "EACCES") denied = true;
-    }
-  }
-  return Object.assign(new Error(denied ? "permission denied" : "not found"), { code: denied ? "EACCES" : "ENOENT" });
-}
-
-/**
  * The log file is opened asynchronously (it may sit on a slow file system); the stdin file
  * synchronously: it is an input the caller just prepared, and a round trip through the thread
  * pool before every start would cost more than the open itself.
@@ -358,41 +246,6 @@ async function openStdio(options: RunChildOptions): Promise<{ log: FileHandle | 
     if (input !== undefined) closeQuietly(input);
     await log?.close().catch(() => {});
     return `cannot open stdin file '${stdinPath}': ${errorText(err)}; give the path of a regular, readable file`;
-  }
-}
-
-/**
- * Why a start failed, in words. The working directory is looked at only now, after the fact: a
- * check before every start would cost a round trip through the thread pool per run, and a bad
- * working directory fails the start anyway (the child's chdir, with an errno that would otherwise
- * be read as a missing program).
- */
-async function startProblem(program: string, cwd: string | undefined, err: unknown): Promise<string> {
-  if (cwd !== undefined) {
-    const problem = await directoryProblem(cwd);
-    if (problem) return `cannot start '${program}': working directory '${cwd}' ${problem}`;
-  }
-  return startFailure(program, err);
-}
-
-async function directoryProblem(dir: string): Promise<string | null> {
-  try {
-    return (await stat(dir)).isDirectory() ? null : "is not a directory";
-  } catch (err) {
-    return errorCode(err) === "ENOENT" ? "does not exist" : `cannot be used (${errorText(err)})`;
-  }
-}
-
-function startFailure(program: string, err: unknown): string {
-  switch (errorCode(err)) {
-    case "ENOENT":
-      return program.includes("/")
-        ? `cannot start '${program}': no such file (ENOENT); check the path`
-        : `cannot start '${program}': not found on PATH (ENOENT); install it or give its full path`;
-    case "EACCES":
-      return `cannot start '${program}': permission denied, not an executable file (EACCES); check its mode`;
-    default:
-      return `cannot start '${program}': ${errorText(err)}`;
   }
 }
 
@@ -440,13 +293,4 @@ class TimerSet {
     for (const handle of this.handles) clearTimeout(handle);
     this.handles.clear();
   }
-}
-
-function errorCode(err: unknown): string | undefined {
-  return typeof err === "object" && err !== null && "code" in err ? String(err.code) : undefined;
-}
-
-function errorText(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  return String(err);
 }

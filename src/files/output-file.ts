@@ -1,6 +1,6 @@
 // Files fuzzfleet writes for the user at a path the user named (`export -o`, `--stats-json`,
 // `report -o`). The destination itself is never opened: a new file is created beside it
-// (O_EXCL|O_NOFOLLOW), written, fsynced and renamed over the destination, so a symlink or a hard
+// (O_EXCL|O_NOFOLLOW), written, fsynced and renamed over the destination (atomic-write.ts), so a symlink or a hard
 // link there is replaced, never written through, and a reader sees the old file or the whole new
 // one. What is at the destination is looked at with lstat only: a FIFO, a device, a socket or a
 // directory is refused before anything is opened (opening a FIFO for writing blocks until a
@@ -12,13 +12,12 @@
 // Contract: a bad path throws UsageError (exit 2) naming the flag, the path and the fix; a
 // failing write (disk full, permission) throws RuntimeFailure naming the path. Either way the
 // destination is as it was and no temporary file is left.
-import { closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync, renameSync, unlinkSync, type Stats } from "node:fs";
+import { existsSync, fsyncSync, lstatSync, mkdirSync, readlinkSync, realpathSync, type Stats } from "node:fs";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { RuntimeFailure, UsageError } from "../errors.ts";
-import { randomHex } from "../util/random-hex.ts";
 import { FileProblem } from "./file-problem.ts";
 import { PinnedDir } from "./pinned-dir.ts";
-import { writeFully } from "./write.ts";
+import { replaceFileSynced } from "./atomic-write.ts";
 
 /** A directory no output may land in, and how messages call it ("the corpus"). */
 export interface KeptOut {
@@ -179,32 +178,12 @@ export function writeOutputEntry(dir: PinnedDir, name: string, data: string | Ui
 
 function writeInto(dir: PinnedDir, name: string, shown: string, data: string | Uint8Array, r: OutputRules): void {
   const before = checkDestination(dir, name, shown, r);
-  // Hidden and beside the destination, so the rename stays in one directory (one file system).
-  const temp = `.${name.slice(0, 200)}.tmp-${randomHex(8)}`;
-  const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
-  let fd: number;
   try {
-    fd = openSync(dir.entry(temp), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, r.mode ?? 0o666);
+    // Beside the destination, so the rename stays in one directory (one file system). A regular
+    // file replaced keeps its permissions (an export kept 0600 stays 0600).
+    replaceFileSynced(dir.entry(name), data, before !== null && before.isFile() ? { mode: before.mode & 0o777, exactMode: true } : { mode: r.mode ?? 0o666 });
   } catch (err) {
-    throw cannotWrite(shown, r, err);
-  }
-  try {
-    try {
-      // A regular file replaced keeps its permissions (an export kept 0600 stays 0600).
-      if (before !== null && before.isFile()) fchmodSync(fd, before.mode & 0o777);
-      writeFully(fd, bytes);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(dir.entry(temp), dir.entry(name));
-  } catch (err) {
-    try {
-      unlinkSync(dir.entry(temp));
-    } catch {
-      // Already renamed or never created: nothing to take back.
-    }
-    if (codeOf(err) === "EISDIR" || codeOf(err) === "ENOTEMPTY" || codeOf(err) === "EEXIST") {
+    if (codeOf(err) === "EISDIR" || codeOf(err) === "ENOTEMPTY") {
       throw new UsageError(`${r.flag} ${shown} became a directory while it was written; choose a file path`, { cause: err });
     }
     throw cannotWrite(shown, r, err);

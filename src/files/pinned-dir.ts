@@ -11,11 +11,12 @@
 // not-directory, not-regular, too-large, too-deep, unreadable, changed); anything else they throw
 // is an I/O error of the caller's own directories. Messages name the path the user knows
 // (`shown`), never the /proc one; displayPath() maps a descriptor path back for code that was
-// handed one as a plain string.
+// handed one as a plain string. The words of each refusal are refusals.ts.
 import assert from "node:assert/strict";
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, rmdirSync, statSync, unlinkSync, mkdirSync, type Stats } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, rmdirSync, statSync, unlinkSync, mkdirSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import { FileProblem } from "./file-problem.ts";
+import { codeOf, describeNonDirectory, kindPhrase, missing, symlinkProblem, unreadable } from "./refusals.ts";
 
 const VIA_PROC = (() => {
   try {
@@ -45,10 +46,6 @@ export interface DirIdentity {
   ino: number;
 }
 
-function codeOf(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException | null)?.code;
-}
-
 /** A path for messages: the /proc path of an open pin becomes the pinned directory's own path. */
 export function displayPath(path: string): string {
   if (!path.startsWith(PROC_PREFIX)) return path;
@@ -57,53 +54,6 @@ export function displayPath(path: string): string {
   const shown = shownByFd.get(Number(slash < 0 ? rest : rest.slice(0, slash)));
   if (shown === undefined) return path;
   return slash < 0 ? shown : join(shown, rest.slice(slash + 1));
-}
-
-function missing(shown: string, cause?: unknown): FileProblem {
-  return new FileProblem("missing", shown, `${shown} does not exist`, { cause, detail: "missing" });
-}
-
-function unreadable(shown: string, verb: string, err: unknown): FileProblem {
-  const detail = `unreadable (${codeOf(err) ?? (err as Error).message})`;
-  return new FileProblem("unreadable", shown, `cannot ${verb} ${shown}: ${(err as Error).message}`, { cause: err, detail });
-}
-
-/** What a name that is not a usable directory is, for a refusal message. */
-function describeNonDirectory(path: string, shown: string, err: unknown): FileProblem {
-  const code = codeOf(err);
-  if (code === "ENOENT") return missing(shown, err);
-  if (code === "ENOTDIR" || code === "ELOOP") {
-    const st = lstatSync(path, { throwIfNoEntry: false });
-    if (st === undefined) return missing(shown, err);
-    if (st.isSymbolicLink()) return symlinkProblem(path, shown);
-    if (!st.isDirectory()) {
-      const detail = `${kindPhrase(st)}, not a directory`;
-      return new FileProblem("not-directory", shown, `${shown} is ${detail}`, { detail });
-    }
-    return new FileProblem("changed", shown, `${shown} was replaced while it was opened`, { detail: "replaced while it was opened" });
-  }
-  return unreadable(shown, "open", err);
-}
-
-function symlinkProblem(path: string, shown: string): FileProblem {
-  let target = "";
-  try {
-    const t = readlinkSync(path);
-    target = ` to '${t.length > 200 ? `${t.slice(0, 200)}…` : t}'`;
-  } catch {
-    // Gone again: the refusal stands without the target.
-  }
-  const detail = `a symbolic link${target}; nothing is followed through a symlink`;
-  return new FileProblem("symlink", shown, `${shown} is ${detail}`, { detail });
-}
-
-function kindPhrase(st: Stats): string {
-  if (st.isFile()) return "a regular file";
-  if (st.isDirectory()) return "a directory";
-  if (st.isSymbolicLink()) return "a symbolic link";
-  if (st.isFIFO()) return "a FIFO";
-  if (st.isSocket()) return "a socket";
-  return "a device file";
 }
 
 function checkName(name: string): void {

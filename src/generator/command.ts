@@ -1,6 +1,7 @@
 // Building a generator invocation from the [generator] command template.
 import { resolve } from "node:path";
-import { fillPlaceholders, placeholdersIn, type Config } from "../config/schema.ts";
+import { fillPlaceholders, placeholdersIn } from "../config/placeholders.ts";
+import type { Config } from "../config/schema.ts";
 
 export interface ChunkVars {
   seedFrom: number;

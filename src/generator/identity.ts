@@ -7,7 +7,30 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { isAbsolute, join, relative, sep } from "node:path";
 import { ConfigError, RefusedError } from "../errors.ts";
 import type { Config } from "../config/schema.ts";
-import type { ChallengeFrame, ProveFrame } from "../net/messages.ts";
+
+/**
+ * What a coordinator (or a root master) asks a host to prove: the nonce file it wrote in the
+ * shared directory, the generator's identity and the app. It is the `challenge` frame's content,
+ * checked at the wire's edge (net/messages.ts) and handed here; the generator contract does not
+ * import the wire.
+ */
+export interface IdentityChallenge {
+  nonce_path: string;
+  identity: { command: string[]; files: string[]; base_dir: string } | null;
+  app_path: string | null;
+}
+
+/** What a host answers: its `prove` frame, as the wire carries it. */
+export interface IdentityProof {
+  type: "prove";
+  nonce: string | null;
+  gen_hash: string | null;
+  app_build: string | null;
+  /** Why a value is null (a file could not be read), for the refusal message. */
+  problem: string | null;
+  /** Whether it read the nonce, so works in the shared directory. */
+  shared_dir: boolean;
+}
 
 /** Thrown-free variant for reports: null when an identity file cannot be read. */
 export function tryGenerationHash(config: Config): string | null {
@@ -216,7 +239,7 @@ export function globToRegExp(pattern: string): RegExp {
  * at the same relative path below `ownDir` (its working directory), a file outside it at its
  * absolute path, so the ids agree when the copies hold the same bytes.
  */
-export function proveIdentity(c: ChallengeFrame, ownDir: string = process.cwd()): ProveFrame {
+export function proveIdentity(c: IdentityChallenge, ownDir: string = process.cwd()): IdentityProof {
   const problems: string[] = [];
   let nonce: string | null = null;
   try {

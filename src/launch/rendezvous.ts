@@ -12,8 +12,8 @@
 //
 // Nothing is followed through a symlink: each directory is checked with lstat (a directory, this
 // user's) before it is used, records are written under a temporary name (O_EXCL | O_NOFOLLOW,
-// 0600), fsynced and renamed into place, and read with O_NOFOLLOW, at most RECORD_MAX_BYTES, only
-// from a regular file of this user, and checked field by field.
+// 0600), fsynced and renamed into place (files/atomic-write.ts), and read with O_NOFOLLOW, at most RECORD_MAX_BYTES, only
+// from a regular file of this user (files/small-file.ts), and checked field by field.
 //
 // Only the rank 0 that holds the leader's lock touches launch/: it takes the lock before it
 // creates or removes anything there, and a rank 0 refused the lock (a second rank 0 of a running
@@ -23,18 +23,20 @@
 // replaced; at the end the holder removes its job's directory (if the lock is still its own),
 // releases the lock, and removes launch/ once it is empty.
 import { createHash } from "node:crypto";
-import { closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, rmdirSync, unlinkSync, type Stats } from "node:fs";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { z } from "zod";
 import { formatDuration } from "../config/duration.ts";
 import { RefusedError, RuntimeFailure } from "../errors.ts";
+import { FileProblem } from "../files/file-problem.ts";
+import { problemCode, readSmallFile } from "../files/small-file.ts";
+import { fsyncDir, replaceFileSynced } from "../files/atomic-write.ts";
 import { printable } from "../core/log-lines.ts";
 import { CampaignLock, lockPath, readLock, type LockHolder } from "../lock/campaign-lock.ts";
 import { retryDelayMs } from "../net/dial-wait.ts";
 import { JOB_ID_MAX_CHARS } from "./launcher.ts";
 import { WakeablePause } from "../util/pause.ts";
-import { randomHex } from "../util/random-hex.ts";
 
 export const LAUNCH_DIR = "launch";
 const RECORD_MAX_BYTES = 4096;
@@ -200,21 +202,8 @@ export function staleJobDirs(base: string, current: string | null): { path: stri
 export function publish(dir: string, rec: PublishedT): string {
   ensureOwnDir(dir, false);
   const path = recordPath(dir, rec.rank);
-  const temp = join(dir, `.r${rec.rank}.${randomHex(6)}.tmp`);
-  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  try {
-    writeSync(fd, JSON.stringify(Published.parse(rec)) + "\n");
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temp, path);
-  const dfd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    fsyncSync(dfd);
-  } finally {
-    closeSync(dfd);
-  }
+  replaceFileSynced(path, JSON.stringify(Published.parse(rec)) + "\n", 0o600);
+  fsyncDir(dir);
   return path;
 }
 
@@ -263,28 +252,24 @@ export async function awaitPublished(base: string, rank: number, w: RecordWait):
 /** The record at `path`, or null while it is not there yet. Refuses anything it must not trust. */
 function readRecord(base: string, dir: string, path: string): PublishedT | null {
   for (const d of [base, launchDir(base), dir]) if (ensureOwnDir(d, false) === null) return null;
-  let fd: number;
+  let bytes: Buffer | null;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    bytes = readSmallFile(path, RECORD_MAX_BYTES, (st) => checkOwner(path, st));
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return null;
-    if (code === "ELOOP") throw new RefusedError(`${path} is a symbolic link; a launch record is never followed through a link: remove it and start the job again`);
-    throw new RefusedError(`cannot read ${path} (${code ?? (err as Error).message})`);
+    if (!(err instanceof FileProblem)) throw err;
+    switch (err.problem) {
+      case "symlink":
+        throw new RefusedError(`${path} is a symbolic link; a launch record is never followed through a link: remove it and start the job again`);
+      case "not-regular":
+        throw new RefusedError(`${path} is not a regular file: remove it and start the job again`);
+      case "too-large":
+        throw new RefusedError(`${path} is longer than ${RECORD_MAX_BYTES} bytes, which no launch record is: remove it and start the job again`);
+      default:
+        throw new RefusedError(`cannot read ${path} (${problemCode(err)})`);
+    }
   }
-  let text: string;
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new RefusedError(`${path} is not a regular file: remove it and start the job again`);
-    checkOwner(path, st);
-    const buf = Buffer.alloc(RECORD_MAX_BYTES + 1);
-    let n = 0;
-    for (let got = -1; got !== 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, n);
-    if (n > RECORD_MAX_BYTES) throw new RefusedError(`${path} is longer than ${RECORD_MAX_BYTES} bytes, which no launch record is: remove it and start the job again`);
-    text = buf.toString("utf8", 0, n);
-  } finally {
-    closeSync(fd);
-  }
+  if (bytes === null) return null;
+  const text = bytes.toString("utf8");
   let raw: unknown;
   try {
     raw = JSON.parse(text);

@@ -10,22 +10,14 @@
 //   reclaim   a dead same-host lock, or a malformed one, is replaced without asking;
 //             a live one only with --force-unlock.
 //
-// Every change of the file's content is exclusive, so that racing processes cannot both win:
-//   absent -> ours        hard-link a complete temp file to the lock path (fails if it exists,
-//                         and readers never see a half-written line, unlike open O_EXCL + write);
-//   content X -> Y|gone   first create the claim file `fuzzfleet.lock.claim-<sha256(X)>` the same
-//                         way, re-read the lock, and only if it still holds X rename Y over it (or
-//                         unlink it). Reclaim, forced takeover, setPort and release all go this way,
-//                         so two processes replacing the same content serialise on one claim.
-// A claim lives for milliseconds. One left by a dead process of this host, or older than
-// CLAIM_ABANDONED_MS, is itself replaced through a claim on its own content.
-import { createHash } from "node:crypto";
-import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
+// Every change of the file's content is exclusive, so that racing processes cannot both win: the
+// line, its reading and the claims that serialise each change are lock-file.ts.
+import { mkdirSync, utimesSync } from "node:fs";
 import { hostname as osHostname } from "node:os";
 import { join } from "node:path";
 import { RefusedError, RuntimeFailure } from "../errors.ts";
+import { createExclusive, formatLockLine, isPidAlive, parseLockLine, readLockFile, readRaw, replaceContent, sleepSync, type LockFile, type ReplaceOutcome } from "./lock-file.ts";
 import { formatDuration } from "../config/duration.ts";
-import { randomHex } from "../util/random-hex.ts";
 
 /** The command that holds the lock (the fourth field of its line). */
 export type LockCommand = "run" | "coordinate" | "resweep" | "reset" | "explore";
@@ -58,77 +50,12 @@ const LOCK_FILE = "fuzzfleet.lock";
 const HEARTBEAT_MS = 30_000;
 /** A remote lock untouched for longer than this (ten missed heartbeats) probably has no owner. */
 const REMOTE_PROBABLY_GONE_SECONDS = 300;
-const CLAIM_ABANDONED_MS = 60_000;
 /** How long acquire/release keep retrying while another process holds a claim. */
 const CONTENTION_WAIT_MS = 3_000;
 const CONTENTION_POLL_MS = 15;
 
 export function lockPath(outDir: string): string {
   return join(outDir, LOCK_FILE);
-}
-
-/** The claim that must be held to change a lock (or claim) file whose content is `content`. */
-export function claimPathFor(file: string, content: string): string {
-  return `${file}.claim-${createHash("sha256").update(content).digest("hex").slice(0, 16)}`;
-}
-
-type LockFile = { kind: "absent" } | { kind: "unreadable"; code: string } | { kind: "present"; raw: string; mtimeMs: number };
-
-function readLockFile(file: string): LockFile {
-  try {
-    const mtimeMs = statSync(file).mtimeMs;
-    return { kind: "present", raw: readFileSync(file, "utf8"), mtimeMs };
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? "EIO";
-    return code === "ENOENT" ? { kind: "absent" } : { kind: "unreadable", code };
-  }
-}
-
-function readRaw(file: string): string | null {
-  const f = readLockFile(file);
-  return f.kind === "present" ? f.raw : null;
-}
-
-interface LockLine {
-  host: string;
-  pid: number;
-  started: string;
-  command: string;
-  port: number | null;
-}
-
-function parseLockLine(raw: string): LockLine | null {
-  const fields = raw.trim().split(/\s+/);
-  if (fields.length < 4) return null;
-  const [host, pidText, started, command, portText] = fields;
-  if (!/^[0-9]+$/.test(pidText)) return null;
-  const pid = Number(pidText);
-  if (!Number.isSafeInteger(pid) || pid <= 0) return null;
-  const port = portText !== undefined && /^[0-9]+$/.test(portText) && Number(portText) > 0 ? Number(portText) : null;
-  return { host, pid, started, command, port };
-}
-
-function formatLockLine(host: string, pid: number, command: string, port: number | null): string {
-  const started = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-  return `${host} ${pid} ${started} ${command} ${port !== null && port > 0 ? port : "-"}\n`;
-}
-
-/** Whether `pid` names a running process on this host. EPERM means it exists; a zombie has exited. */
-export function isPidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The command name in parentheses may contain spaces or parentheses; the state follows the last ")".
-    const state = stat.slice(stat.lastIndexOf(")") + 2).charAt(0);
-    if (state === "Z" || state === "X") return false;
-  } catch {
-    // No /proc (or hidden pids): signal 0 is the best answer available.
-  }
-  return true;
 }
 
 function thisHost(hostname: string | undefined): string {
@@ -187,75 +114,6 @@ export function describeHolder(h: LockHolder): string {
   const where = h.local ? "on this host" : `on host ${h.host}`;
   const port = h.port === null ? "" : `, ${h.command === "coordinate" || h.command === "explore" ? "coordinating" : "serving"} on port ${h.port}`;
   return `${holderActivity(h.command)} is running ${where} (pid ${h.pid}, started ${h.started}${port}; lock touched ${formatAge(h.ageSeconds)} ago)`;
-}
-
-function sleepSync(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
-function tempPathFor(file: string): string {
-  return `${file}.tmp-${process.pid}-${randomHex(6)}`;
-}
-
-/** Creates `file` holding `content`, atomically and only if it does not exist. */
-function createExclusive(file: string, content: string): boolean {
-  const tmp = tempPathFor(file);
-  writeFileSync(tmp, content, { flag: "wx" });
-  try {
-    linkSync(tmp, file);
-    return true;
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "EEXIST") return false;
-    throw new RuntimeFailure(
-      `cannot create ${file}: hard-linking a temp file failed (${code}); the campaign lock needs a ` +
-        `filesystem with hard links (any local POSIX filesystem or NFS).`,
-      { cause: err },
-    );
-  } finally {
-    rmSync(tmp, { force: true });
-  }
-}
-
-function replaceWith(file: string, content: string): void {
-  const tmp = tempPathFor(file);
-  try {
-    writeFileSync(tmp, content, { flag: "wx" });
-    renameSync(tmp, file);
-  } finally {
-    rmSync(tmp, { force: true });
-  }
-}
-
-function claimAbandoned(claim: LockFile & { kind: "present" }, host: string): boolean {
-  const line = parseLockLine(claim.raw);
-  if (line !== null && line.host === host && !isPidAlive(line.pid)) return true;
-  return Date.now() - claim.mtimeMs > CLAIM_ABANDONED_MS;
-}
-
-type ReplaceOutcome = "done" | "changed" | "busy";
-
-/**
- * Changes `file` from `expected` to `next` (null: delete it), exclusively with respect to every
- * other process changing it from `expected`. "changed": the file no longer held `expected`;
- * "busy": another process holds the claim, try again shortly.
- */
-function replaceContent(file: string, expected: string, next: string | null, host: string, depth = 0): ReplaceOutcome {
-  const claim = claimPathFor(file, expected);
-  const claimLine = formatLockLine(host, process.pid, "claim", null);
-  if (!createExclusive(claim, claimLine)) {
-    const existing = readLockFile(claim);
-    if (existing.kind !== "present" || depth >= 2 || !claimAbandoned(existing, host)) return "busy";
-    if (replaceContent(claim, existing.raw, claimLine, host, depth + 1) !== "done") return "busy";
-  }
-  try {
-    if (readRaw(file) !== expected) return "changed";
-    if (next === null) unlinkSync(file);
-    else replaceWith(file, next);
-    return "done";
-  } finally {
-    rmSync(claim, { force: true });
-  }
 }
 
 function refusal(holder: LockHolder, file: string): RefusedError {

@@ -11,7 +11,7 @@ export const MAX_FRAME_BYTES = 4 << 20;
  * The cap on frames before the token is checked. Every legitimate first frame fits, whatever its
  * characters: hello, status and failures by their schemas' string limits (each character at most
  * 6 bytes as a JSON escape: under 3.2 KiB), peer_hello because the submaster shortens its
- * informative setup_text to fit (src/explore/peers.ts).
+ * informative setup_text to fit (src/explore/fleet/peers.ts).
  */
 export const FIRST_FRAME_BYTES = 8 << 10;
 /** Stateless between calls (no `stream` option), so one serves every decoder. */

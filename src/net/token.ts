@@ -15,11 +15,14 @@
 //   is refused, for servers and clients alike: a typo must not start a campaign under a new secret).
 // --token puts the secret on the command line, where any local user can read it (`ps`); every
 // command that takes it also takes --token-file, and its help says so.
-import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readSync, unlinkSync, writeSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { formatDuration } from "../config/duration.ts";
 import { RefusedError, RuntimeFailure, UsageError } from "../errors.ts";
+import { FileProblem } from "../files/file-problem.ts";
+import { problemCode, readSmallFile } from "../files/small-file.ts";
+import { createFileOnce } from "../files/atomic-write.ts";
 import { WakeablePause } from "../util/pause.ts";
 import { randomHex } from "../util/random-hex.ts";
 
@@ -171,65 +174,45 @@ function validToken(raw: string, what: string, fail: (m: string) => Error, fix: 
 
 /** The token in `path`, or null when there is no such file. Refuses any file it must not trust. */
 function readTokenFile(path: string, uid = process.geteuid?.()): string | null {
-  let fd: number;
+  let bytes: Buffer | null;
   try {
-    // O_NONBLOCK: a FIFO planted at the name must not hang the open; it is refused below.
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    bytes = readSmallFile(path, MAX_FILE_BYTES, (st) => {
+      if (uid !== undefined && st.uid !== uid) {
+        throw new RefusedError(`${path} belongs to uid ${st.uid}, not to this user (uid ${uid}), so someone else may have written it: remove it (a server writes a fresh one), or pass FUZZFLEET_TOKEN`);
+      }
+      const mode = st.mode & 0o777;
+      if ((mode & 0o077) !== 0) {
+        throw new RefusedError(`${path} is open to other users (mode 0${mode.toString(8)}), so the secret may be known: chmod 600 ${path} if nobody else could read it, else remove it (a server writes a fresh one)`);
+      }
+    });
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return null;
-    if (code === "ELOOP") throw new RefusedError(`${path} is a symbolic link; a token file is never followed through a link: replace it with the file itself`);
-    throw new RefusedError(`cannot read the token file ${path} (${code ?? (err as Error).message}): fix its permissions, or pass FUZZFLEET_TOKEN`);
+    if (!(err instanceof FileProblem)) throw err;
+    switch (err.problem) {
+      case "symlink":
+        throw new RefusedError(`${path} is a symbolic link; a token file is never followed through a link: replace it with the file itself`);
+      case "not-regular":
+        throw new RefusedError(`${path} is not a regular file: remove it (a server writes a fresh token file), or pass FUZZFLEET_TOKEN`);
+      case "too-large":
+        throw new RefusedError(`${path} is longer than ${MAX_FILE_BYTES} bytes, which no token file is: remove it (a server writes a fresh one)`);
+      default:
+        throw new RefusedError(`cannot read the token file ${path} (${problemCode(err)}): fix its permissions, or pass FUZZFLEET_TOKEN`);
+    }
   }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new RefusedError(`${path} is not a regular file: remove it (a server writes a fresh token file), or pass FUZZFLEET_TOKEN`);
-    if (uid !== undefined && st.uid !== uid) {
-      throw new RefusedError(`${path} belongs to uid ${st.uid}, not to this user (uid ${uid}), so someone else may have written it: remove it (a server writes a fresh one), or pass FUZZFLEET_TOKEN`);
-    }
-    const mode = st.mode & 0o777;
-    if ((mode & 0o077) !== 0) {
-      throw new RefusedError(`${path} is open to other users (mode 0${mode.toString(8)}), so the secret may be known: chmod 600 ${path} if nobody else could read it, else remove it (a server writes a fresh one)`);
-    }
-    const buf = Buffer.alloc(MAX_FILE_BYTES + 1);
-    let n = 0;
-    while (n < buf.length) {
-      const got = readSync(fd, buf, n, buf.length - n, n);
-      if (got === 0) break;
-      n += got;
-    }
-    if (n > MAX_FILE_BYTES) throw new RefusedError(`${path} is longer than ${MAX_FILE_BYTES} bytes, which no token file is: remove it (a server writes a fresh one)`);
-    return validToken(buf.toString("utf8", 0, n), `the token in ${path}`, refused, "remove the file (a server writes a fresh one)");
-  } finally {
-    closeSync(fd);
-  }
+  if (bytes === null) return null;
+  return validToken(bytes.toString("utf8"), `the token in ${path}`, refused, "remove the file (a server writes a fresh one)");
 }
 
 /** Writes a fresh token to `path` unless something already has that name. Null if it did. */
 function createTokenFile(path: string): string | null {
   mkdirSync(dirname(path), { recursive: true });
   const token = randomHex(16);
-  const temp = `${path}.${randomHex(6)}.tmp`;
-  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {
-    try {
-      // The umask may only take permissions away; 0600 exactly is what readers require.
-      fchmodSync(fd, 0o600);
-      writeSync(fd, token + "\n");
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    try {
-      linkSync(temp, path);
-      return token;
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "EEXIST") return null;
-      throw new RuntimeFailure(`cannot create the token file ${path} (${code ?? (err as Error).message}): pass --token or FUZZFLEET_TOKEN instead`, { cause: err });
-    }
-  } finally {
-    unlinkSync(temp);
+    // The umask may only take permissions away; 0600 exactly is what readers require.
+    return createFileOnce(path, token + "\n", { mode: 0o600, exactMode: true }) ? token : null;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if ((err as NodeJS.ErrnoException).syscall !== "link") throw err;
+    throw new RuntimeFailure(`cannot create the token file ${path} (${code ?? (err as Error).message}): pass --token or FUZZFLEET_TOKEN instead`, { cause: err });
   }
 }
 

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { DEFAULT_CONFIG_NAME, loadConfig, laneIdentity, type Config, type LaneConfig } from "../../src/config/load.ts";
-import { fillPlaceholders, placeholdersIn } from "../../src/config/schema.ts";
+import { fillPlaceholders, placeholdersIn } from "../../src/config/placeholders.ts";
 import { ConfigError } from "../../src/errors.ts";
 
 const scratchDirs: string[] = [];

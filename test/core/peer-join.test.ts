@@ -5,7 +5,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
-import { JoinRoster, MasterLink, RootAdmission, SubmasterJoin, type AdmissionRules } from "../../src/core/peer-join.ts";
+import { JoinRoster } from "../../src/core/join-roster.ts";
+import { MasterLink } from "../../src/core/master-link.ts";
+import { RootAdmission, SubmasterJoin, type AdmissionRules } from "../../src/core/peer-join.ts";
 import { check, FromPeer, FromRoot, HandshakeReply, Prove, Refuse, Roster, type ProveFrame } from "../../src/net/messages.ts";
 
 const PEER = "10.0.0.8:41000";

@@ -31,30 +31,6 @@ function published(corpusDir: string): string[] {
 const OLD = new Date(Date.now() - 3600_000);
 
 describe("input admission waits for files to settle", () => {
-  it("a file created empty and filled 300 ms later is admitted once, with its final content", async () => {
-    const { master, inputDir, corpusDir } = setup();
-    const path = join(inputDir, "id:000001,src:000000,op:havoc");
-    writeFileSync(path, "");
-    const start = performance.now();
-    let filled = false;
-    let admitted = 0;
-    while (performance.now() - start < 300 + 3 * SETTLE_MS) {
-      if (!filled && performance.now() - start >= 300) {
-        writeFileSync(path, "final content\n");
-        filled = true;
-      }
-      admitted += master.admitInputs(256);
-      if (!filled) assert.equal(admitted, 0, "nothing is admitted while the file is empty");
-      await sleep(25);
-    }
-    assert.equal(admitted, 1);
-    assert.deepEqual([...master.external], [sha256("final content\n")]);
-    assert.deepEqual(published(corpusDir), [sha256("final content\n")]);
-    assert.ok(!existsSync(join(corpusDir, sha256(""))), "the empty content was never published");
-    assert.equal(master.pendingCount, 1);
-    assert.equal(master.admitInputs(), 0, "admitted once");
-  });
-
   it("a static directory of old files is admitted at first sight, a batch at a time", () => {
     const { master, inputDir } = setup();
     for (let i = 0; i < 600; i++) {
@@ -71,28 +47,6 @@ describe("input admission waits for files to settle", () => {
     assert.equal(master.pendingCount, 600);
   });
 
-  it("a file that keeps growing is not admitted until it stops", async () => {
-    const { master, inputDir } = setup();
-    const path = join(inputDir, "growing");
-    writeFileSync(path, "x");
-    const start = performance.now();
-    while (performance.now() - start < 3 * SETTLE_MS) {
-      appendFileSync(path, "x");
-      assert.equal(master.admitInputs(256), 0, "not admitted while it grows");
-      await sleep(SETTLE_MS / 5);
-    }
-    assert.equal(master.external.size, 0);
-    const final = readFileSync(path, "utf8");
-    let admitted = 0;
-    const stopped = performance.now();
-    while (admitted === 0 && performance.now() - stopped < 10 * SETTLE_MS) {
-      admitted += master.admitInputs(256);
-      await sleep(SETTLE_MS / 5);
-    }
-    assert.equal(admitted, 1, "admitted once it stopped growing");
-    assert.deepEqual([...master.external], [sha256(final)]);
-  });
-
   it("a fresh file, and an empty one, keep the master from being idle until they settle; then both are admitted", async () => {
     const { master, inputDir } = setup();
     writeFileSync(join(inputDir, "fresh"), "fresh seed\n");
@@ -100,8 +54,16 @@ describe("input admission waits for files to settle", () => {
     assert.equal(master.admitInputs(), 0, "no scan waits: the files are still settling");
     assert.equal(master.pendingCount, 0);
     assert.equal(master.idle, false, "a file still settling is work in sight");
-    await sleep(SETTLE_MS + 50);
-    assert.equal(master.admitInputs(), 2);
+    // The master's scan reads the real monotonic clock: look again until the settle time has passed.
+    const start = performance.now();
+    let admitted = 0;
+    while (admitted === 0 && performance.now() - start < 20 * SETTLE_MS) {
+      assert.equal(master.idle, false, "still work in sight until both are admitted");
+      await sleep(SETTLE_MS / 10);
+      admitted = master.admitInputs();
+    }
+    assert.ok(performance.now() - start >= SETTLE_MS, "not admitted before the settle time");
+    assert.equal(admitted, 2);
     assert.ok(master.external.has(sha256("fresh seed\n")));
     assert.ok(master.external.has(sha256("")), "an empty file that stayed empty is an input");
     assert.equal(master.admitInputs(), 0);
@@ -141,6 +103,44 @@ describe("the settle rule on the scan's monotonic clock", () => {
     assert.equal(a.scan(256), 1);
     assert.equal(a.settlingCount, 0);
     assert.deepEqual(admitted, [sha256("fresh\n")]);
+  });
+
+  it("a file created empty and filled 300 ms later is admitted once, with its final content", () => {
+    const { inputDir, corpusDir } = setup();
+    const clock = { t: 0 };
+    const { a, admitted } = admission(inputDir, corpusDir, clock);
+    const path = join(inputDir, "id:000001,src:000000,op:havoc");
+    writeFileSync(path, "");
+    for (let t = 0; t < 300; t += 25, clock.t += 25) assert.equal(a.scan(256), 0, "nothing is admitted while the file is empty");
+    writeFileSync(path, "final content\n");
+    assert.equal(a.scan(256), 0, "the change restarts the wait");
+    clock.t += SETTLE_MS;
+    assert.equal(a.scan(256), 1);
+    assert.deepEqual(admitted, [sha256("final content\n")]);
+    assert.deepEqual(published(corpusDir), [sha256("final content\n")]);
+    assert.ok(!existsSync(join(corpusDir, sha256(""))), "the empty content was never published");
+    clock.t += 3 * SETTLE_MS;
+    assert.equal(a.scan(256), 0, "admitted once");
+  });
+
+  it("a file that keeps growing is not admitted until it stops", () => {
+    const { inputDir, corpusDir } = setup();
+    const clock = { t: 0 };
+    const { a, admitted } = admission(inputDir, corpusDir, clock);
+    const path = join(inputDir, "growing");
+    writeFileSync(path, "x");
+    for (let i = 0; i < 15; i++) {
+      clock.t += SETTLE_MS / 5;
+      appendFileSync(path, "x");
+      assert.equal(a.scan(256), 0, "not admitted while it grows");
+    }
+    const final = readFileSync(path, "utf8");
+    // The wait runs from the look that found the last growth.
+    clock.t += SETTLE_MS - 1;
+    assert.equal(a.scan(256), 0, "not yet the settle time after it stopped");
+    clock.t += 1;
+    assert.equal(a.scan(256), 1, "admitted once it stopped growing");
+    assert.deepEqual(admitted, [sha256(final)]);
   });
 
   it("a change restarts the wait, and a name removed while it settles is forgotten", () => {
@@ -199,7 +199,10 @@ describe("explore on a producer's queue", () => {
       // Each run appends the length of its input and the input itself.
       const target = d.script("target.sh", `input=$(cat "$1"); printf '%s:%s\\n' "\${#input}" "$input" >> '${ran}'`);
       const explore = d.start(["--follow", "-j", "1", "-t", "1", "--wall-timeout", "4"], [target, "@@"]);
-      await sleep(1000);
+      // The producer writes its queue file once the campaign runs: after the seed's run.
+      const startMs = performance.now();
+      while (!(existsSync(ran) && readFileSync(ran, "utf8").includes("8:old seed")) && performance.now() - startMs < 3000) await sleep(20);
+      assert.ok(existsSync(ran), "the seed ran within 3 s of the start\n" + explore.output());
       const queued = join(d.seeds, "id:000001");
       writeFileSync(queued, "");
       await sleep(300);

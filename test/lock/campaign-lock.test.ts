@@ -10,13 +10,13 @@ import { fileURLToPath } from "node:url";
 import { RefusedError } from "../../src/errors.ts";
 import {
   CampaignLock,
-  claimPathFor,
   describeHolder,
   lockPath,
   readLock,
   refuseIfRemoteCampaign,
   type LockHolder,
 } from "../../src/lock/campaign-lock.ts";
+import { claimPathFor } from "../../src/lock/lock-file.ts";
 import { scratchDirs } from "../helpers/scratch.ts";
 
 const HOST = hostname();

@@ -8,7 +8,7 @@ import { test } from "node:test";
 import { exitOwed } from "../helpers/books.ts";
 import { Campaign, coverageViolations, distributedTable, start, startCoordinator, waitFor } from "../helpers/campaign.ts";
 import { campaignToken } from "../helpers/wire.ts";
-import { answerKind, besiege, flood, malformedFrames, memoryOf, sendOnce, unanswered, type Answer } from "./attack.ts";
+import { answerKind, besiege, flood, malformedFrames, memoryOf, sendOnce, unanswered, type Answer } from "./attack.mjs";
 
 const DECLARERS = 400;
 const MALFORMED = 3_000;

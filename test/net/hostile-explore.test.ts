@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { CLI, waitFor } from "../helpers/campaign.ts";
 import { ExploreDir } from "../helpers/explore.ts";
-import { answerKind, besiege, flood, malformedFrames, memoryOf, sendOnce, unanswered } from "./attack.ts";
+import { answerKind, besiege, flood, malformedFrames, memoryOf, sendOnce, unanswered } from "./attack.mjs";
 
 const TOKEN = "hostile-explore-token-0123456789";
 const DECLARERS = 400;

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import { exitOwed } from "../helpers/books.ts";
 import { Campaign, distributedTable, startCoordinator, waitFor } from "../helpers/campaign.ts";
 import { campaignToken, fakeWorker, frameBytes } from "../helpers/wire.ts";
-import { answerKind, flood, sendOnce } from "./attack.ts";
+import { answerKind, flood, sendOnce } from "./attack.mjs";
 
 const FLOOD = 3000;
 

@@ -32,7 +32,7 @@ function oneLineRefusal(r: { code: number | null; stderr: string; signal?: NodeJ
 
 /** Names in `dir` that are temporary files of an output write. */
 function tempsIn(dir: string): string[] {
-  return readdirSync(dir).filter((n) => n.includes(".tmp-"));
+  return readdirSync(dir).filter((n) => n.startsWith(".") && n.endsWith(".tmp"));
 }
 
 describe("export -o and report -o on a swept campaign", () => {

@@ -177,18 +177,26 @@ describe("the explore dashboard on a running master", () => {
     assert.match(first.explore!.masters[0]!.phase, /^idle window: ends in /);
     assert.equal(first.explore!.frontier.pending, 0);
     assert.equal(first.explore!.frontier.running, 0);
-    await new Promise((r) => setTimeout(r, 1100));
-    const later = (await snapshot()).explore!.idle;
-    if (later?.remainingSeconds !== null && later?.remainingSeconds !== undefined) assert.ok(later.remainingSeconds < left, `the countdown moves: ${left} -> ${later.remainingSeconds}`);
+    // The countdown moves: a later snapshot, still in the window, shows less time left.
+    const later = await until("the countdown to move", async () => {
+      const r = (await snapshot()).explore!.idle?.remainingSeconds;
+      return r !== null && r !== undefined && r < left ? r : undefined;
+    });
+    assert.ok(later >= 0 && later < left, `the countdown moves: ${left} -> ${later}`);
     assert.equal(await running, "idle", "the frontier was exhausted");
   });
 
   test("after the end, /metrics agrees with the master, the lease records and the findings store", async () => {
     await running;
-    await new Promise((r) => setTimeout(r, 3100)); // the lease counts are read from disk every few seconds
-    const r = await get(served.server.url + "metrics");
-    assert.equal(r.status, 200);
-    const fams = parseExposition(r.body);
+    const counts = leases.counts(Date.now(), 60_000);
+    // The lease counts are read from disk every few seconds: wait for the reading after the end.
+    const fams = await until("/metrics to count the lease records as they ended", async () => {
+      const r = await get(served.server.url + "metrics");
+      assert.equal(r.status, 200);
+      const f = parseExposition(r.body);
+      const done = f.get("fuzzfleet_explore_frontier_tasks")?.samples.find((x) => x.labels.state === "done")?.value;
+      return done === counts.done ? f : undefined;
+    });
     const v = (name: string, labels: Record<string, string> = {}) =>
       fams.get(name)?.samples.find((s) => JSON.stringify(Object.entries(s.labels).sort()) === JSON.stringify(Object.entries(labels).sort()))?.value;
     const c = master.counters;
@@ -196,7 +204,6 @@ describe("the explore dashboard on a running master", () => {
     assert.equal(v("fuzzfleet_explore_executions_total", { master: "0" }), c.observations);
     assert.equal(v("fuzzfleet_explore_generated_inputs_total", { master: "0" }), c.generated);
     assert.equal(v("fuzzfleet_explore_unique_inputs_total", { master: "0" }), c.claimedChildren);
-    const counts = leases.counts(Date.now(), 60_000);
     assert.equal(v("fuzzfleet_explore_frontier_tasks", { state: "done" }), counts.done);
     assert.equal(v("fuzzfleet_explore_frontier_tasks", { state: "leased" }), 0);
     assert.equal(v("fuzzfleet_explore_frontier_tasks", { state: "pending" }), 0);

@@ -1,29 +1,20 @@
 // Crash-durable file-system steps for hidden explore state. A rename is only durable once the
 // directory holding the new name has been fsynced, so callers that batch several renames into
 // one directory use replaceFileSynced per file and fsyncDir once at the end.
-import { randomHex } from "../../util/random-hex.ts";
-import { closeSync, constants, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, type Stats } from "node:fs";
+import { constants, linkSync, lstatSync, mkdirSync, renameSync, statSync, unlinkSync, type Stats } from "node:fs";
 import { open } from "node:fs/promises";
-import { writeFully } from "../../files/write.ts";
-import { basename, dirname, join } from "node:path";
+import { dirname } from "node:path";
 
 export { writeFully } from "../../files/write.ts";
+// Temp, fsync, rename has one implementation, in files/.
+import { fsyncDir, replaceFileSynced } from "../../files/atomic-write.ts";
+export { fsyncDir, replaceFile, replaceFileSynced } from "../../files/atomic-write.ts";
 
 /** lstat that treats a missing entry (removed since a listing, say) as absent; other errors throw. */
 export function lstatOrNull(path: string): Stats | null {
   // Not a caught ENOENT: on the paths that call this the entry is usually absent, and a thrown
   // error costs more than the whole check.
   return lstatSync(path, { throwIfNoEntry: false }) ?? null;
-}
-
-/** Flushes a directory's entries (created, renamed, removed names) to stable storage. */
-export function fsyncDir(dir: string): void {
-  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /** fsyncDir in libuv's pool: the event loop goes on meanwhile. */
@@ -33,45 +24,6 @@ export async function fsyncDirAsync(dir: string): Promise<void> {
     await handle.sync();
   } finally {
     await handle.close();
-  }
-}
-
-/**
- * Writes `data` to a fresh temporary file beside `path`, fsyncs it and renames it over `path`.
- * Readers see the old content or the new, never a part. The directory is NOT fsynced: the new
- * name is durable only after fsyncDir(dirname(path)). On failure the temporary file is removed
- * and the error propagates; `path` is untouched.
- */
-export function replaceFileSynced(path: string, data: string | Uint8Array, mode = 0o600): void {
-  replaceFileWith(path, data, mode, true);
-}
-
-/** Like replaceFileSynced without the fsync: atomic for readers, not durable across a machine crash. */
-export function replaceFile(path: string, data: string | Uint8Array, mode = 0o600): void {
-  replaceFileWith(path, data, mode, false);
-}
-
-function replaceFileWith(path: string, data: string | Uint8Array, mode: number, sync: boolean): void {
-  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomHex(6)}.tmp`);
-  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
-  let renamed = false;
-  try {
-    try {
-      writeFully(fd, typeof data === "string" ? Buffer.from(data, "utf8") : data);
-      if (sync) fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(temp, path);
-    renamed = true;
-  } finally {
-    if (!renamed) {
-      try {
-        unlinkSync(temp);
-      } catch {
-        // Best effort: the original error matters more than a leftover temporary file.
-      }
-    }
   }
 }
 

@@ -1,20 +1,12 @@
-// Hostile clients for the hostile suite: peers that never learn the token and try to make a
-// listener on 127.0.0.1 buffer, log or crash. Each connection resolves with what the server sent
-// back, so a test can tell a refusal at accept from one after reading, both from a silent drop,
-// and all of them from a connection the kernel never let through. Also: a process's memory.
+// Hostile clients, shared by the hostile suite (test/net/hostile-*.test.ts) and its benchmark
+// (bench/hostile.mjs): peers that never learn the token and try to make a listener on 127.0.0.1
+// buffer, log or crash. Each connection resolves with what the server sent back, so a caller can
+// tell a refusal at accept from one after reading, both from a silent drop, and all of them from a
+// connection the kernel never let through. Also: a process's memory. Plain JavaScript so that the
+// benchmark runs it without a TypeScript loader; its types are attack.d.mts.
 import { readFileSync } from "node:fs";
-import { connect, type Socket } from "node:net";
+import { connect } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-
-/** What the server did with one hostile connection. */
-export interface Answer {
-  /** The server's bytes, latin1. */
-  reply: string;
-  /** Whether the TCP connection was established at all (a listener's backlog can overflow). */
-  connected: boolean;
-  /** The socket error that ended it, if any (ECONNRESET after a refusal is normal). */
-  error: string | null;
-}
 
 /** One 64 KiB block, written again and again: the attack costs this process no memory. */
 const BLOCK = Buffer.alloc(64 << 10, 0x41);
@@ -23,7 +15,7 @@ const BLOCK = Buffer.alloc(64 << 10, 0x41);
  * Opens a connection, declares a frame of `declared` bytes and sends `declared - 1` of them as
  * fast as the server takes them. Resolves once the connection ends (or after `timeoutMs`).
  */
-export function declareFrame(port: number, declared: number, timeoutMs = 30_000): Promise<Answer> {
+export function declareFrame(port, declared, timeoutMs = 30_000) {
   let left = declared - 1;
   return exchange(port, timeoutMs, (socket) => {
     const pour = () => {
@@ -40,14 +32,14 @@ export function declareFrame(port: number, declared: number, timeoutMs = 30_000)
 }
 
 /** Sends `bytes` and resolves once the server closed the connection (or after `timeoutMs`). */
-export function sendOnce(port: number, bytes: Buffer | string, timeoutMs = 30_000): Promise<Answer> {
+export function sendOnce(port, bytes, timeoutMs = 30_000) {
   return exchange(port, timeoutMs, (socket) => socket.write(bytes));
 }
 
-function exchange(port: number, timeoutMs: number, onConnect: (socket: Socket) => void): Promise<Answer> {
+function exchange(port, timeoutMs, onConnect) {
   return new Promise((resolve) => {
     const socket = connect({ host: "127.0.0.1", port });
-    const answer: Answer = { reply: "", connected: false, error: null };
+    const answer = { reply: "", connected: false, error: null };
     const end = () => {
       clearTimeout(timer);
       socket.destroy();
@@ -61,19 +53,19 @@ function exchange(port: number, timeoutMs: number, onConnect: (socket: Socket) =
       answer.connected = true;
       onConnect(socket);
     });
-    socket.on("data", (d: Buffer) => (answer.reply += d.toString("latin1")));
-    socket.on("error", (err: NodeJS.ErrnoException) => (answer.error ??= err.code ?? err.message));
+    socket.on("data", (d) => (answer.reply += d.toString("latin1")));
+    socket.on("error", (err) => (answer.error ??= err.code ?? err.message));
     socket.on("close", end);
   });
 }
 
 /** The malformed first frames of the flood: broken framing, broken JSON, broken schemas, no token. */
-export function malformedFrames(token: string): Buffer[] {
-  const frame = (obj: unknown) => {
+export function malformedFrames(token) {
+  const frame = (obj) => {
     const body = Buffer.from(JSON.stringify(obj));
     return Buffer.concat([Buffer.from(`${body.length}\n`), body]);
   };
-  const raw = (body: string) => Buffer.concat([Buffer.from(`${Buffer.byteLength(body)}\n`), Buffer.from(body)]);
+  const raw = (body) => Buffer.concat([Buffer.from(`${Buffer.byteLength(body)}\n`), Buffer.from(body)]);
   return [
     Buffer.from([0xde, 0xad, 0xbe, 0xef, 0x0a]),
     Buffer.from("999999999\n"),
@@ -83,15 +75,15 @@ export function malformedFrames(token: string): Buffer[] {
     raw("[1,2,3]"),
     raw('{"type":12}'),
     frame({ type: "status", token: "x".repeat(32), json: false }),
-    frame({ type: "hello", token: "wrong", protocol: 1, host: "h", jobs: 1, slots: 1 }),
+    frame({ type: "hello", token: "wrong", protocol: 1, host: "h\nforged", jobs: 1, slots: 1 }),
     frame({ type: "done", chunk_id: 1, elapsed: 1, rc: 0, outcome: "complete", error: null }),
     frame({ type: `gimme\x1b[2J\n`, token: `${token.slice(0, 4)}-not-it` }),
   ];
 }
 
 /** Runs `total` calls of `one(i)`, at most `concurrency` at a time; resolves with their results in order. */
-export async function flood<T>(total: number, concurrency: number, one: (i: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = new Array(total);
+export async function flood(total, concurrency, one) {
+  const results = new Array(total);
   let next = 0;
   const lane = async () => {
     while (next < total) {
@@ -104,9 +96,9 @@ export async function flood<T>(total: number, concurrency: number, one: (i: numb
 }
 
 /** VmRSS (now) and VmHWM (the peak so far) of a live process, in MB (10^6 bytes). */
-export function memoryOf(pid: number): { rssMB: number; peakMB: number } {
+export function memoryOf(pid) {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kB = (field: string) => {
+  const kB = (field) => {
     const m = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status);
     if (!m) throw new Error(`no ${field} in /proc/${pid}/status`);
     return (Number(m[1]) * 1024) / 1e6;
@@ -115,19 +107,25 @@ export function memoryOf(pid: number): { rssMB: number; peakMB: number } {
 }
 
 /** What the server's answer to one hostile connection amounts to. */
-export function answerKind(a: Answer): "refused at accept" | "refused" | "never connected" | "no reply" {
+export function answerKind(a) {
   if (!a.connected) return "never connected";
   if (!a.reply.includes('"type":"refuse"')) return "no reply";
   return a.reply.includes("awaiting authentication") ? "refused at accept" : "refused";
 }
 
 /**
- * Connections left hanging: neither refused with a reason nor reset. A refused peer that keeps
- * writing is reset when the server closes its socket after the grace, and one that had not read
- * its refusal by then (the attacking process is busy pouring) sees only the reset.
+ * answerKind, with a connection reset before any reply told apart from one left hanging. A refused
+ * peer that keeps writing is reset when the server closes its socket after the grace, and one that
+ * had not read its refusal by then (the attacking process is busy pouring) sees only the reset.
  */
-export function unanswered(answers: Answer[]): Answer[] {
-  return answers.filter((a) => answerKind(a) === "no reply" && a.error !== "ECONNRESET" && a.error !== "EPIPE");
+export function outcomeOf(a) {
+  const kind = answerKind(a);
+  return kind === "no reply" && (a.error === "ECONNRESET" || a.error === "EPIPE") ? "reset" : kind;
+}
+
+/** Connections left hanging: neither refused with a reason nor reset. */
+export function unanswered(answers) {
+  return answers.filter((a) => outcomeOf(a) === "no reply");
 }
 
 /**
@@ -135,12 +133,7 @@ export function unanswered(answers: Answer[]): Answer[] {
  * declaring a 4 MiB first frame, each back `reconnectMs` after its refusal, for as long as
  * `during()` runs; the listener's VmRSS is sampled every 100 ms meanwhile.
  */
-export async function besiege<T>(
-  port: number,
-  pid: number,
-  o: { declarers: number; reconnectMs: number },
-  during: () => Promise<T>,
-): Promise<{ result: T; declared: Answer[]; rssMaxMB: number; seconds: number }> {
+export async function besiege(port, pid, o, during) {
   const startMs = Date.now();
   let attacking = true;
   let rssMaxMB = memoryOf(pid).rssMB;
@@ -151,14 +144,14 @@ export async function besiege<T>(
     }
   })();
   const declarers = Array.from({ length: o.declarers }, async () => {
-    const answers: Answer[] = [];
+    const answers = [];
     do {
       answers.push(await declareFrame(port, 4 << 20));
       if (attacking) await sleep(o.reconnectMs);
     } while (attacking);
     return answers;
   });
-  let result: T;
+  let result;
   try {
     result = await during();
   } finally {
@@ -166,5 +159,5 @@ export async function besiege<T>(
   }
   const declared = (await Promise.all(declarers)).flat();
   await sampler;
-  return { result, declared, rssMaxMB, seconds: (Date.now() - startMs) / 1000 };
+  return { result, declared, rssMaxMB: Math.max(rssMaxMB, memoryOf(pid).rssMB), seconds: (Date.now() - startMs) / 1000 };
 }
