@@ -12,7 +12,7 @@ import { RefusedError, RuntimeFailure } from "../errors.ts";
 import { EXIT } from "../exit-codes.ts";
 import type { Connection } from "../net/connection.ts";
 import { checkHostName, connectWithWait, type HostLookup } from "../net/dial-wait.ts";
-import { HandshakeReply, PROTOCOL_VERSION, Welcome, Refuse, type WelcomeFrame } from "../net/messages.ts";
+import { HandshakeReply, PROTOCOL_VERSION, Welcome, Refuse, type ProveFrame, type WelcomeFrame } from "../net/messages.ts";
 import { awaitToken, type TokenSource } from "../net/token.ts";
 import { WorkerLoop, type UnitRunner } from "./loop.ts";
 import { SweepRunner } from "./sweep-runner.ts";
@@ -61,7 +61,8 @@ export async function handshake(
   if (first.type === "refuse") throw new RefusedError(`${who} refused this worker:\n  ${printable(first.reason, { max: 2000 })}`);
   if (first.type !== "challenge") throw new RuntimeFailure(`unexpected handshake reply '${first.type}'`);
   const ownDir = o.workDir ?? process.cwd();
-  const prove = proveIdentity(first, ownDir);
+  // The generator contract's proof, plus what only an explore master asks: the target build.
+  const prove: ProveFrame = proveIdentity(first, ownDir);
   if (first.target) {
     // An explore master checks the target build this worker would run, where it would run it.
     const target = provenTarget(first.target, prove.shared_dir !== false, ownDir, process.env.PATH);

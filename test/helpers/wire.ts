@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { Connection, dial } from "../../src/net/connection.ts";
-import { HandshakeReply, PROTOCOL_VERSION, Welcome, Refuse, type Frame } from "../../src/net/messages.ts";
+import { HandshakeReply, PROTOCOL_VERSION, Welcome, Refuse, type Frame, type ProveFrame } from "../../src/net/messages.ts";
 import { provenTarget } from "../../src/explore/state/target-identity.ts";
 import { proveIdentity } from "../../src/generator/identity.ts";
 import { z } from "zod";
@@ -46,7 +46,7 @@ export async function fakeWorker(
   const conn = await dial("127.0.0.1", port, 5000);
   const first = await conn.request({ type: "hello", token, protocol: PROTOCOL_VERSION, host, jobs: 1, slots: 1 }, HandshakeReply, 10_000);
   if (first.type !== "challenge") throw new Error(`expected a challenge, got ${JSON.stringify(first)}`);
-  const prove = proveIdentity(first);
+  const prove: ProveFrame = proveIdentity(first);
   // An explore master checks the target build: the double runs where the master does.
   if (first.target) prove.target_build = provenTarget(first.target, true, process.cwd(), process.env.PATH).build;
   const welcome = await conn.request(prove, z.discriminatedUnion("type", [Welcome, Refuse]), 10_000);
