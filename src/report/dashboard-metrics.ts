@@ -43,6 +43,7 @@ export function sweepMetrics(s: DashboardSnapshot): MetricFamily[] {
     { name: "fuzzfleet_chunks_completed_total", help: "Complete chunks of the generation.", type: "counter", samples: v ? [{ value: v.totals.chunksComplete }] : [] },
     { name: "fuzzfleet_finds_total", help: "Failing seeds found by complete chunks of the generation.", type: "counter", samples: v ? [{ value: v.totals.finds }] : [] },
     { name: "fuzzfleet_failures", help: "Distinct failures of the generation, by state.", type: "gauge", samples: v ? Object.entries(v.totals.byState).map(([state, n]) => ({ labels: { state }, value: n })) : [] },
+    { name: "fuzzfleet_pending_finds", help: "Finds of the generation still pending minimization (a pending find is not yet a distinct failure).", type: "gauge", samples: v ? [{ value: v.totals.pending.finds }] : [] },
     { name: "fuzzfleet_failure_hits_total", help: "Seeds that hit the generation's distinct failures (finds pending minimization not included).", type: "counter", samples: v ? [{ value: v.totals.hits }] : [] },
     { name: "fuzzfleet_chunks_in_flight", help: "Chunks running now, by lane and worker.", type: "gauge", samples: [...flights.values()].map((f) => ({ labels: { lane: f.lane, worker: f.worker }, value: f.n })) },
     { name: "fuzzfleet_chunk_oldest_running_seconds", help: "How long the oldest chunk in flight has run, by lane and worker.", type: "gauge", samples: [...flights.values()].map((f) => ({ labels: { lane: f.lane, worker: f.worker }, value: Math.round(f.oldest * 1000) / 1000 })) },

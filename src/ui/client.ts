@@ -47,7 +47,7 @@ export const CLIENT_JS = String.raw`
     var box = document.getElementById('totals'); clear(box);
     var t = v.totals;
     box.appendChild(el('div', 'generation ' + v.generation + ' — ' + int(t.seedsSwept) + ' seeds swept in ' + int(t.chunksComplete) +
-      ' complete chunks; ' + int(t.finds) + ' finds, ' + int(t.distinct) + ' distinct failures (' + int(t.open) + ' open)'));
+      ' complete chunks; ' + int(t.finds) + ' finds, ' + int(t.distinct) + ' distinct failures (' + int(t.open) + ' open)' + (t.pending && t.pending.finds ? ', ' + int(t.pending.finds) + ' finds pending minimization' : '')));
   }
 
   function renderLanes(v) {

@@ -40,7 +40,17 @@ export interface CampaignStatus {
 export interface SweepView {
   generation: number;
   lanes: LaneView[];
-  totals: { seedsSwept: number; finds: number; distinct: number; open: number; chunksComplete: number; hits: number; byState: Record<string, number> };
+  totals: {
+    seedsSwept: number;
+    finds: number;
+    distinct: number;
+    open: number;
+    chunksComplete: number;
+    hits: number;
+    byState: Record<string, number>;
+    /** Finds still pending minimization and the seeds they hit (not yet a distinct failure). */
+    pending: { finds: number; hits: number };
+  };
   series: SweepSeries;
   failures: FailureView[];
   /** How many failures there are in all, when `failures` is cut. */

@@ -105,7 +105,8 @@ minimize = ["node", ${gen}, "--minimize", "--seeds", "{seeds}", "--out", "{out}"
     const hits = [status.failure_totals.distinct_hits, snap.sweep!.totals.hits, metric(metrics, "fuzzfleet_failure_hits_total"), report.sweep!.totals.hits];
     assert.deepEqual(hits, Array(4).fill(status.failure_totals.distinct_hits), `hits of distinct failures: status, dashboard, /metrics, report ${JSON.stringify(views)}`);
 
-    assert.deepEqual([summary.pending, status.failure_totals.pending_finds], [status.failure_totals.pending_finds, status.failure_totals.pending_finds], `pending finds: summary, status ${JSON.stringify(views)}`);
+    const pending = [summary.pending, status.failure_totals.pending_finds, snap.sweep!.totals.pending.finds, metric(metrics, "fuzzfleet_pending_finds"), report.sweep!.totals.pending.finds];
+    assert.deepEqual(pending, Array(5).fill(status.failure_totals.pending_finds), `pending finds: summary, status, dashboard, /metrics, report ${JSON.stringify(views)}`);
   });
 });
 
