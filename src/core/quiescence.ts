@@ -371,3 +371,20 @@ export class ParticipantQuiescence {
     this.counters[key] = (this.counters[key] ?? 0) + 1;
   }
 }
+
+/** A share of a partitioned fleet as quiescence sees it: who serves it, and whether its lease is live. */
+export interface ShareState {
+  rank: number;
+  holder: string;
+  live: boolean;
+}
+
+/**
+ * Whether a partitioned fleet may count as idle: every share is served by a holder with a live
+ * lease that itself reports idle. A share without a holder, or whose lease expired (its master
+ * died or stalled and the share waits to be taken over, or is being taken over), is busy: its
+ * records may still hold work that only a takeover will find.
+ */
+export function sharesIdle(shares: readonly ShareState[], idleHolders: ReadonlySet<string>): boolean {
+  return shares.every((s) => s.holder !== "" && s.live && idleHolders.has(s.holder));
+}

@@ -76,6 +76,7 @@ export class LeaseTable {
   private journal: JournalStore | null = null;
   private partitioned: PartitionedStore | null = null;
   private readonly journalCompactBytes: number | undefined;
+  private readonly shardCount: number;
 
   /**
    * Opens the table on shared record files in `opts.root`, or on `store` (the simulation's store
@@ -85,6 +86,7 @@ export class LeaseTable {
     this.root = opts.root;
     this.durability = opts.durability ?? "all";
     this.journalCompactBytes = opts.journalCompactBytes;
+    this.shardCount = opts.shardCount ?? 64;
     this.store = store ?? new SharedFilesStore(opts);
     assert.equal(this.store.durability, this.durability, "the store must have the table's durability");
     this.files = this.store instanceof SharedFilesStore ? this.store : null;
@@ -111,10 +113,10 @@ export class LeaseTable {
    * then on it reads and writes only the records of the shares it serves, each in its own journal.
    * Throws when another master still serves the share. Idempotent.
    */
-  takePartition(o: Omit<PartitionedOptions, "root" | "durability" | "records">): void {
+  takePartition(o: Omit<PartitionedOptions, "root" | "durability" | "shardCount">): void {
     if (this.partitioned !== null) return;
     assert.equal(this.journal, null, "a table taken exclusively is not partitioned");
-    this.partitioned = new PartitionedStore({ ...o, root: this.root, durability: this.durability, records: this.store.scan(), compactMinBytes: this.journalCompactBytes });
+    this.partitioned = new PartitionedStore({ ...o, root: this.root, durability: this.durability, shardCount: this.shardCount, compactMinBytes: this.journalCompactBytes });
     this.store = this.partitioned;
   }
 

@@ -14,6 +14,8 @@
 //               share's `committing` records from their manifests and runs its `leased` ones again.
 //   renewShares every held share's heartbeat, under its short lock, after checking that the
 //               record still names this holder and generation; a share found under another is lost
+//   claims      a write of a `leased` record (a claim, a renewal) reads the share's record first
+//               (once per span, without the lock): a woken master hands out no task of a lost share
 //   commits     a write past `leased` (a commit fence, a completion) and a publication check the
 //               share's record under its short lock first, once per outermost span (held to the
 //               span's end, so a takeover waits for the batch): a master that lost its share gets
@@ -28,7 +30,7 @@ import { RuntimeFailure } from "../../../errors.ts";
 import { randomHex } from "../../../util/random-hex.ts";
 import { fsyncDir } from "../durable.ts";
 import { holdFileLock, LockTimeoutError, withFileLock } from "../file-lock.ts";
-import type { ReadResult } from "../lease-files.ts";
+import { readRecordFiles, shardName, type ReadResult } from "../lease-files.ts";
 import { parseJournal } from "../lease-journal.ts";
 import { JournalStore } from "./journal.ts";
 import {
@@ -67,8 +69,8 @@ export interface PartitionedOptions {
   ttlMs: number;
   /** Wall-clock ms (records compare across hosts). */
   wallNow: () => number;
-  /** The records in the table's record files (a resumed campaign's): each share takes its own. */
-  records: readonly LeaseRecord[];
+  /** The table's shard count: a share taken over starts from its records in the record files (a resumed campaign's, or a journal absorbed into them). */
+  shardCount: number;
   /** Bound on waiting for a share's short lock. Default 30 000; a takeover waits at most 1 000. */
   lockTimeoutMs?: number;
   compactMinBytes?: number;
@@ -80,6 +82,11 @@ export interface PartitionedOptions {
   needLockFree?: boolean;
   /** A deliberately broken variant for the simulation: false skips every generation check. */
   checkGeneration?: boolean;
+  /**
+   * "required" (default): opening fails when another master still serves this rank's share.
+   * "if-free": the store opens serving nothing then (a restarted master whose share was taken over).
+   */
+  ownShare?: "required" | "if-free";
 }
 
 /** A share this master serves. */
@@ -105,18 +112,17 @@ export class PartitionedStore implements RecordStore {
   private spans = 0;
   /** Shares checked in the open span, and the release of the short lock held until its end. */
   private readonly checked = new Map<number, () => void>();
-  /** The record files' records, until each share took its own. */
-  private fileRecords: LeaseRecord[];
+  /** Shares whose record was read (without the lock) in the open span. */
+  private readonly glanced = new Set<number>();
 
   constructor(private readonly o: PartitionedOptions) {
     assert.ok(o.ranks.includes(o.rank), `rank ${o.rank} is not among the ranks ${o.ranks.join(",")}`);
     this.durability = o.durability;
     this.lockTimeoutMs = o.lockTimeoutMs ?? 30_000;
-    this.fileRecords = [...o.records];
     mkdirSync(partitionDir(o.root), { recursive: true, mode: 0o700 });
     fsyncDir(o.root);
     const own = this.takeShare(o.rank, true);
-    if (own.kind !== "taken") {
+    if (own.kind !== "taken" && o.ownShare !== "if-free") {
       const rec = readPartition(o.root, o.rank);
       throw new RuntimeFailure(
         `the share of rank ${o.rank} in ${o.root} is still served by ${rec?.holder ?? "another master"} (generation ${rec?.generation ?? "?"}, ` +
@@ -158,7 +164,12 @@ export class PartitionedStore implements RecordStore {
 
   put(record: LeaseRecord, fence: boolean): void {
     const share = this.need(record.id);
-    if (record.status === "leased") return share.store.put(record, fence);
+    if (record.status === "leased") {
+      // A claim or a renewal commits nothing: the record alone is read (no lock), so that a woken
+      // master learns at its first claim that its share is gone and hands out no task of it.
+      this.glance(share);
+      return share.store.put(record, fence);
+    }
     const release = this.check(share);
     try {
       share.store.put(record, fence);
@@ -188,6 +199,7 @@ export class PartitionedStore implements RecordStore {
     if (--this.spans === 0) {
       for (const release of this.checked.values()) release();
       this.checked.clear();
+      this.glanced.clear();
     }
     if (failure !== null) throw failure.error;
   }
@@ -317,6 +329,13 @@ export class PartitionedStore implements RecordStore {
     return () => {};
   }
 
+  /** current() without the lock, once per span. */
+  private glance(s: Share): void {
+    if (this.o.checkGeneration === false || (this.spans > 0 && (this.checked.has(s.rank) || this.glanced.has(s.rank)))) return;
+    this.current(s);
+    if (this.spans > 0) this.glanced.add(s.rank);
+  }
+
   /** Throws ShareLostError (and marks the share lost) unless its record names this holder and generation. */
   private current(s: Share): PartitionRecord {
     const rec = readPartition(this.o.root, s.rank);
@@ -358,7 +377,9 @@ export class PartitionedStore implements RecordStore {
     if (fds === null) return { kind: "busy", rank };
     try {
       const byId = new Map<string, LeaseRecord>();
-      for (const r of this.fileRecords) if (this.shareOf(r.id) === rank) byId.set(r.id, r);
+      // Read now, with the old journals' locks held: a journal absorbed meanwhile is in the files.
+      const shardOf = (id: string) => shardName(Number.parseInt(id.slice(0, 8), 16) % this.o.shardCount);
+      for (const r of readRecordFiles(root, shardOf)) if (this.shareOf(r.id) === rank) byId.set(r.id, r);
       for (const path of old) {
         let text: string;
         try {
@@ -399,7 +420,6 @@ export class PartitionedStore implements RecordStore {
       if (old.length > 0) fsyncDir(root);
       this.shares.get(rank)?.store.close();
       this.shares.set(rank, { rank, generation, base, store, lost: false });
-      this.fileRecords = this.fileRecords.filter((r) => this.shareOf(r.id) !== rank);
       return { kind: "taken", rank, generation, previous: prev, records };
     } finally {
       for (const fd of fds) closeSync(fd);
