@@ -89,8 +89,8 @@ interface Round {
 export class RootQuiescence {
   /** Ignored messages, keyed `<message>.<class>` (e.g. `status.stale`, `vote.unowned`). */
   readonly counters: Record<string, number> = {};
-  private readonly peers: readonly number[];
-  private readonly peerSet: ReadonlySet<number>;
+  private peers: readonly number[];
+  private peerSet: ReadonlySet<number>;
   private readonly maxIdleMs: number;
   private readonly freshMs: number;
   private readonly statuses = new Map<number, PeerStatus>();
@@ -200,6 +200,28 @@ export class RootQuiescence {
     this.proposal = null;
     this.decision = { token: proposal.token, to: proposal.to, answered: new Set() };
     return { class: "yes", actions: [{ kind: "commit", token: proposal.token, to: [...proposal.to] }] };
+  }
+
+  /**
+   * A peer is gone for good and its share is (or will be) served by another master, so it takes
+   * no part any more. Before COMMIT an open proposal is aborted (to those it went to) and the
+   * idle window restarts; after COMMIT the decision no longer waits for its ACK.
+   */
+  dropPeer(rank: number, now: number): Action[] {
+    if (!this.peerSet.has(rank)) return [];
+    this.peers = this.peers.filter((p) => p !== rank);
+    this.peerSet = new Set(this.peers);
+    this.statuses.delete(rank);
+    if (this.conflictReason !== null) return [];
+    const decision = this.decision;
+    if (decision) {
+      decision.to = decision.to.filter((p) => p !== rank);
+      decision.answered.delete(rank);
+      return decision.answered.size === decision.to.length ? [{ kind: "committed" }] : [];
+    }
+    const actions = this.cancelProposal();
+    this.idleSince = null;
+    return [...actions, ...this.reassess(now)];
   }
 
   onAck(from: number, ack: CommitAckMessage): { class: AckClass; actions: Action[] } {

@@ -19,7 +19,24 @@ export type Inbox = { rank: number; frame: FromPeerT | FromRootT }[];
 
 function ownStats(master: ExploreMaster, late: number, executors: ExecutorCounts): MasterStats {
   const c = master.counters;
-  return { observations: c.observations, generated: c.generated, interesting: c.claimedChildren, external: master.external.size, late, ...executors };
+  const served = master.partitioned ? servedCounts(master) : { observations: c.observations, generated: c.generated };
+  return { ...served, interesting: c.claimedChildren, external: master.external.size, late, ...executors };
+}
+
+/**
+ * With partitioned shares a master reports the done records of the shares it serves (its own and
+ * those it took over): shares are disjoint, so the sum over the masters counts each commit once,
+ * a lost master's included.
+ */
+function servedCounts(master: ExploreMaster): { observations: number; generated: number } {
+  let observations = 0;
+  let generated = 0;
+  for (const r of master.leaseTable.snapshot()) {
+    if (r.status !== "done" || !r.commit || r.commit.worker === "budget") continue;
+    observations++;
+    generated += r.commit.num_generated;
+  }
+  return { observations, generated };
 }
 
 export async function rootStats(o: {
@@ -49,7 +66,8 @@ export async function rootStats(o: {
     // A master that is gone will not report: no need to wait for it.
     const waitingOnLive = out.pending.some((r) => !o.hub.peers.find((p) => p.rank === r)?.lost);
     if (out.settled || !waitingOnLive) {
-      const problems = out.pending.map((r) => {
+      // A lost master whose share another serves reported through that master (servedCounts).
+      const problems = out.pending.filter((r) => !(o.master.partitioned && o.hub.peers.find((p) => p.rank === r)?.lost && !o.master.leaseTable.partition!.partitions().some((s) => s.holder.startsWith(`${o.master.epochPrefix}:${r}:`)))).map((r) => {
         const peer = o.hub.peers.find((p) => p.rank === r);
         return problem("statistics", `master rank ${r}${peer ? ` (${peer.host})` : ""} sent no statistics${peer?.lost ? ` (lost: ${peer.lost})` : ` within ${Math.round(o.graceMs / 1000)}s`}`);
       });

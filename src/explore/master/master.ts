@@ -38,7 +38,7 @@ import { commitResult, completeOverBudget, replayCommits, type CommitContext, ty
 import { Dispatch, type ActiveTask } from "./dispatch.ts";
 import { batchable, CommitBatches, type QueuedCommit } from "./commit-batch.ts";
 import { resultProblem } from "./result-checks.ts";
-import { takeOverExpired } from "./recovery.ts";
+import { sharesServed, takeOverExpired, takeOverShares } from "./recovery.ts";
 import { recordNotReproduced, recordRunFinding } from "./finding-record.ts";
 import { problem, type Problem } from "../../core/problems.ts";
 
@@ -118,6 +118,8 @@ export class ExploreMaster {
     // The same condition makes this master the table's only writer (a lone master holds the
     // campaign lock; a broadcast master's table is its own): it journals instead of a file per write.
     if (this.everyoneOwns) o.leases.takeExclusive();
+    // Several masters: each serves its share under a partition lease, in a journal of its own.
+    else o.leases.takePartition({ rank: o.rank, ranks: o.ranks, holder: `${this.ownerName}:${process.pid}`, epoch: o.epoch, ttlMs: o.leaseTtlMs, wallNow: o.wallNow });
     this.tasks = new Dispatch(o.timeoutSeconds);
     const state = stateDir(o.corpusDir);
     this.findings = new FindingsStore(findingsDir(state), { redact: o.redact });
@@ -192,7 +194,9 @@ export class ExploreMaster {
 
   /** Whether this master admits `hash` (rendezvous owner, or everyone under broadcast). */
   owns(hash: string): boolean {
-    return this.everyoneOwns || rendezvousOwner(hash, this.o.ranks) === this.o.rank;
+    if (this.everyoneOwns) return true;
+    // The shares this master serves: its own, and those it took over.
+    return this.o.leases.partition?.mayHold(hash) ?? rendezvousOwner(hash, this.o.ranks) === this.o.rank;
   }
 
   // ---- discovery --------------------------------------------------------------------------------
@@ -222,6 +226,11 @@ export class ExploreMaster {
   /** Takes over expired `leased` records (any master's: progress when an owner stalls). */
   recoverExpired(ttlMs = this.o.leaseTtlMs): number {
     if (this.frozen) return 0;
+    if (takeOverShares(this.o.leases, this.o.log, this.o.wallNow())) {
+      // A share taken over: its commits past their fence are finished, its leases run again.
+      this.replayCommitting();
+      ttlMs = 0;
+    }
     const added = takeOverExpired(this.commits, {
       ttlMs,
       owner: this.ownerName,
@@ -253,8 +262,9 @@ export class ExploreMaster {
     this.admitInputs();
     if (!this.frozen) this.discovery.scan(true);
     this.recoverExpired();
-    // A file still settling is work in sight too: it is admitted once it stopped changing.
-    return this.tasks.pendingCount > before || this.admission.settlingCount > 0;
+    // A file still settling is work in sight too: it is admitted once it stopped changing; a share
+    // whose lease is not live (its master died or stalled) waits for a takeover: busy too.
+    return this.tasks.pendingCount > before || this.admission.settlingCount > 0 || !sharesServed(this.o.leases);
   }
 
   /** Input files this master owns but never admitted (discovery was frozen): left for the next campaign. */
@@ -264,10 +274,30 @@ export class ExploreMaster {
 
   /** Renews every held fence (one batch); lost ones are dropped. */
   heartbeat(): void {
+    const lostShares = this.o.leases.renewShares();
+    if (lostShares.length > 0) {
+      this.o.log(`the share(s) of rank ${lostShares.join(", ")} were taken over by another master: this master commits nothing more of them`);
+      this.tasks.dropLost([...this.tasks.fences.keys()].filter((id) => !this.owns(id)));
+    }
     if (this.tasks.fences.size === 0) return;
     const { lost } = this.o.leases.heartbeatMany(this.tasks.fences, this.o.wallNow());
     this.counters.lostLeases += lost.length;
     this.tasks.dropLost(lost);
+  }
+
+  /** Whether the lease table is partitioned (several masters, each serving its share). */
+  get partitioned(): boolean {
+    return this.o.leases.partition !== null;
+  }
+
+  /** The lease table (a partitioned one: the records of the shares this master serves). */
+  get leaseTable(): LeaseTable {
+    return this.o.leases;
+  }
+
+  /** How this epoch's masters are named in lease and partition records (`<prefix>:<rank>`). */
+  get epochPrefix(): string {
+    return this.o.epoch.slice(0, 16);
   }
 
   /** The target build this master records under, and what it was computed from when known. */
