@@ -178,6 +178,12 @@ export class RootQuiescence {
     assert.ok(isQuiescenceToken(token), `a PREPARE token must be 64 lowercase hex characters, got ${JSON.stringify(token)}`);
     assert.ok(!this.usedTokens.has(token), "a PREPARE token must never be reused");
     this.usedTokens.add(token);
+    if (this.peers.length === 0) {
+      // Every peer was dropped (its share taken over): the root alone decides, at once.
+      this.decision = { token, to: [], answered: new Set() };
+      actions.push({ kind: "commit", token, to: [] }, { kind: "committed" });
+      return actions;
+    }
     this.proposal = { token, to: [...this.peers], answered: new Set() };
     actions.push({ kind: "prepare", token, to: [...this.peers] });
     return actions;

@@ -18,7 +18,7 @@
 // unless `fresh`; under another build it runs again), every committed run that crashed or hung in
 // the findings store, and a recorded input that a new build ran without a crash or hang as not
 // reproduced by it (state/ledger.ts, state/findings.ts, state/target-identity.ts).
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { printable } from "../../core/log-lines.ts";
 import { owner as rendezvousOwner } from "../../core/rendezvous.ts";
 import type { Budgets } from "../defaults.ts";
@@ -84,6 +84,8 @@ export class ExploreMaster {
   /** Public objects whose bytes this master verified or published itself. */
   private readonly verified = new Set<string>();
   private readonly staging: StagingArea;
+  /** The staging areas of masters whose shares this one took over. */
+  private readonly otherStaging = new Map<number, StagingArea>();
   private readonly commits: CommitContext;
   /** Group commit of remote results with children (and of local ones when the loop is woken per batch). */
   private readonly batches: CommitBatches;
@@ -227,9 +229,12 @@ export class ExploreMaster {
   recoverExpired(ttlMs = this.o.leaseTtlMs): number {
     if (this.frozen) return 0;
     if (takeOverShares(this.o.leases, this.o.log, this.o.wallNow())) {
-      // A share taken over: its commits past their fence are finished, its leases run again.
+      // A share taken over: its commits past their fence are finished, its leases run again, and
+      // content of it this master saw but left to its owner (never claimed) is looked at again.
       this.replayCommitting();
       ttlMs = 0;
+      for (const h of [...this.observed]) if (this.owns(h) && !this.tasks.holds(h)) this.observed.delete(h);
+      this.discovery.scan(true);
     }
     const added = takeOverExpired(this.commits, {
       ttlMs,
@@ -249,11 +254,20 @@ export class ExploreMaster {
 
   /** Redoes commits that passed their fence but were not finished (a crashed master's). */
   replayCommitting(): number {
-    return replayCommits(this.commits, this.staging, (children, id) => {
+    return replayCommits(this.commits, (fence) => this.stagingOf(fence), (children, id) => {
       this.counters.replayedCommits++;
       this.ledger.add(id);
       for (const child of children) this.claimChild(child);
     });
+  }
+
+  /** The staging area of the master whose fence this is (fences begin `<epoch prefix>:<rank>:`): its executors staged the result. */
+  private stagingOf(fence: string): StagingArea {
+    const rank = Number(fence.split(":")[1]);
+    if (rank === this.o.rank || !Number.isSafeInteger(rank) || !this.o.ranks.includes(rank)) return this.staging;
+    let area = this.otherStaging.get(rank);
+    if (area === undefined) this.otherStaging.set(rank, (area = new StagingArea(join(dirname(this.o.stagingRoot), `r${rank}`))));
+    return area;
   }
 
   /** Everything a quiescence refresh looks at: inputs, the corpus, expired leases. Returns whether work appeared. */
