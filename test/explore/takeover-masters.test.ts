@@ -12,6 +12,7 @@ import { ExploreDir } from "../helpers/explore.ts";
 
 const TOKEN = "takeover-test-token-0123456789";
 const TTL_S = 2;
+const cleanups: (() => void)[] = [];
 
 /** Each seed line runs ~0.2 s, is logged, and has one child (which has none): n seeds give 2n observations, n generated. */
 function campaign(e: ExploreDir, seeds: number): { log: string; target: string } {
@@ -52,7 +53,15 @@ async function masters(e: ExploreDir, n: number, target: string) {
   worker.stdout!.setEncoding("utf8").on("data", (d: string) => (workerOut += d));
   worker.stderr!.setEncoding("utf8").on("data", (d: string) => (workerOut += d));
   const workerDone = new Promise<number | null>((resolve) => worker.on("close", (code) => resolve(code)));
-  return { root, subs, worker: { done: workerDone, output: () => workerOut } };
+  // Ranks are given in join order: each submaster's from its banner.
+  const ranked = await Promise.all(subs.map((sub) => waitFor("a submaster's rank", () => Number(/rank (\d+) of \d+ masters/.exec(sub.output())?.[1]) || undefined, 60_000).then((rank) => ({ rank, sub }))));
+  const byRank = (rank: number) => ranked.find((x) => x.rank === rank)!.sub;
+  const stop = () => {
+    // Whatever a failed test left running: woken, then killed.
+    for (const p of [root, ...subs]) if (p.child.exitCode === null && p.child.signalCode === null) (p.child.kill("SIGCONT"), p.child.kill("SIGKILL"));
+    if (worker.exitCode === null) worker.kill("SIGKILL");
+  };
+  return { root, subs, byRank, stop, worker: { done: workerDone, output: () => workerOut } };
 }
 
 test("two masters and a remote worker: a submaster SIGKILLed mid-campaign has its share taken over; the counts are one master's alone", async () => {
@@ -60,6 +69,7 @@ test("two masters and a remote worker: a submaster SIGKILLed mid-campaign has it
   try {
     const { log, target } = campaign(e, 12);
     const f = await masters(e, 2, target);
+    cleanups.push(f.stop);
     await waitFor("a few runs", () => (executions(log).length >= 4 ? true : undefined), 60_000);
     f.subs[0]!.child.kill("SIGKILL");
     const [r, s] = await Promise.all([f.root.done, f.subs[0]!.done]);
@@ -75,6 +85,7 @@ test("two masters and a remote worker: a submaster SIGKILLed mid-campaign has it
     assert.ok(Number(took[1]) >= TTL_S && Number(took[1]) <= TTL_S + 2, `taken over within the lease time + 2 s (silent ${took[1]} s)`);
     assert.equal(partition(e.corpus, 1), undefined, "the campaign's state is removed after a clean end");
   } finally {
+    for (const c of cleanups.splice(0)) c();
     e.cleanup();
   }
 });
@@ -84,9 +95,11 @@ test("three masters: one SIGKILLed, one SIGSTOPped past its lease then SIGCONTin
   try {
     const { log, target } = campaign(e, 18);
     const f = await masters(e, 3, target);
+    cleanups.push(f.stop);
+    const [r1, r2] = [f.byRank(1), f.byRank(2)];
     await waitFor("a few runs", () => (executions(log).length >= 4 ? true : undefined), 60_000);
-    f.subs[1]!.child.kill("SIGKILL");
-    f.subs[0]!.child.kill("SIGSTOP");
+    r2.child.kill("SIGKILL");
+    r1.child.kill("SIGSTOP");
     // Stopped past its lease: its heartbeat is older than the TTL.
     const stopped = await waitFor("rank 1's lease to lapse", () => {
       const p = partition(e.corpus, 1);
@@ -94,16 +107,17 @@ test("three masters: one SIGKILLed, one SIGSTOPped past its lease then SIGCONTin
     }, 60_000);
     await waitFor("rank 2's share taken over", () => (/took over the share of rank 2/.test(f.root.output()) ? true : undefined), 60_000);
     assert.equal(partition(e.corpus, 1)!.generation, stopped.generation, "a stopped master's share is not taken: its journal lock is held");
-    f.subs[0]!.child.kill("SIGCONT");
-    const [r, s1, s2] = await Promise.all([f.root.done, f.subs[0]!.done, f.subs[1]!.done]);
+    r1.child.kill("SIGCONT");
+    const [r, s1, s2] = await Promise.all([f.root.done, r1.done, r2.done]);
     assert.equal(s2.signal, "SIGKILL");
     assert.equal(r.code, 0, f.root.output());
-    assert.equal(s1.code, 0, f.subs[0]!.output());
+    assert.equal(s1.code, 0, r1.output());
     const st = e.stats();
     assert.deepEqual({ observations: st.observations, generated: st.generated, interesting: st.interesting, redundant: st.redundant }, { observations: 36, generated: 18, interesting: 18, redundant: 0 });
     assert.equal(new Set(executions(log)).size, 36);
     assert.doesNotMatch(f.root.output(), /took over the share of rank 1/);
   } finally {
+    for (const c of cleanups.splice(0)) c();
     e.cleanup();
   }
 });
