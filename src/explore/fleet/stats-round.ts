@@ -50,7 +50,11 @@ export async function rootStats(o: {
   /** The root's own executors. */
   executors: ExecutorCounts;
 }): Promise<{ problems: Problem[]; totals: MasterStats; byMaster: Record<number, number>; executors: ExecutorCounts }> {
-  const collector = new StatsCollector({ rank: 0, own: ownStats(o.master, o.late, o.executors), peers: o.hub.peers.map((p) => p.rank) });
+  // A lost master whose share another master took over reports through that master (servedCounts):
+  // nobody waits for it. One lost while it still holds its share is missed, and named below.
+  const takenOver = takenOverRanks(o.master);
+  const peers = o.hub.peers.filter((p) => !(p.lost && takenOver.has(p.rank))).map((p) => p.rank);
+  const collector = new StatsCollector({ rank: 0, own: ownStats(o.master, o.late, o.executors), peers });
   const deadline = o.now() + o.graceMs;
   for (;;) {
     for (const item of o.inbox.splice(0)) {
@@ -66,8 +70,7 @@ export async function rootStats(o: {
     // A master that is gone will not report: no need to wait for it.
     const waitingOnLive = out.pending.some((r) => !o.hub.peers.find((p) => p.rank === r)?.lost);
     if (out.settled || !waitingOnLive) {
-      // A lost master whose share another serves reported through that master (servedCounts).
-      const problems = out.pending.filter((r) => !(o.master.partitioned && o.hub.peers.find((p) => p.rank === r)?.lost && !o.master.leaseTable.partition!.partitions().some((s) => s.holder.startsWith(`${o.master.epochPrefix}:${r}:`)))).map((r) => {
+      const problems = out.pending.map((r) => {
         const peer = o.hub.peers.find((p) => p.rank === r);
         return problem("statistics", `master rank ${r}${peer ? ` (${peer.host})` : ""} sent no statistics${peer?.lost ? ` (lost: ${peer.lost})` : ` within ${Math.round(o.graceMs / 1000)}s`}`);
       });
@@ -76,6 +79,13 @@ export async function rootStats(o: {
     }
     await o.hub.nextEvent(Math.max(1, deadline - o.now()));
   }
+}
+
+/** The ranks whose share is served by another master's holder (partitioned; none otherwise). */
+function takenOverRanks(master: ExploreMaster): Set<number> {
+  const p = master.leaseTable.partition;
+  if (p === null) return new Set();
+  return new Set(p.partitions().filter((s) => s.holder !== "" && Number(s.holder.split(":")[1]) !== s.rank).map((s) => s.rank));
 }
 
 export async function participantStats(o: {
