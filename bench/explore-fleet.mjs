@@ -120,7 +120,9 @@ const sha256 = (b) => createHash("sha256").update(b).digest("hex");
  */
 async function fakeWorker(wire, port, index, o, clock, stats) {
   const conn = await wire.dial("127.0.0.1", port, 10_000);
-  const welcome = await wire.handshake(conn, { token: TOKEN, jobs: 1, slots: 1, hostname: `fake-${index}` });
+  const hs = await wire.handshake(conn, { token: TOKEN, jobs: 1, slots: 1, hostname: `fake-${index}` });
+  // handshake() answers {welcome, shared, problem} since workers may lack the shared directory; the welcome itself before.
+  const welcome = hs.welcome ?? hs;
   const { corpus_dir: corpus, stage_root: stageRoot } = welcome.explore;
   mkdirSync(stageRoot, { recursive: true });
   const request = (frame) => conn.request(frame, wire.CoordinatorReply, 60_000);
@@ -184,9 +186,13 @@ async function startMasters(cli, dir, masters, common, target, env) {
   const root = startProcess([process.execPath, ...(env.cpuProf ? [`--cpu-prof`, `--cpu-prof-dir=${env.cpuProf}`] : []), cli, ...argsRoot, ...target], { cwd: dir, env: env.vars });
   const port = Number((await root.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 60_000, "the root to listen"))[1]);
   const procs = [{ proc: root, port }];
+  // A submaster listens once the roster came, which needs every master: all are started first.
+  const subs = [];
   for (let i = 1; i < masters; i++) {
     const args = ["explore", ...common, "--join", `127.0.0.1:${port}`, "--port", "0", "--bind", "127.0.0.1", "--token", TOKEN];
-    const sub = startProcess([process.execPath, ...(env.cpuProf ? [`--cpu-prof`, `--cpu-prof-dir=${join(env.cpuProf, `sub${i}`)}`] : []), cli, ...args, ...target], { cwd: dir, env: env.vars });
+    subs.push(startProcess([process.execPath, ...(env.cpuProf ? [`--cpu-prof`, `--cpu-prof-dir=${join(env.cpuProf, `sub${i}`)}`] : []), cli, ...args, ...target], { cwd: dir, env: env.vars }));
+  }
+  for (const sub of subs) {
     const subPort = Number((await sub.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 60_000, "the submaster to listen"))[1]);
     procs.push({ proc: sub, port: subPort });
   }
