@@ -83,8 +83,8 @@ export async function rootStats(o: {
 
 /** The ranks whose share is served by another master's holder (partitioned; none otherwise). */
 function takenOverRanks(master: ExploreMaster): Set<number> {
-  const p = master.leaseTable.partition;
-  if (p === null) return new Set();
+  if (!master.partitioned) return new Set();
+  const p = master.leaseTable.partition!;
   return new Set(p.partitions().filter((s) => s.holder !== "" && Number(s.holder.split(":")[1]) !== s.rank).map((s) => s.rank));
 }
 

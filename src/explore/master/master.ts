@@ -228,13 +228,11 @@ export class ExploreMaster {
   /** Takes over expired `leased` records (any master's: progress when an owner stalls). */
   recoverExpired(ttlMs = this.o.leaseTtlMs): number {
     if (this.frozen) return 0;
-    if (takeOverShares(this.o.leases, this.o.log, this.o.wallNow())) {
-      // A share taken over: its commits past their fence are finished, its leases run again, and
-      // content of it this master saw but left to its owner (never claimed) is looked at again.
+    const tookShare = takeOverShares(this.o.leases, this.o.log, this.o.wallNow());
+    if (tookShare) {
+      // A share taken over: its commits past their fence are finished, its leases run again.
       this.replayCommitting();
       ttlMs = 0;
-      for (const h of [...this.observed]) if (this.owns(h) && !this.tasks.holds(h)) this.observed.delete(h);
-      this.discovery.scan(true);
     }
     const added = takeOverExpired(this.commits, {
       ttlMs,
@@ -249,6 +247,11 @@ export class ExploreMaster {
       this.tasks.hold(id, fence);
     }
     this.counters.recovered += added.length;
+    if (tookShare) {
+      // Content of the share this master saw but left to its owner (never claimed) is looked at again.
+      for (const h of [...this.observed]) if (this.owns(h) && !this.tasks.holds(h)) this.observed.delete(h);
+      this.discovery.scan(true);
+    }
     return added.length;
   }
 
@@ -291,7 +294,9 @@ export class ExploreMaster {
     const lostShares = this.o.leases.renewShares();
     if (lostShares.length > 0) {
       this.o.log(`the share(s) of rank ${lostShares.join(", ")} were taken over by another master: this master commits nothing more of them`);
-      this.tasks.dropLost([...this.tasks.fences.keys()].filter((id) => !this.owns(id)));
+      const lost = [...this.tasks.fences.keys()].filter((id) => !this.owns(id));
+      this.counters.lostLeases += lost.length;
+      this.tasks.dropLost(lost);
     }
     if (this.tasks.fences.size === 0) return;
     const { lost } = this.o.leases.heartbeatMany(this.tasks.fences, this.o.wallNow());

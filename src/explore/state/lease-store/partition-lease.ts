@@ -22,11 +22,13 @@
 // finds another generation in the record when it wakes: it checks the record under the short lock
 // before every commit batch and on every heartbeat, and from then on commits nothing more.
 import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync } from "node:fs";
+import type { LeaseRecord } from "../../../core/lease-record.ts";
 import { join } from "node:path";
 import { flockSync } from "fs-ext";
 import { RuntimeFailure } from "../../../errors.ts";
 import { fsyncDir, replaceFile, replaceFileSynced } from "../durable.ts";
-import { JOURNAL_FILE } from "../lease-journal.ts";
+import { readRecordFiles, shardName } from "../lease-files.ts";
+import { JOURNAL_FILE, parseJournal } from "../lease-journal.ts";
 
 export interface PartitionRecord {
   schema: 1;
@@ -182,4 +184,29 @@ export function lockAbandonedJournals(paths: readonly string[]): number[] | null
     }
   }
   return fds;
+}
+
+/**
+ * The records of a share as its previous holder left them: the share's record files (a resumed
+ * campaign's, or a journal folded back into them) with its journals laid over them in order (a
+ * torn last line dropped). `inShare` says which records are the share's.
+ */
+export function replayShare(root: string, shardCount: number, journals: readonly string[], inShare: (id: string) => boolean): LeaseRecord[] {
+  const byId = new Map<string, LeaseRecord>();
+  const shardOf = (id: string) => shardName(Number.parseInt(id.slice(0, 8), 16) % shardCount);
+  for (const r of readRecordFiles(root, shardOf)) if (inShare(r.id)) byId.set(r.id, r);
+  for (const path of journals) {
+    let text: string;
+    try {
+      text = readFileSync(path, "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") continue;
+      throw err;
+    }
+    for (const [id, rec] of parseJournal(path, text)) {
+      if (rec === null) byId.delete(id);
+      else byId.set(id, rec);
+    }
+  }
+  return [...byId.values()];
 }

@@ -23,15 +23,14 @@
 //   close       releases every share (holder ""), so that the next opener need not wait a lease
 //   abandon     what a crash leaves: descriptors closed, shares still named as held
 import assert from "node:assert/strict";
-import { closeSync, mkdirSync, readFileSync, unlinkSync } from "node:fs";
+import { closeSync, mkdirSync, unlinkSync } from "node:fs";
 import { owner as rendezvousOwner } from "../../../core/rendezvous.ts";
 import type { LeaseRecord } from "../../../core/lease-record.ts";
 import { RuntimeFailure } from "../../../errors.ts";
 import { randomHex } from "../../../util/random-hex.ts";
 import { fsyncDir } from "../durable.ts";
 import { holdFileLock, LockTimeoutError, withFileLock } from "../file-lock.ts";
-import { readRecordFiles, shardName, type ReadResult } from "../lease-files.ts";
-import { parseJournal } from "../lease-journal.ts";
+import type { ReadResult } from "../lease-files.ts";
 import { JournalStore } from "./journal.ts";
 import {
   highestJournalGeneration,
@@ -40,6 +39,7 @@ import {
   partitionDir,
   partitionLockPath,
   readPartition,
+  replayShare,
   writePartition,
   writePartitionSynced,
   type PartitionRecord,
@@ -376,24 +376,8 @@ export class PartitionedStore implements RecordStore {
     const fds = this.o.needLockFree === false ? [] : lockAbandonedJournals(old);
     if (fds === null) return { kind: "busy", rank };
     try {
-      const byId = new Map<string, LeaseRecord>();
       // Read now, with the old journals' locks held: a journal absorbed meanwhile is in the files.
-      const shardOf = (id: string) => shardName(Number.parseInt(id.slice(0, 8), 16) % this.o.shardCount);
-      for (const r of readRecordFiles(root, shardOf)) if (this.shareOf(r.id) === rank) byId.set(r.id, r);
-      for (const path of old) {
-        let text: string;
-        try {
-          text = readFileSync(path, "utf8");
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code === "ENOENT") continue;
-          throw err;
-        }
-        for (const [id, rec] of parseJournal(path, text)) {
-          if (rec === null) byId.delete(id);
-          else byId.set(id, rec);
-        }
-      }
-      const records = [...byId.values()];
+      const records = replayShare(root, this.o.shardCount, old, (id) => this.shareOf(id) === rank);
       const base = `journal-${process.pid}-${randomHex(6)}`;
       const store = new JournalStore({
         root,
