@@ -1,15 +1,17 @@
 #!/usr/bin/env node
-// explore-fleet: how many tasks per second one explore master (or two) can feed to remote workers.
+// explore-fleet: how many tasks per second one explore master (or two, or three) can feed to remote workers.
 //
 // (a) capacity. Fake workers in this process speak the real explore wire (dist/ modules): they
 //     handshake, ask for tasks, read the task's input from the corpus, stage one real child (the
 //     input plus one byte, until it is --length bytes long) under its hash name in the stage
 //     directory the master named, and send a real result frame. No target runs, so the machine's
 //     spawn rate does not hide the master's own cost. For each worker count (2/8/16) and master
-//     count (1/2, workers split between them; two masters share one corpus, ownership rendezvous):
+//     count (1/2/3, workers split between them; the masters share one corpus, ownership rendezvous,
+//     each serving its share from its own journal):
 //       tasks/s        results acknowledged "committed" in the window, per second
 //       loop busy      the master's event-loop utilisation in the window (perf_hooks, a preload)
-//       CPU/task       the master's CPU seconds in the window per committed task
+//       CPU/task       the masters' CPU seconds in the window per committed task (all masters' CPU
+//                      over all committed tasks: the mean cost of a task to the master that serves it)
 //     With --base DIR (a checkout of an older commit, built), every level runs the base and this
 //     checkout alternately, so the ratio of the two is taken under the same load.
 // (b) real workers. `fuzzfleet worker --slots 1` processes running a trivial C target (one child,
@@ -35,7 +37,7 @@ const HELP = `usage: node bench/explore-fleet.mjs [options]
 
   --part P            capacity, real or both                                  default both
   --workers LIST      worker counts                                           default 2,8,16
-  --masters LIST      master counts (workers are split between them)          default 1,2
+  --masters LIST      master counts (workers are split between them)          default 1,2,3
 
  (a) capacity: fake workers, no target
   --seeds N           distinct seeds (4 random bytes each)                    default 1000
@@ -60,7 +62,7 @@ function options(argv) {
     {
       part: { default: "both", choices: ["capacity", "real", "both"] },
       workers: { default: "2,8,16", number: { min: 1, max: 256, integer: true }, list: true },
-      masters: { default: "1,2", number: { min: 1, max: 2, integer: true }, list: true },
+      masters: { default: "1,2,3", number: { min: 1, max: 3, integer: true }, list: true },
       seeds: { default: "1000", number: { min: 1, integer: true } },
       length: { default: "24", number: { min: 5, max: 4096, integer: true } },
       warmup: { default: "1.5", number: { min: 0 } },
@@ -70,7 +72,7 @@ function options(argv) {
       "real-seeds": { default: "300", number: { min: 1, integer: true } },
       "max-idle": { default: "1", number: { min: 0 } },
       "cpu-prof": { path: true },
-      "prof-masters": { default: "1", number: { min: 1, max: 2, integer: true } },
+      "prof-masters": { default: "1", number: { min: 1, max: 3, integer: true } },
     },
     HELP,
   );
@@ -177,16 +179,20 @@ function writeSeeds(dir, n, bytes) {
   }
 }
 
-/** Starts `masters` masters on one corpus (a root, and a submaster with its own port). */
+/** Starts `masters` masters on one corpus (a root, and submasters with their own ports). */
 async function startMasters(cli, dir, masters, common, target, env) {
   const argsRoot = ["explore", ...common, "--port", "0", "--bind", "127.0.0.1", "--token", TOKEN];
   if (masters > 1) argsRoot.push("--masters", String(masters));
   const root = startProcess([process.execPath, ...(env.cpuProf ? [`--cpu-prof`, `--cpu-prof-dir=${env.cpuProf}`] : []), cli, ...argsRoot, ...target], { cwd: dir, env: env.vars });
   const port = Number((await root.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 60_000, "the root to listen"))[1]);
   const procs = [{ proc: root, port }];
-  if (masters > 1) {
+  // A submaster listens once the roster came, which needs every master: all are started first.
+  const subs = [];
+  for (let i = 1; i < masters; i++) {
     const args = ["explore", ...common, "--join", `127.0.0.1:${port}`, "--port", "0", "--bind", "127.0.0.1", "--token", TOKEN];
-    const sub = startProcess([process.execPath, ...(env.cpuProf ? [`--cpu-prof`, `--cpu-prof-dir=${join(env.cpuProf, "sub")}`] : []), cli, ...args, ...target], { cwd: dir, env: env.vars });
+    subs.push(startProcess([process.execPath, ...(env.cpuProf ? [`--cpu-prof`, `--cpu-prof-dir=${join(env.cpuProf, `sub${i}`)}`] : []), cli, ...args, ...target], { cwd: dir, env: env.vars }));
+  }
+  for (const sub of subs) {
     const subPort = Number((await sub.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 60_000, "the submaster to listen"))[1]);
     procs.push({ proc: sub, port: subPort });
   }

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // The long run of the lease-table simulation (test/explore/lease-world.ts): seeded campaigns of
 // simulated masters claiming, heartbeating, committing and completing over each record store —
-// in memory, shared record files, the lone master's journal — under crashes, stalls past the
+// in memory, shared record files, the lone master's journal, partitioned shares with takeover — under crashes, stalls past the
 // lease, delayed, duplicated and reordered results, failed writes and syncs, torn journal lines
 // and power cuts, every invariant checked after every step. CI runs a short version
 // (test/explore/lease-sim.test.ts); this runs at least 100,000 steps and reports steps/s.
-//   node --import tsx bench/explore-sim.mjs [--store memory|shared-files|journal|all] [--runs N] [--steps N] [--seed S]
+//   node --import tsx bench/explore-sim.mjs [--store memory|shared-files|journal|partitioned|all] [--runs N] [--steps N] [--seed S]
 // A violation prints the seed and the command that replays that one run.
 import { benchmarkMain, parseOptions, printTable } from "./common.mjs";
 
@@ -13,20 +13,21 @@ const o = parseOptions(
   "explore-sim",
   process.argv.slice(2),
   {
-    store: { default: "all", choices: ["all", "memory", "shared-files", "journal"] },
+    store: { default: "all", choices: ["all", "memory", "shared-files", "journal", "partitioned"] },
     runs: { number: { min: 1, integer: true } },
     steps: { default: "800", number: { min: 1, integer: true } },
     contents: { default: "40", number: { min: 2, integer: true } },
     seed: { number: { min: 0, max: 2 ** 31 - 1, integer: true } },
-    broken: { choices: [undefined, "stale-cache", "unsynced-fence"] },
+    broken: { choices: [undefined, "stale-cache", "unsynced-fence", "no-generation-check"] },
   },
   `node --import tsx bench/explore-sim.mjs [options]
-  --store S       memory, shared-files, journal or all                        default all
-  --runs N        seeded runs per store (default: memory 110, shared-files 10, journal 15)
+  --store S       memory, shared-files, journal, partitioned or all           default all
+  --runs N        seeded runs per store (default: memory 110, shared-files 10, journal 15, partitioned 15)
   --steps N       steps with faults per run (the calm steps after them count too) default 800
   --contents N    contents in each run's corpus                                default 40
   --seed S        the first run's seed; run i uses S + i (default: a fresh one, printed)
-  --broken B      a deliberately broken memory store (stale-cache, unsynced-fence): must fail`,
+  --broken B      a deliberately broken store: must fail (stale-cache, unsynced-fence: memory;
+                  no-generation-check: partitioned)`,
 );
 
 if (!process.execArgv.some((a) => a.includes("tsx"))) {
@@ -34,13 +35,14 @@ if (!process.execArgv.some((a) => a.includes("tsx"))) {
   process.exit(2);
 }
 
-if (o.broken !== undefined && o.store !== "memory") {
-  console.error(`explore-sim: --broken ${o.broken} is a memory store: add --store memory`);
+const brokenStore = o.broken === "no-generation-check" ? "partitioned" : "memory";
+if (o.broken !== undefined && o.store !== brokenStore) {
+  console.error(`explore-sim: --broken ${o.broken} is a ${brokenStore} store: add --store ${brokenStore}`);
   process.exit(2);
 }
 
 /** Runs per store by default: about 100,000 steps in memory, and the real stores' share on top. */
-const DEFAULT_RUNS = { memory: 110, "shared-files": 10, journal: 15 };
+const DEFAULT_RUNS = { memory: 110, "shared-files": 10, journal: 15, partitioned: 15 };
 
 benchmarkMain("explore-sim", o, async () => {
   const { simulate, SimViolation, STORE_KINDS } = await import("../test/explore/lease-world.ts");

@@ -89,8 +89,8 @@ interface Round {
 export class RootQuiescence {
   /** Ignored messages, keyed `<message>.<class>` (e.g. `status.stale`, `vote.unowned`). */
   readonly counters: Record<string, number> = {};
-  private readonly peers: readonly number[];
-  private readonly peerSet: ReadonlySet<number>;
+  private peers: readonly number[];
+  private peerSet: ReadonlySet<number>;
   private readonly maxIdleMs: number;
   private readonly freshMs: number;
   private readonly statuses = new Map<number, PeerStatus>();
@@ -178,6 +178,12 @@ export class RootQuiescence {
     assert.ok(isQuiescenceToken(token), `a PREPARE token must be 64 lowercase hex characters, got ${JSON.stringify(token)}`);
     assert.ok(!this.usedTokens.has(token), "a PREPARE token must never be reused");
     this.usedTokens.add(token);
+    if (this.peers.length === 0) {
+      // Every peer was dropped (its share taken over): the root alone decides, at once.
+      this.decision = { token, to: [], answered: new Set() };
+      actions.push({ kind: "commit", token, to: [] }, { kind: "committed" });
+      return actions;
+    }
     this.proposal = { token, to: [...this.peers], answered: new Set() };
     actions.push({ kind: "prepare", token, to: [...this.peers] });
     return actions;
@@ -200,6 +206,28 @@ export class RootQuiescence {
     this.proposal = null;
     this.decision = { token: proposal.token, to: proposal.to, answered: new Set() };
     return { class: "yes", actions: [{ kind: "commit", token: proposal.token, to: [...proposal.to] }] };
+  }
+
+  /**
+   * A peer is gone for good and its share is (or will be) served by another master, so it takes
+   * no part any more. Before COMMIT an open proposal is aborted (to those it went to) and the
+   * idle window restarts; after COMMIT the decision no longer waits for its ACK.
+   */
+  dropPeer(rank: number, now: number): Action[] {
+    if (!this.peerSet.has(rank)) return [];
+    this.peers = this.peers.filter((p) => p !== rank);
+    this.peerSet = new Set(this.peers);
+    this.statuses.delete(rank);
+    if (this.conflictReason !== null) return [];
+    const decision = this.decision;
+    if (decision) {
+      decision.to = decision.to.filter((p) => p !== rank);
+      decision.answered.delete(rank);
+      return decision.answered.size === decision.to.length ? [{ kind: "committed" }] : [];
+    }
+    const actions = this.cancelProposal();
+    this.idleSince = null;
+    return [...actions, ...this.reassess(now)];
   }
 
   onAck(from: number, ack: CommitAckMessage): { class: AckClass; actions: Action[] } {
@@ -370,4 +398,21 @@ export class ParticipantQuiescence {
   private count(key: string): void {
     this.counters[key] = (this.counters[key] ?? 0) + 1;
   }
+}
+
+/** A share of a partitioned fleet as quiescence sees it: who serves it, and whether its lease is live. */
+export interface ShareState {
+  rank: number;
+  holder: string;
+  live: boolean;
+}
+
+/**
+ * Whether a partitioned fleet may count as idle: every share is served by a holder with a live
+ * lease that itself reports idle. A share without a holder, or whose lease expired (its master
+ * died or stalled and the share waits to be taken over, or is being taken over), is busy: its
+ * records may still hold work that only a takeover will find.
+ */
+export function sharesIdle(shares: readonly ShareState[], idleHolders: ReadonlySet<string>): boolean {
+  return shares.every((s) => s.holder !== "" && s.live && idleHolders.has(s.holder));
 }

@@ -47,6 +47,26 @@ describe("lease table simulation", () => {
     }
   });
 
+  it("partitioned shares in a temporary directory: crashes, stalls past the lease and torn journal lines, with takeovers; no takeover while a lease is live, quiescence only when nothing is left", () => {
+    const r = runUntil({ kind: "partitioned", steps: 800 }, SEED, 2_500);
+    assert.equal(r.commits, 40 * r.runs);
+  });
+
+  it("a partitioned store whose masters never check their share's generation (a stalled master wakes and goes on) is caught within the suite's budget", () => {
+    let caught: string | null = null;
+    for (let seed = SEED; caught === null && seed < SEED + 5; seed++) {
+      try {
+        simulate({ kind: "partitioned", seed, steps: 800, broken: "no-generation-check" });
+      } catch (err) {
+        if (!(err instanceof SimViolation)) throw err;
+        caught = err.message;
+      }
+    }
+    assert.ok(caught !== null, "five seeds ran without a violation");
+    assert.match(caught, /stale fence|committed twice|stolen|answered renewed|claimed content/);
+    assert.match(caught, /--store partitioned .*--broken no-generation-check/);
+  });
+
   it("a store whose masters read their own stale copies (ignoring each other's fences) is caught, and the seed replays the same violation", () => {
     const o: SimOptions = { kind: "memory", seed: SEED, steps: 800, broken: "stale-cache" };
     const first = violationOf(o);

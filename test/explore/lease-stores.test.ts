@@ -45,6 +45,31 @@ const journal: StoreKind = {
   },
 };
 
+/**
+ * Partitioned shares (two ranks): rank 1's master opens its share and releases it; rank 0's takes
+ * its own and then rank 1's over, so the table serves every record from two journals. A reopening
+ * is the next process of rank 0, which takes both shares again from the released records.
+ */
+function openPartitioned(root: string, durability: "all" | "fence"): LeaseTable {
+  const opts = (rank: number) => ({ rank, ranks: [0, 1], holder: `e:${rank}`, epoch: "e", ttlMs: 60_000, wallNow: Date.now });
+  const other = new LeaseTable({ root, durability });
+  other.takePartition(opts(1));
+  other.close();
+  const t = new LeaseTable({ root, durability });
+  t.takePartition(opts(0));
+  assert.deepEqual(t.takeOverShares().map((r) => [r.kind, r.rank]), [["taken", 1]]);
+  assert.deepEqual(t.partition!.served, [0, 1]);
+  return t;
+}
+const partitioned: StoreKind = {
+  name: "partitioned shares",
+  open: openPartitioned,
+  reopen(table, root, durability) {
+    table.close();
+    return openPartitioned(root, durability);
+  },
+};
+
 /** The simulation's store: a reopening is a new process on the same simulated disk. */
 const disks = new Map<string, MemoryDisk>();
 const memory: StoreKind = {
@@ -245,3 +270,4 @@ function conformance(kind: StoreKind): void {
 conformance(sharedFiles);
 conformance(journal);
 conformance(memory);
+conformance(partitioned);

@@ -5,6 +5,11 @@
 //   memory         lease-store/memory.ts: one simulated disk, each master its own store over it
 //   shared-files   lease-store/shared-files.ts in a temporary directory, each master its own table
 //   journal        lease-store/journal.ts: one process owns the table; the masters are its holders
+//   partitioned    lease-store/partitioned.ts in a temporary directory: each master serves its
+//                  share under a partition lease; a crashed or stalled master's share is taken
+//                  over by another once its lease expired (the stall stands for a file system that
+//                  drops a stalled holder's lock with its lease, NFSv4's: the generation check is
+//                  then the only fence), its leased records run again, its commits replayed
 //
 // Faults, while they last: a master crashes (its memory dropped, its table reopened: a journal is
 // absorbed by the reopening); a master stalls past the lease and wakes with its old fences;
@@ -18,28 +23,34 @@
 // is refused and changes nothing; a `committing` or `done` record keeps its fence (never stolen)
 // and a claim never takes one; no child is published before its parent's fence is durable
 // (memory); a power cut keeps every fence whose children were published. At the end every content
-// is done, committed exactly once. A violation throws SimViolation, whose message holds the seed
-// that replays it.
+// is done, committed exactly once. Partitioned: no share is taken over while its holder's lease is
+// live, and the fleet counts as quiescent (core/quiescence.ts sharesIdle) only when nothing is left
+// anywhere. A violation throws SimViolation, whose message holds the seed that replays it.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { appendFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
-import { JOURNAL_FILE } from "../../src/explore/state/lease-journal.ts";
+import { JOURNAL_FILE, readLeaseRecordsNoWrite } from "../../src/explore/state/lease-journal.ts";
+import { sharesIdle } from "../../src/core/quiescence.ts";
+import { owner as rendezvousOwner } from "../../src/core/rendezvous.ts";
+import { journalFiles, readPartition } from "../../src/explore/state/lease-store/partition-lease.ts";
 import { MemoryDisk, MemoryStore } from "../../src/explore/state/lease-store/memory.ts";
 import { canonicalManifest, LeaseTable, type CommitManifest, type LeaseRecord } from "../../src/explore/state/lease-table.ts";
 import { FaultyFiles, rng, simulationRoot, StaleCacheStore, UnsyncedFenceStore } from "./lease-world-stores.ts";
 
-export type StoreKind = "memory" | "shared-files" | "journal";
-export const STORE_KINDS: readonly StoreKind[] = ["memory", "shared-files", "journal"];
+export type StoreKind = "memory" | "shared-files" | "journal" | "partitioned";
+export const STORE_KINDS: readonly StoreKind[] = ["memory", "shared-files", "journal", "partitioned"];
 
 /**
  * Deliberately broken stores, to show that the simulation catches what it is meant to:
  *   stale-cache      each master reads its own cached copy of a record once it has one, so it
  *                    ignores the fences other masters issued since (a store without a shared view)
  *   unsynced-fence   commit fences are never synced before their children are published
+ *   no-generation-check  (partitioned) a master never checks its share's generation: one that
+ *                    stalled past its lease and woke goes on committing the share taken over
  */
-export type Broken = "stale-cache" | "unsynced-fence";
+export type Broken = "stale-cache" | "unsynced-fence" | "no-generation-check";
 
 export interface SimOptions {
   kind: StoreKind;
@@ -73,6 +84,8 @@ interface Master {
   fenced: { id: string; fence: string }[];
   stalledUntil: number;
   files: FaultyFiles | null;
+  /** Partitioned: how many times its process started (each start is a new holder name). */
+  incarnation: number;
 }
 
 /** A result on its way from a worker to master `m`: delivered late, twice, or out of order. */
@@ -128,7 +141,7 @@ class World {
     // A journal is one process's: its holders are masters in name (slots of one process).
     const holders = o.kind === "journal" ? (o.masters ?? 3) : masters;
     for (let n = 0; n < holders; n++) {
-      this.masters.push({ n, owner: `m${n}`, table: null as unknown as LeaseTable, held: new Map(), fenced: [], stalledUntil: 0, files: null });
+      this.masters.push({ n, owner: `m${n}`, table: null as unknown as LeaseTable, held: new Map(), fenced: [], stalledUntil: 0, files: null, incarnation: 0 });
     }
     if (o.kind === "journal") this.reopenJournal();
     else for (const m of this.masters) this.reopen(m);
@@ -154,7 +167,7 @@ class World {
     // Every content is done; each committed exactly once, and the table agrees.
     for (const id of this.ids) {
       if (!this.commits.has(id)) this.violation(`content ${this.index.get(id)} is done but was never committed`);
-      const rec = this.masters[0]!.table.record(id);
+      const rec = this.global(id);
       if (rec?.status !== "done" || rec.token !== this.commits.get(id)!.fence) this.violation(`content ${this.index.get(id)} ends ${JSON.stringify(rec)}`);
     }
     return { steps: this.step, commits: this.commits.size, faults: this.faults };
@@ -174,6 +187,7 @@ class World {
     else if (r < 0.75) this.deliver();
     else if (r < 0.9) this.publishNext(m);
     else this.recover(m);
+    if (this.o.kind === "partitioned") this.checkQuiescence();
   }
 
   private asleep(m: Master): boolean {
@@ -182,9 +196,9 @@ class World {
 
   private fault(m: Master): void {
     const kinds = ["crash", "stall"];
-    if (this.o.kind !== "journal") kinds.push("fail-write");
+    if (this.o.kind === "memory" || this.o.kind === "shared-files") kinds.push("fail-write");
     if (this.o.kind === "memory") kinds.push("power-cut", "fail-sync");
-    if (this.o.kind === "journal") kinds.push("torn-write");
+    if (this.o.kind === "journal" || this.o.kind === "partitioned") kinds.push("torn-write");
     const kind = kinds[Math.floor(this.random() * kinds.length)]!;
     this.faults[kind] = (this.faults[kind] ?? 0) + 1;
     switch (kind) {
@@ -204,7 +218,7 @@ class World {
       case "power-cut":
         return this.powerCut();
       case "torn-write":
-        return this.tornWrite();
+        return this.o.kind === "partitioned" ? this.tornShareWrite(m) : this.tornWrite();
     }
   }
 
@@ -218,11 +232,11 @@ class World {
   }
 
   /** A claim of `id`, checked: a record past its fence or an unexpired lease is never taken. */
-  private checkedClaim(m: Master, id: string): void {
+  private checkedClaim(m: Master, id: string, ttlMs = TTL): void {
     const before = this.read(m, id);
-    const fence = this.attempt(() => m.table.claim(id, { hash: id, origin: this.index.get(id)! < ROOTS ? "initial" : "generated" }, m.owner, { now: this.now, ttlMs: TTL }));
+    const fence = this.attempt(() => m.table.claim(id, { hash: id, origin: this.index.get(id)! < ROOTS ? "initial" : "generated" }, m.owner, { now: this.now, ttlMs }));
     const after = this.read(m, id);
-    const free = before === null || (before.status === "leased" && this.now - before.updated >= TTL);
+    const free = before === null || (before.status === "leased" && (ttlMs === 0 || this.now - before.updated >= ttlMs));
     if (!free && fence) this.violation(`${m.owner} claimed ${this.name(id)} from ${JSON.stringify(before)}`);
     // A claim that failed after its write (a directory fsync) leaves a lease nobody holds, taken again after the TTL.
     const orphan = this.failed && after?.status === "leased" && after.updated === this.now;
@@ -235,12 +249,17 @@ class World {
   }
 
   private heartbeat(m: Master): void {
+    if (this.o.kind === "partitioned") {
+      const lost = new Set(m.table.renewShares());
+      for (const id of [...m.held.keys()]) if (lost.has(this.shareOf(id))) m.held.delete(id);
+    }
     if (m.held.size === 0) return;
     const before = new Map([...m.held.keys()].map((id) => [id, this.read(m, id)]));
     const r = this.attempt(() => m.table.heartbeatMany(new Map(m.held), this.now));
     for (const [id, rec] of before) {
       const after = this.read(m, id);
-      const current = rec !== null && rec.token === m.held.get(id) && rec.status !== "done";
+      // Partitioned: only the holder the share's record names may renew (one that lost it may not).
+      const current = rec !== null && rec.token === m.held.get(id) && rec.status !== "done" && (this.o.kind !== "partitioned" || this.servesNow(m, id));
       if (!current && !isDeepStrictEqual(rec, after)) this.violation(`a heartbeat under the stale fence ${m.held.get(id)} changed ${this.name(id)}`);
       if (r !== null && r.renewed.includes(id) !== current) this.violation(`heartbeat of ${this.name(id)} answered ${r.renewed.includes(id) ? "renewed" : "lost"} for ${JSON.stringify(rec)}`);
       this.checkFenced(id, after);
@@ -297,6 +316,7 @@ class World {
 
   /** What a master does after a restart, and now and then: replay every commit past its fence, reclaim expired leases. */
   private recover(m: Master): void {
+    if (this.o.kind === "partitioned") this.takeOver(m);
     const committing = this.attempt(() => m.table.recoverCommitting()) ?? [];
     for (const c of committing) {
       this.fenced(m, c.id, c.fence, () => {
@@ -306,6 +326,76 @@ class World {
     }
     const expired = this.attempt(() => m.table.recoverExpired(this.now, TTL, 4)) ?? [];
     for (const e of expired) this.checkedClaim(m, e.id);
+  }
+
+  /** Partitioned: `m` takes over every share whose lease expired; their leased records run again at once. */
+  private takeOver(m: Master): void {
+    const root = join(this.dir!, "leases");
+    const before = new Map(this.ranks.map((r) => [r, readPartition(root, r)]));
+    for (const t of m.table.takeOverShares()) {
+      if (t.kind !== "taken") continue;
+      const prev = before.get(t.rank) ?? null;
+      if (prev !== null && prev.holder !== "" && this.now - prev.heartbeat < TTL) {
+        this.violation(`m${m.n} took over share ${t.rank} while its holder ${prev.holder}'s lease was live (renewed ${this.now - prev.heartbeat} ms ago)`);
+      }
+      this.faults.takeover = (this.faults.takeover ?? 0) + 1;
+      this.checkAll(m);
+      for (const rec of t.records) if (rec.status === "leased") this.checkedClaim(m, rec.id, 0);
+    }
+  }
+
+  /**
+   * Partitioned: when every share is served by a live holder that is idle (no task, no result on
+   * its way, nothing to publish, no open content of its shares after a rescan), nothing may be left
+   * anywhere: every content of the corpus is done.
+   */
+  private checkQuiescence(): void {
+    if (this.network.length > 0) return;
+    const idle = new Set<string>();
+    for (const m of this.masters) {
+      if (this.asleep(m) || m.held.size > 0 || m.fenced.length > 0) continue;
+      const open = [...this.corpus].some((i) => m.table.partition!.mayHold(this.ids[i]!) && m.table.record(this.ids[i]!)?.status !== "done");
+      if (!open) idle.add(this.holderOf(m));
+    }
+    if (idle.size === 0) return;
+    const root = join(this.dir!, "leases");
+    const shares = this.ranks.map((rank) => {
+      const rec = readPartition(root, rank);
+      return { rank, holder: rec?.holder ?? "", live: rec !== null && rec.holder !== "" && this.now - rec.heartbeat < TTL };
+    });
+    if (!sharesIdle(shares, idle)) return;
+    for (const i of this.corpus) {
+      const rec = this.global(this.ids[i]!);
+      if (rec?.status !== "done") this.violation(`the fleet counts as quiescent (${JSON.stringify(shares)}) while ${this.name(this.ids[i]!)} is ${JSON.stringify(rec)}`);
+    }
+    this.faults.quiescent = (this.faults.quiescent ?? 0) + 1;
+  }
+
+  /** Whether the share of `id` is `m`'s by its partition record. */
+  private servesNow(m: Master, id: string): boolean {
+    return readPartition(join(this.dir!, "leases"), this.shareOf(id))?.holder === this.holderOf(m);
+  }
+
+  private holderOf(m: Master): string {
+    return `${m.owner}#${m.incarnation}`;
+  }
+
+  private get ranks(): number[] {
+    return this.masters.map((m) => m.n);
+  }
+
+  private shareOf(id: string): number {
+    return rendezvousOwner(id, this.ranks);
+  }
+
+  /** The record as the table that holds it reads it (partitioned: the master the share's record names). */
+  private global(id: string): LeaseRecord | null {
+    if (this.o.kind !== "partitioned") return this.masters[0]!.table.record(id);
+    const share = readPartition(join(this.dir!, "leases"), this.shareOf(id));
+    const holder = this.masters.find((m) => share !== null && this.holderOf(m) === share.holder && m.table.partition!.mayHold(id));
+    if (holder !== undefined) return holder.table.record(id);
+    // A share nobody serves (its holder crashed; it waits for a takeover): as its journal left it.
+    return readLeaseRecordsNoWrite(join(this.dir!, "leases"), 4).find((r) => r.id === id) ?? null;
   }
 
   // ---- checks -----------------------------------------------------------------------------
@@ -360,7 +450,8 @@ class World {
 
   /** The record as the acting master's table reads it; a failing read (none here) would throw. */
   private read(m: Master, id: string): LeaseRecord | null {
-    const rec = m.table.record(id);
+    // Partitioned: the record as the share's current holder has it, whatever `m` believes.
+    const rec = this.o.kind === "partitioned" ? this.global(id) : m.table.record(id);
     return rec === null ? null : structuredClone(rec);
   }
 
@@ -386,7 +477,9 @@ class World {
 
   /** One master's process ends (its memory is gone) and starts again on the same store. */
   private reopen(m: Master): void {
-    m.table?.close();
+    // A partitioned master's crash leaves its share named as held (taken over once its lease expires).
+    if (this.o.kind === "partitioned") m.table?.partition?.abandon();
+    else m.table?.close();
     m.held.clear();
     m.fenced = [];
     m.stalledUntil = 0;
@@ -395,6 +488,20 @@ class World {
         : this.o.broken === "unsynced-fence" ? new UnsyncedFenceStore(this.disk, this.durability)
         : new MemoryStore(this.disk, this.durability);
       m.table = new LeaseTable({ root: "memory", durability: this.durability }, store);
+    } else if (this.o.kind === "partitioned") {
+      m.incarnation++;
+      m.table = new LeaseTable({ root: join(this.dir!, "leases"), durability: this.durability, shardCount: 4 });
+      m.table.takePartition({
+        rank: m.n,
+        ranks: this.ranks,
+        holder: this.holderOf(m),
+        epoch: "sim",
+        ttlMs: TTL,
+        wallNow: () => this.now,
+        needLockFree: false,
+        checkGeneration: this.o.broken !== "no-generation-check",
+        ownShare: "if-free",
+      });
     } else {
       const root = join(this.dir!, "leases");
       m.files = new FaultyFiles({ root, durability: this.durability, shardCount: 4 });
@@ -428,6 +535,18 @@ class World {
     this.reopenJournal();
   }
 
+  /** Partitioned: `m` crashes in the middle of a line of its own share's journal; the next holder drops the torn tail. */
+  private tornShareWrite(m: Master): void {
+    const root = join(this.dir!, "leases");
+    const rec = readPartition(root, m.n);
+    if (rec?.holder === this.holderOf(m)) {
+      const files = journalFiles(root, rec.journal);
+      const line = JSON.stringify({ put: { id: this.ids[0], status: "done" } });
+      if (files.length > 0) appendFileSync(files.at(-1)!, line.slice(0, 1 + Math.floor(this.random() * (line.length - 1))));
+    }
+    this.reopen(m);
+  }
+
   /** Every process is gone and only what was synced is left: no published fence may be lost. */
   private powerCut(): void {
     this.disk.powerCut();
@@ -453,8 +572,9 @@ class World {
 
   /** After a reopening: every record the table holds is checked against what was seen before. */
   private checkAll(m: Master): void {
-    for (const rec of m.table.snapshot()) this.checkFenced(rec.id, rec);
-    for (const id of this.fencedAt.keys()) if (m.table.record(id) === null) this.checkFenced(id, null);
+    // Partitioned: what `m` holds may be a lost share's stale view; the share's holder has the record.
+    for (const rec of m.table.snapshot()) this.checkFenced(rec.id, this.o.kind === "partitioned" ? this.read(m, rec.id) : rec);
+    for (const id of this.fencedAt.keys()) if (this.read(m, id) === null) this.checkFenced(id, null);
   }
 
   // ---- the corpus -------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 // An input executed twice because its lease was lost while the first run was still going (a
-// stalled master whose lease another master took, then let expire) is counted once: the result
-// under the lost fence is refused and adds nothing to `generated`, in whichever order the two
-// results arrive. Only masters that share the lease records can lose a lease this way (a lone
-// master's table is its own journal), so the master is rank 0 of two; the lease state is forged
-// through a second table on the same records, the clock is injected; both runs are real
-// executions (simulate mode, whose children depend only on the input).
+// stalled master whose share another master took over, then let expire) is counted once: the
+// result under the lost fence is refused and adds nothing to `generated`, in whichever order the
+// two results arrive. Only masters that serve shares of one campaign can lose a lease this way (a
+// lone master's table is its own journal), so the master is rank 0 of two; the takeover is made
+// by a second table on the same directory, the clock is injected; both runs are real executions
+// (simulate mode, whose children depend only on the input).
 import assert from "node:assert/strict";
 import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -55,13 +55,18 @@ async function twiceRun(order: "lost-first" | "current-first"): Promise<void> {
   assert.equal(r1.failure, null);
   assert.ok(r1.generated > 0, "simulate mode gives the run children");
 
-  // The first run is still "going": its master stalls past the TTL, another master takes the
-  // lease and stalls in turn; the first master's heartbeat finds its fence lost.
+  // The first run is still "going": its master stalls past the TTL and its share is taken over by
+  // another master (as on a file system that drops a stalled holder's lock with its lease), which
+  // runs the input again under a new fence and dies in turn; the first master's heartbeat finds
+  // its share, and so its fence, lost.
   clock += TTL + 1;
   const other = new LeaseTable({ root: leasesRoot, durability: "fence" });
+  other.takePartition({ rank: 1, ranks: [0, 1], holder: "other-master", epoch: "e", ttlMs: TTL, wallNow: () => clock, needLockFree: false });
+  assert.deepEqual(other.takeOverShares().map((t) => [t.kind, t.rank]), [["taken", 0]]);
   const record = other.snapshot().find((r) => r.id === first.hash);
   assert.ok(record);
-  assert.ok(other.claim(first.hash, record.payload, "other-master", { now: clock, ttlMs: TTL, worker: 1 }));
+  assert.ok(other.claim(first.hash, record.payload, "other-master", { now: clock, ttlMs: 0, worker: 1 }));
+  other.partition!.abandon();
   master.heartbeat();
   assert.equal(master.counters.lostLeases, 1);
   clock += TTL + 1;

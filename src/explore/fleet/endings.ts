@@ -10,6 +10,8 @@
 // Follow mode (--follow): the inputs are a live producer's (an AFL++ queue), so an idle frontier is
 //   not the end: IdleWindow never ends the campaign and the root never proposes quiescence. The
 //   campaign ends by the wall budget or a signal (the master loop's ends).
+//   With partitioned shares a lost submaster is dropped from the vote instead: its share is taken
+//   over, and a refresh finds it busy until then.
 // ParticipantEnding (several masters, rank > 0): publishes idle/busy status, refreshes and votes
 //   on PREPARE (freezing discovery after YES), leaves on the exact COMMIT.
 import { ParticipantQuiescence, RootQuiescence, type Action } from "../../core/quiescence.ts";
@@ -161,6 +163,13 @@ export class RootEnding implements Ending {
 
   onLost(peer: PeerLink, why: string): void {
     if (this.ended === "quiescence") return;
+    if (this.master.partitioned) {
+      // Its share is taken over once its lease expires (master/recovery.ts); until then a refresh
+      // finds the share unserved, so nothing is decided without it.
+      this.log(`master rank ${peer.rank} (${peer.host}) was lost: ${why}; its share is taken over once its lease expires`);
+      this.apply(this.q.dropPeer(peer.rank, this.now()));
+      return;
+    }
     this.fail("master lost", `master rank ${peer.rank} (${peer.host}) was lost: ${why}`);
   }
 
@@ -168,7 +177,7 @@ export class RootEnding implements Ending {
     for (const a of actions) {
       switch (a.kind) {
         case "refresh": {
-          const work = this.master.refresh();
+          const work = this.master.refresh() || !this.sharesWithPresentMasters();
           const token = randomToken();
           this.apply(this.q.afterRefresh(!work && this.master.idle, this.now(), token));
           break;
@@ -195,6 +204,18 @@ export class RootEnding implements Ending {
           break;
       }
     }
+  }
+
+  /**
+   * Partitioned: every share is served under a live lease by the root or a submaster still
+   * connected. A share whose holder was dropped from the vote (lost) must be taken over, or be
+   * released and then taken over, before the fleet can be quiescent: until then it is busy.
+   */
+  private sharesWithPresentMasters(): boolean {
+    const p = this.master.leaseTable.partition;
+    if (p === null) return true;
+    const present = new Set([0, ...this.hub.peers.filter((x) => !x.lost).map((x) => x.rank)]);
+    return p.partitions().every((s) => s.live && present.has(Number(s.holder.split(":")[1])));
   }
 
   private send(a: Extract<Action, { kind: "prepare" | "abort" | "commit" }>): void {

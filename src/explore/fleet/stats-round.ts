@@ -19,7 +19,24 @@ export type Inbox = { rank: number; frame: FromPeerT | FromRootT }[];
 
 function ownStats(master: ExploreMaster, late: number, executors: ExecutorCounts): MasterStats {
   const c = master.counters;
-  return { observations: c.observations, generated: c.generated, interesting: c.claimedChildren, external: master.external.size, late, ...executors };
+  const served = master.partitioned ? servedCounts(master) : { observations: c.observations, generated: c.generated };
+  return { ...served, interesting: c.claimedChildren, external: master.external.size, late, ...executors };
+}
+
+/**
+ * With partitioned shares a master reports the done records of the shares it serves (its own and
+ * those it took over): shares are disjoint, so the sum over the masters counts each commit once,
+ * a lost master's included.
+ */
+function servedCounts(master: ExploreMaster): { observations: number; generated: number } {
+  let observations = 0;
+  let generated = 0;
+  for (const r of master.leaseTable.snapshot()) {
+    if (r.status !== "done" || !r.commit || r.commit.worker === "budget") continue;
+    observations++;
+    generated += r.commit.num_generated;
+  }
+  return { observations, generated };
 }
 
 export async function rootStats(o: {
@@ -33,7 +50,11 @@ export async function rootStats(o: {
   /** The root's own executors. */
   executors: ExecutorCounts;
 }): Promise<{ problems: Problem[]; totals: MasterStats; byMaster: Record<number, number>; executors: ExecutorCounts }> {
-  const collector = new StatsCollector({ rank: 0, own: ownStats(o.master, o.late, o.executors), peers: o.hub.peers.map((p) => p.rank) });
+  // A lost master whose share another master took over reports through that master (servedCounts):
+  // nobody waits for it. One lost while it still holds its share is missed, and named below.
+  const takenOver = takenOverRanks(o.master);
+  const peers = o.hub.peers.filter((p) => !(p.lost && takenOver.has(p.rank))).map((p) => p.rank);
+  const collector = new StatsCollector({ rank: 0, own: ownStats(o.master, o.late, o.executors), peers });
   const deadline = o.now() + o.graceMs;
   for (;;) {
     for (const item of o.inbox.splice(0)) {
@@ -58,6 +79,13 @@ export async function rootStats(o: {
     }
     await o.hub.nextEvent(Math.max(1, deadline - o.now()));
   }
+}
+
+/** The ranks whose share is served by another master's holder (partitioned; none otherwise). */
+function takenOverRanks(master: ExploreMaster): Set<number> {
+  if (!master.partitioned) return new Set();
+  const p = master.leaseTable.partition!;
+  return new Set(p.partitions().filter((s) => s.holder !== "" && Number(s.holder.split(":")[1]) !== s.rank).map((s) => s.rank));
 }
 
 export async function participantStats(o: {

@@ -90,12 +90,14 @@ export function completeOverBudget(ctx: CommitContext, task: { hash: string; fen
  * the manifest's children from the stage if it is still there (else they must be public already)
  * and completes the task. `onReplayed(children, id)` follows each completed one. Returns how many.
  */
-export function replayCommits(ctx: CommitContext, staging: StagingArea, onReplayed: (children: string[], id: string) => void): number {
+export function replayCommits(ctx: CommitContext, staging: StagingArea | ((fence: string) => StagingArea), onReplayed: (children: string[], id: string) => void): number {
   let n = 0;
   for (const c of ctx.leases.recoverCommitting()) {
     let stage: OpenStage | null = null;
+    // A share taken over: the stage is in the staging area of the master that issued the fence.
+    const area = typeof staging === "function" ? staging(c.fence) : staging;
     try {
-      stage = c.commit.staging_id === "" ? null : staging.open(c.commit.worker, c.commit.staging_id);
+      stage = c.commit.staging_id === "" ? null : area.open(c.commit.worker, c.commit.staging_id);
     } catch (err) {
       // Gone (promoted, then removed) or refused (a symlink): only public children can complete it.
       if (!(err instanceof FileProblem)) throw err;

@@ -18,7 +18,7 @@
 // unless `fresh`; under another build it runs again), every committed run that crashed or hung in
 // the findings store, and a recorded input that a new build ran without a crash or hang as not
 // reproduced by it (state/ledger.ts, state/findings.ts, state/target-identity.ts).
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { printable } from "../../core/log-lines.ts";
 import { owner as rendezvousOwner } from "../../core/rendezvous.ts";
 import type { Budgets } from "../defaults.ts";
@@ -38,7 +38,7 @@ import { commitResult, completeOverBudget, replayCommits, type CommitContext, ty
 import { Dispatch, type ActiveTask } from "./dispatch.ts";
 import { batchable, CommitBatches, type QueuedCommit } from "./commit-batch.ts";
 import { resultProblem } from "./result-checks.ts";
-import { takeOverExpired } from "./recovery.ts";
+import { sharesServed, takeOverExpired, takeOverShares } from "./recovery.ts";
 import { recordNotReproduced, recordRunFinding } from "./finding-record.ts";
 import { problem, type Problem } from "../../core/problems.ts";
 
@@ -84,6 +84,8 @@ export class ExploreMaster {
   /** Public objects whose bytes this master verified or published itself. */
   private readonly verified = new Set<string>();
   private readonly staging: StagingArea;
+  /** The staging areas of masters whose shares this one took over. */
+  private readonly otherStaging = new Map<number, StagingArea>();
   private readonly commits: CommitContext;
   /** Group commit of remote results with children (and of local ones when the loop is woken per batch). */
   private readonly batches: CommitBatches;
@@ -118,6 +120,8 @@ export class ExploreMaster {
     // The same condition makes this master the table's only writer (a lone master holds the
     // campaign lock; a broadcast master's table is its own): it journals instead of a file per write.
     if (this.everyoneOwns) o.leases.takeExclusive();
+    // Several masters: each serves its share under a partition lease, in a journal of its own.
+    else o.leases.takePartition({ rank: o.rank, ranks: o.ranks, holder: `${this.ownerName}:${process.pid}`, epoch: o.epoch, ttlMs: o.leaseTtlMs, wallNow: o.wallNow });
     this.tasks = new Dispatch(o.timeoutSeconds);
     const state = stateDir(o.corpusDir);
     this.findings = new FindingsStore(findingsDir(state), { redact: o.redact });
@@ -202,7 +206,9 @@ export class ExploreMaster {
 
   /** Whether this master admits `hash` (rendezvous owner, or everyone under broadcast). */
   owns(hash: string): boolean {
-    return this.everyoneOwns || rendezvousOwner(hash, this.o.ranks) === this.o.rank;
+    if (this.everyoneOwns) return true;
+    // The shares this master serves: its own, and those it took over.
+    return this.o.leases.partition?.mayHold(hash) ?? rendezvousOwner(hash, this.o.ranks) === this.o.rank;
   }
 
   // ---- discovery --------------------------------------------------------------------------------
@@ -232,6 +238,12 @@ export class ExploreMaster {
   /** Takes over expired `leased` records (any master's: progress when an owner stalls). */
   recoverExpired(ttlMs = this.o.leaseTtlMs): number {
     if (this.frozen) return 0;
+    const tookShare = takeOverShares(this.o.leases, this.o.log, this.o.wallNow());
+    if (tookShare) {
+      // A share taken over: its commits past their fence are finished, its leases run again.
+      this.replayCommitting();
+      ttlMs = 0;
+    }
     const added = takeOverExpired(this.commits, {
       ttlMs,
       owner: this.ownerName,
@@ -245,16 +257,30 @@ export class ExploreMaster {
       this.tasks.hold(id, fence);
     }
     this.counters.recovered += added.length;
+    if (tookShare) {
+      // Content of the share this master saw but left to its owner (never claimed) is looked at again.
+      for (const h of [...this.observed]) if (this.owns(h) && !this.tasks.holds(h)) this.observed.delete(h);
+      this.discovery.scan(true);
+    }
     return added.length;
   }
 
   /** Redoes commits that passed their fence but were not finished (a crashed master's). */
   replayCommitting(): number {
-    return replayCommits(this.commits, this.staging, (children, id) => {
+    return replayCommits(this.commits, (fence) => this.stagingOf(fence), (children, id) => {
       this.counters.replayedCommits++;
       this.ledger.add(id);
       for (const child of children) this.claimChild(child);
     });
+  }
+
+  /** The staging area of the master whose fence this is (fences begin `<epoch prefix>:<rank>:`): its executors staged the result. */
+  private stagingOf(fence: string): StagingArea {
+    const rank = Number(fence.split(":")[1]);
+    if (rank === this.o.rank || !Number.isSafeInteger(rank) || !this.o.ranks.includes(rank)) return this.staging;
+    let area = this.otherStaging.get(rank);
+    if (area === undefined) this.otherStaging.set(rank, (area = new StagingArea(join(dirname(this.o.stagingRoot), `r${rank}`))));
+    return area;
   }
 
   /** Everything a quiescence refresh looks at: inputs, the corpus, expired leases. Returns whether work appeared. */
@@ -263,8 +289,9 @@ export class ExploreMaster {
     this.admitInputs();
     if (!this.frozen) this.discovery.scan(true);
     this.recoverExpired();
-    // A file still settling is work in sight too: it is admitted once it stopped changing.
-    return this.tasks.pendingCount > before || this.admission.settlingCount > 0;
+    // A file still settling is work in sight too: it is admitted once it stopped changing; a share
+    // whose lease is not live (its master died or stalled) waits for a takeover: busy too.
+    return this.tasks.pendingCount > before || this.admission.settlingCount > 0 || !sharesServed(this.o.leases);
   }
 
   /** Input files this master owns but never admitted (discovery was frozen): left for the next campaign. */
@@ -274,10 +301,32 @@ export class ExploreMaster {
 
   /** Renews every held fence (one batch); lost ones are dropped. */
   heartbeat(): void {
+    const lostShares = this.o.leases.renewShares();
+    if (lostShares.length > 0) {
+      this.o.log(`the share(s) of rank ${lostShares.join(", ")} were taken over by another master: this master commits nothing more of them`);
+      const lost = [...this.tasks.fences.keys()].filter((id) => !this.owns(id));
+      this.counters.lostLeases += lost.length;
+      this.tasks.dropLost(lost);
+    }
     if (this.tasks.fences.size === 0) return;
     const { lost } = this.o.leases.heartbeatMany(this.tasks.fences, this.o.wallNow());
     this.counters.lostLeases += lost.length;
     this.tasks.dropLost(lost);
+  }
+
+  /** Whether the lease table is partitioned (several masters, each serving its share). */
+  get partitioned(): boolean {
+    return this.o.leases.partition !== null;
+  }
+
+  /** The lease table (a partitioned one: the records of the shares this master serves). */
+  get leaseTable(): LeaseTable {
+    return this.o.leases;
+  }
+
+  /** How this epoch's masters are named in lease and partition records (`<prefix>:<rank>`). */
+  get epochPrefix(): string {
+    return this.o.epoch.slice(0, 16);
   }
 
   /** The target build this master records under, and what it was computed from when known. */

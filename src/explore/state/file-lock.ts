@@ -33,27 +33,38 @@ export class LockTimeoutError extends RuntimeFailure {
 
 /** Runs `fn` while holding the exclusive lock on `lockPath`, waiting at most `timeoutMs` for it. */
 export function withFileLock<T>(lockPath: string, timeoutMs: number, fn: () => T): T {
+  const release = holdFileLock(lockPath, timeoutMs);
+  try {
+    return fn();
+  } finally {
+    release();
+  }
+}
+
+/**
+ * Takes the exclusive lock on `lockPath` (waiting at most `timeoutMs`) and returns its release, for
+ * a holder whose critical section is not one function (a span of the lease table).
+ */
+export function holdFileLock(lockPath: string, timeoutMs: number): () => void {
   assert.ok(Number.isFinite(timeoutMs) && timeoutMs > 0, `lock acquisition timeout must be a finite number of milliseconds > 0 (got ${timeoutMs})`);
   const fd = openLockFile(lockPath);
   try {
     acquire(fd, lockPath, timeoutMs);
+    // The mtime records the last acquisition, for the age hint of a contender that times out.
+    const now = Date.now() / 1000;
+    futimesSync(fd, now, now);
   } catch (err) {
     closeSync(fd);
     throw err;
   }
-  try {
-    // The mtime records the last acquisition, for the age hint of a contender that times out.
-    const now = Date.now() / 1000;
-    futimesSync(fd, now, now);
-    return fn();
-  } finally {
+  return () => {
     try {
       flockSync(fd, "un");
     } catch {
       // Closing the only descriptor of this open file releases the lock as well.
     }
     closeSync(fd);
-  }
+  };
 }
 
 function openLockFile(lockPath: string): number {

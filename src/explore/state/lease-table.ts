@@ -14,6 +14,10 @@
 //                                               flock; every master of the campaign shares them
 //   journal (lease-store/journal.ts)            after takeExclusive(): a table one process owns
 //                                               alone, in memory, each transition one journal line
+//   partitioned (lease-store/partitioned.ts)    after takePartition(): several masters, each
+//                                               serving its share under a fenced partition lease
+//                                               and journalling it as a lone master does
+// A master that lost its share (ShareLostError) gets a stale fence's answer from every transition.
 // Opening the table (shared files) absorbs a journal its writer left, so readers see one format.
 import assert from "node:assert/strict";
 import * as lease from "../../core/lease-record.ts";
@@ -32,6 +36,7 @@ import { byUpdated, CorruptRecordError, isId } from "./lease-files.ts";
 import { JournalStore } from "./lease-store/journal.ts";
 import type { Durability, ReadResult, RecordStore } from "./lease-store/port.ts";
 import { SharedFilesStore } from "./lease-store/shared-files.ts";
+import { PartitionedStore, ShareLostError, type PartitionedOptions, type TakeoverResult } from "./lease-store/partitioned.ts";
 
 export type { CommitManifest, LeaseRecord, LeaseStatus, Origin, WorkPayload } from "../../core/lease-record.ts";
 export { canonicalManifest } from "../../core/lease-record.ts";
@@ -69,7 +74,9 @@ export class LeaseTable {
   private readonly files: SharedFilesStore | null;
   private store: RecordStore;
   private journal: JournalStore | null = null;
+  private partitioned: PartitionedStore | null = null;
   private readonly journalCompactBytes: number | undefined;
+  private readonly shardCount: number;
 
   /**
    * Opens the table on shared record files in `opts.root`, or on `store` (the simulation's store
@@ -79,6 +86,7 @@ export class LeaseTable {
     this.root = opts.root;
     this.durability = opts.durability ?? "all";
     this.journalCompactBytes = opts.journalCompactBytes;
+    this.shardCount = opts.shardCount ?? 64;
     this.store = store ?? new SharedFilesStore(opts);
     assert.equal(this.store.durability, this.durability, "the store must have the table's durability");
     this.files = this.store instanceof SharedFilesStore ? this.store : null;
@@ -98,6 +106,31 @@ export class LeaseTable {
     if (this.journal !== null) return;
     this.journal = new JournalStore({ root: this.root, durability: this.durability, records: this.store.scan(), compactMinBytes: this.journalCompactBytes });
     this.store = this.journal;
+  }
+
+  /**
+   * Takes this master's share of a table several masters share (lease-store/partitioned.ts): from
+   * then on it reads and writes only the records of the shares it serves, each in its own journal.
+   * Throws when another master still serves the share. Idempotent.
+   */
+  takePartition(o: Omit<PartitionedOptions, "root" | "durability" | "shardCount">): void {
+    if (this.partitioned !== null) return;
+    assert.equal(this.journal, null, "a table taken exclusively is not partitioned");
+    this.partitioned = new PartitionedStore({ ...o, root: this.root, durability: this.durability, shardCount: this.shardCount, compactMinBytes: this.journalCompactBytes });
+    this.store = this.partitioned;
+  }
+
+  /** The partitioned store, once takePartition() was called. */
+  get partition(): PartitionedStore | null { return this.partitioned; }
+
+  /** Renews the leases of the shares this master serves; the ranks of those found lost (none unless partitioned). */
+  renewShares(): number[] {
+    return this.partitioned?.renewShares() ?? [];
+  }
+
+  /** Takes over every share whose lease expired (none unless partitioned). */
+  takeOverShares(): TakeoverResult[] {
+    return this.partitioned?.takeOverExpired() ?? [];
   }
 
   /** Whether takeExclusive() was called. */
@@ -165,7 +198,8 @@ export class LeaseTable {
     const request = { id, payload, owner, worker, now, ttlMs };
     assertClaimRequest(request);
     this.store.prepare(id);
-    return this.store.locked(id, () => {
+    if (!this.store.mayHold(id)) return null;
+    return this.locked(id, null, () => {
       const found = this.store.read(id);
       if (found.kind === "invalid") return null;
       const fence = `${owner}:${worker}:${process.pid}:${randomHex(8)}`;
@@ -196,7 +230,7 @@ export class LeaseTable {
           lost.push(id);
           continue;
         }
-        const ok = store.locked(id, () => {
+        const ok = this.locked(id, false, () => {
           const step = lease.renew(this.valid(id), fence, now);
           if ("refused" in step) return false;
           store.put(step.next, false);
@@ -221,7 +255,7 @@ export class LeaseTable {
   /** Deletes a `leased` record held under `fence` (e.g. its input vanished). Never once committing. */
   abandon(id: string, fence: string): boolean {
     if (!isId(id) || !this.store.mayHold(id)) return false;
-    return this.store.locked(id, () => {
+    return this.locked(id, false, () => {
       if (lease.abandonable(this.valid(id), fence) !== null) return false;
       this.store.remove(id);
       return true;
@@ -238,7 +272,7 @@ export class LeaseTable {
     assertTime("now", now);
     const commit = canonicalManifest(manifest);
     if (!isId(id) || !this.store.mayHold(id)) return false;
-    return this.store.locked(id, () => {
+    return this.locked(id, false, () => {
       const step = lease.beginCommit(this.valid(id), fence, commit, now);
       if ("refused" in step) return false;
       this.store.put(step.next, commit.hashes.length > 0);
@@ -250,7 +284,7 @@ export class LeaseTable {
   complete(id: string, fence: string, now: number): CompletionResult {
     assertTime("now", now);
     if (!isId(id) || !this.store.mayHold(id)) return "stale";
-    return this.store.locked(id, () => this.finish(lease.complete(this.valid(id), fence, now)));
+    return this.locked(id, "stale", () => this.finish(lease.complete(this.valid(id), fence, now)));
   }
 
   /**
@@ -262,7 +296,7 @@ export class LeaseTable {
   replayCommit(id: string, fence: string, publish: (m: CommitManifest) => void, now: number): CompletionResult {
     assertTime("now", now);
     if (!isId(id) || !this.store.mayHold(id)) return "stale";
-    return this.store.locked(id, () => this.finish(lease.completeCommitted(this.valid(id), fence, now), publish));
+    return this.locked(id, "stale", () => this.finish(lease.completeCommitted(this.valid(id), fence, now), publish));
   }
 
   /**
@@ -275,7 +309,7 @@ export class LeaseTable {
     assertTime("now", now);
     const commit = canonicalManifest(manifest);
     if (commit.hashes.length > 0 || !isId(id) || !this.store.mayHold(id)) return "stale";
-    return this.store.locked(id, () => this.finish(lease.commitEmpty(this.valid(id), fence, commit, now)));
+    return this.locked(id, "stale", () => this.finish(lease.commitEmpty(this.valid(id), fence, commit, now)));
   }
 
   /**
@@ -338,6 +372,16 @@ export class LeaseTable {
     }
     this.store.put(step.next, false);
     return "completed";
+  }
+
+  /** store.locked(), where a share this master lost answers `lost` (a stale fence's answer) and changes nothing. */
+  private locked<T>(id: string, lost: T, fn: () => T): T {
+    try {
+      return this.store.locked(id, fn);
+    } catch (err) {
+      if (err instanceof ShareLostError) return lost;
+      throw err;
+    }
   }
 
   /** The record under the lock, for a transition: a missing or corrupt one is nobody's (null). */

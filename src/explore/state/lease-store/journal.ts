@@ -27,6 +27,13 @@ export interface JournalStoreOptions {
   records: readonly LeaseRecord[];
   /** The size below which the journal is never compacted (default COMPACT_MIN_BYTES; tests lower it). */
   compactMinBytes?: number;
+  /** The journal's name and first generation (default: a fresh name, generation 0). */
+  journal?: { base: string; generation: number };
+  /**
+   * Writes `records` as the journal's first lines and syncs them before the store is used: the
+   * journal alone then holds the table (a share taken over, whose previous journal is removed).
+   */
+  snapshot?: boolean;
 }
 
 export class JournalStore implements RecordStore {
@@ -47,8 +54,17 @@ export class JournalStore implements RecordStore {
     assert.ok(Number.isSafeInteger(compactMinBytes) && compactMinBytes > 0, `journal compactMinBytes must be an integer > 0 (got ${compactMinBytes})`);
     this.durability = opts.durability;
     this.compactMinBytes = compactMinBytes;
-    this.journal = LeaseJournal.create(opts.root);
+    this.journal = opts.journal ? LeaseJournal.create(opts.root, opts.journal.base, opts.journal.generation) : LeaseJournal.create(opts.root);
     this.records = new Map(opts.records.map((r) => [r.id, r]));
+    if (opts.snapshot) {
+      try {
+        this.journal.put(opts.records);
+        this.journal.sync();
+      } catch (err) {
+        this.journal.close();
+        throw err;
+      }
+    }
   }
 
   /** This generation's counters. */

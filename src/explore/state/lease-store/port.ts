@@ -3,6 +3,8 @@
 //
 //   shared-files.ts   one file per record under a per-record flock; any number of masters share it
 //   journal.ts        a table one process owns alone: records in memory, one journal line each
+//   partitioned.ts    several masters, each serving its share under a fenced partition lease
+//                     (partition-lease.ts) and journalling it as journal.ts does
 //   memory.ts         records in memory only (the deterministic simulation's store)
 //
 // The contract every store keeps (test/explore/lease-stores.test.ts checks it against each):
