@@ -3,7 +3,8 @@
 // COMMIT as a conflict; participants freeze on YES and only the exact token moves them.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { type Action, ParticipantQuiescence, RootQuiescence } from "../../src/core/quiescence.ts";
+import { ParticipantQuiescence } from "../../src/core/quiescence-participant.ts";
+import { type Action, RootQuiescence } from "../../src/core/quiescence.ts";
 import { FromPeer, FromRoot } from "../../src/net/messages.ts";
 
 const T = (c: string) => c.repeat(64);

@@ -14,7 +14,8 @@
 //   over, and a refresh finds it busy until then.
 // ParticipantEnding (several masters, rank > 0): publishes idle/busy status, refreshes and votes
 //   on PREPARE (freezing discovery after YES), leaves on the exact COMMIT.
-import { ParticipantQuiescence, RootQuiescence, type Action } from "../../core/quiescence.ts";
+import { ParticipantQuiescence } from "../../core/quiescence-participant.ts";
+import { RootQuiescence, type Action } from "../../core/quiescence.ts";
 import type { Connection } from "../../net/connection.ts";
 import type { FromPeerT, FromRootT } from "../../net/messages.ts";
 import type { ExploreMaster } from "../master/master.ts";
