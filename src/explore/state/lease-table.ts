@@ -36,7 +36,8 @@ import { byUpdated, CorruptRecordError, isId } from "./lease-files.ts";
 import { JournalStore } from "./lease-store/journal.ts";
 import type { Durability, ReadResult, RecordStore } from "./lease-store/port.ts";
 import { SharedFilesStore } from "./lease-store/shared-files.ts";
-import { PartitionedStore, ShareLostError, type PartitionedOptions, type TakeoverResult } from "./lease-store/partitioned.ts";
+import { PartitionedStore, ShareLostError, type PartitionedOptions } from "./lease-store/partitioned.ts";
+import type { TakeoverResult } from "./lease-store/share-takeover.ts";
 
 export type { CommitManifest, LeaseRecord, LeaseStatus, Origin, WorkPayload } from "../../core/lease-record.ts";
 export { canonicalManifest } from "../../core/lease-record.ts";

@@ -7,7 +7,7 @@
 //
 //   open        takes this rank's share: creates generation 1, or takes it over from a holder
 //               that released it (a resumed campaign) or died and whose lease expired
-//   takeOver    a share whose lease expired and whose holder's journal lock is free becomes this
+//   takeOver    (share-takeover.ts) a share whose lease expired and whose holder's journal lock is free becomes this
 //               master's under the next generation: the holder's journal is replayed into a
 //               snapshot that opens a new journal (synced), the record names the new generation
 //               (synced), and only then is the old journal removed. The caller finishes the
@@ -23,28 +23,16 @@
 //   close       releases every share (holder ""), so that the next opener need not wait a lease
 //   abandon     what a crash leaves: descriptors closed, shares still named as held
 import assert from "node:assert/strict";
-import { closeSync, mkdirSync, unlinkSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { owner as rendezvousOwner } from "../../../core/rendezvous.ts";
 import type { LeaseRecord } from "../../../core/lease-record.ts";
 import { RuntimeFailure } from "../../../errors.ts";
-import { randomHex } from "../../../util/random-hex.ts";
 import { fsyncDir } from "../durable.ts";
 import { holdFileLock, LockTimeoutError, withFileLock } from "../file-lock.ts";
 import type { ReadResult } from "../lease-files.ts";
-import { JournalStore } from "./journal.ts";
-import {
-  highestJournalGeneration,
-  journalFiles,
-  lockAbandonedJournals,
-  partitionDir,
-  partitionLockPath,
-  readPartition,
-  replayShare,
-  writePartition,
-  writePartitionSynced,
-  type PartitionRecord,
-} from "./partition-lease.ts";
+import { partitionDir, partitionLockPath, readPartition, writePartition, type PartitionRecord } from "./partition-lease.ts";
 import type { Durability, RecordStore, Span } from "./port.ts";
+import { takeShareLocked, type Share, type ShareOptions, type TakeoverResult } from "./share-takeover.ts";
 
 /** This master no longer serves the share of a record it tried to commit: another took it over. */
 export class ShareLostError extends RuntimeFailure {
@@ -55,31 +43,13 @@ export class ShareLostError extends RuntimeFailure {
   }
 }
 
-export interface PartitionedOptions {
-  root: string;
-  durability: Durability;
+export interface PartitionedOptions extends ShareOptions {
   /** This master's rank: the share it opens with. */
   rank: number;
   /** Every master's rank: a record's share is its rendezvous owner among them. */
   ranks: readonly number[];
-  /** Who this master is in the partition records (epoch prefix and rank, as lease owners are named). */
-  holder: string;
-  epoch: string;
-  /** A share's lease expires this long after its holder's last renewal. */
-  ttlMs: number;
-  /** Wall-clock ms (records compare across hosts). */
-  wallNow: () => number;
-  /** The table's shard count: a share taken over starts from its records in the record files (a resumed campaign's, or a journal absorbed into them). */
-  shardCount: number;
   /** Bound on waiting for a share's short lock. Default 30 000; a takeover waits at most 1 000. */
   lockTimeoutMs?: number;
-  compactMinBytes?: number;
-  /**
-   * Whether a takeover also needs the holder's journal lock free (default true). The simulation
-   * turns it off to stand for a file system that drops a stalled holder's lock with its lease
-   * (NFSv4): then the generation check alone fences the holder when it wakes.
-   */
-  needLockFree?: boolean;
   /** A deliberately broken variant for the simulation: false skips every generation check. */
   checkGeneration?: boolean;
   /**
@@ -88,19 +58,6 @@ export interface PartitionedOptions {
    */
   ownShare?: "required" | "if-free";
 }
-
-/** A share this master serves. */
-interface Share {
-  rank: number;
-  generation: number;
-  base: string;
-  store: JournalStore;
-  lost: boolean;
-}
-
-export type TakeoverResult =
-  | { kind: "taken"; rank: number; generation: number; previous: PartitionRecord | null; records: LeaseRecord[] }
-  | { kind: "live" | "busy" | "absent" | "held"; rank: number };
 
 const TAKEOVER_LOCK_MS = 1_000;
 
@@ -367,46 +324,11 @@ export class PartitionedStore implements RecordStore {
   }
 
   private takeLocked(rank: number, own: boolean): TakeoverResult {
-    const { root } = this.o;
-    const now = this.o.wallNow();
-    const prev = readPartition(root, rank);
-    if (prev === null && !own) return { kind: "absent", rank };
-    if (prev !== null && prev.holder !== "" && now - prev.heartbeat < this.o.ttlMs) return { kind: "live", rank };
-    const old = prev === null ? [] : journalFiles(root, prev.journal);
-    const fds = this.o.needLockFree === false ? [] : lockAbandonedJournals(old);
-    if (fds === null) return { kind: "busy", rank };
-    try {
-      // Read now, with the old journals' locks held: a journal absorbed meanwhile is in the files.
-      const records = replayShare(root, this.o.shardCount, old, (id) => this.shareOf(id) === rank);
-      const base = `journal-${process.pid}-${randomHex(6)}`;
-      const store = new JournalStore({
-        root,
-        durability: this.o.durability,
-        records,
-        compactMinBytes: this.o.compactMinBytes,
-        journal: { base, generation: highestJournalGeneration(root) + 1 },
-        snapshot: true,
-      });
-      const generation = (prev?.generation ?? 0) + 1;
-      try {
-        writePartitionSynced(root, { schema: 1, rank, epoch: this.o.epoch, generation, holder: this.o.holder, heartbeat: now, journal: base });
-      } catch (err) {
-        store.close();
-        throw err;
-      }
-      for (const path of old) {
-        try {
-          unlinkSync(path);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-        }
-      }
-      if (old.length > 0) fsyncDir(root);
+    const taken = takeShareLocked(this.o, rank, own, (id) => this.shareOf(id));
+    if (taken.kind === "taken") {
       this.shares.get(rank)?.store.close();
-      this.shares.set(rank, { rank, generation, base, store, lost: false });
-      return { kind: "taken", rank, generation, previous: prev, records };
-    } finally {
-      for (const fd of fds) closeSync(fd);
+      this.shares.set(rank, taken.share);
     }
+    return taken.result;
   }
 }
