@@ -23,7 +23,7 @@ import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { HEX64 } from "../core/message-checks.ts";
 import { printable } from "../core/log-lines.ts";
-import type { CampaignFiles } from "../explore/command/dashboard.ts";
+import type { CampaignFiles } from "../explore/command/dashboard-files.ts";
 import { FindingsReader, findingsDir, type FindingRecord } from "../explore/state/findings.ts";
 import { readLeaseRecordsNoWrite } from "../explore/state/lease-journal.ts";
 import type { LeaseRecord } from "../explore/state/lease-table.ts";

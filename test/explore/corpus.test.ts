@@ -3,14 +3,12 @@ import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSyn
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import {
-  CHUNK_BYTES,
   DEFAULT_BUDGETS,
   currentCorpusMode,
   DEFAULT_CORPUS_MODE,
   FileProblem,
   IntegrityError,
   copyHashing,
-  hashFile,
   listCorpus,
   listRegularFiles,
   parseCorpusMode,
@@ -19,6 +17,7 @@ import {
   setCorpusMode,
   verifyPublic,
 } from "../../src/explore/state/corpus.ts";
+import { CHUNK_BYTES, hashFile } from "../../src/explore/state/stable-read.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
 import { HEX64 } from "../../src/core/message-checks.ts";
 

@@ -3,7 +3,8 @@ import { readFileSync, readdirSync, renameSync, symlinkSync, writeFileSync } fro
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { RuntimeFailure } from "../../src/errors.ts";
-import { CHUNK_BYTES, DEFAULT_BUDGETS, FileProblem, type Budgets } from "../../src/explore/state/corpus.ts";
+import { DEFAULT_BUDGETS, FileProblem, type Budgets } from "../../src/explore/state/corpus.ts";
+import { CHUNK_BYTES } from "../../src/explore/state/stable-read.ts";
 import { simulateMutants, seededRandom, type RandomInt } from "../../src/explore/executor/simulate.ts";
 import { BudgetError } from "../../src/explore/state/staging.ts";
 import { scratchDirs } from "../helpers/scratch.ts";

@@ -1,6 +1,6 @@
 // The dashboard of an explore campaign: a DashboardSource over a running master (`explore --ui`),
 // or over the files a campaign leaves beside its corpus (`fuzzfleet ui --corpus DIR`, while
-// nothing runs). What it shows: the frontier (pending, running, and the lease records leased,
+// nothing runs; that view and a finding's detail are built in dashboard-files.ts). What it shows: the frontier (pending, running, and the lease records leased,
 // committing, expired, done), executions/s, unique, generated and redundancy over time, findings
 // by signature, the masters and their quiescence phase, the workers, the idle window counting
 // down.
@@ -13,25 +13,22 @@
 import { lstatSync } from "node:fs";
 import { hostname } from "node:os";
 import { performance } from "node:perf_hooks";
-import { join } from "node:path";
 import { printable } from "../../core/log-lines.ts";
-import { findingsView, groupFindings, reproLine } from "../../ui/explore-findings.ts";
+import { findingsView } from "../../ui/explore-findings.ts";
 import { exploreDiscovery } from "../../ui/explore-discovery.ts";
 import { exploreMetrics } from "../../ui/explore-metrics.ts";
 import type { MetricFamily } from "../../ui/metrics.ts";
-import type { DashboardSnapshot, DashboardSource, ExploreFrontier, ExploreSeries, ExploreView, FailureDetail, MasterView, WorkerRow } from "../../ui/source.ts";
+import type { DashboardSnapshot, DashboardSource, ExploreFrontier, ExploreSeries, FailureDetail, MasterView, WorkerRow } from "../../ui/source.ts";
 import type { Ending } from "../fleet/endings.ts";
 import type { ExploreMaster } from "../master/master.ts";
-import { buildNote, FindingsReader, type FindingRecord } from "../state/findings.ts";
+import { FindingsReader, type FindingRecord } from "../state/findings.ts";
 import type { LeaseTable } from "../state/lease-table.ts";
+import { type CampaignFiles, CampaignFilesView, DISK_EVERY_MS, DISK_SHARE, findingDetail } from "./dashboard-files.ts";
 
 /** Points kept in memory for the plots; older ones are thinned out (every other one dropped). */
 const MAX_POINTS = 600;
 /** The window of the rates shown as "now" (ms). */
 const RATE_WINDOW_MS = 5000;
-/** Disk reads (lease records, corpus size) at most this often, and never more than 1/DISK_SHARE of the time. */
-const DISK_EVERY_MS = 3000;
-const DISK_SHARE = 50;
 const FINDINGS_EVERY_MS = 10_000;
 
 /** A remote worker as the explore worker server knows it (the fields read here). */
@@ -75,14 +72,6 @@ export interface ExploreLive {
   startMs: number;
 }
 
-/** A campaign's files, read while nothing runs (src/report/explore-files.ts reads them). */
-export interface CampaignFiles {
-  readonly corpusDir: string;
-  findings(): FindingRecord[];
-  /** `epochExecutions`: the executions of `epoch` (every master's, every session's). */
-  read(): { headline: string; epoch: string | null; epochExecutions: number; frontier: ExploreFrontier; totals: ExploreView["totals"]; series: ExploreSeries; masters: number[] };
-}
-
 interface Sample {
   t: number;
   executions: number;
@@ -100,7 +89,7 @@ export class ExploreDashboardSource implements DashboardSource {
   private readonly heard = new Map<string, { bytes: number; atMs: number }>();
   private findingsCache: FindingRecord[] = [];
   private findingsReader: FindingsReader | null = null;
-  private filesCache: { at: number; tookMs: number; read: ReturnType<CampaignFiles["read"]>; records: FindingRecord[] } | null = null;
+  private filesView: CampaignFilesView | null = null;
   /** The findings directory's mtime when they were read, and when (monotonic ms). */
   private findingsRead = { mtimeMs: -1, atMs: -Infinity, tookMs: 0 };
 
@@ -131,7 +120,9 @@ export class ExploreDashboardSource implements DashboardSource {
   }
 
   snapshot(): DashboardSnapshot {
-    return this.o.live ? this.liveSnapshot(this.o.live) : this.filesSnapshot(this.o.files!);
+    if (this.o.live) return this.liveSnapshot(this.o.live);
+    this.filesView ??= new CampaignFilesView(this.o.files!);
+    return this.filesView.snapshot(this.o.title, () => this.wallNow());
   }
 
   metrics(): MetricFamily[] {
@@ -140,22 +131,8 @@ export class ExploreDashboardSource implements DashboardSource {
 
   failureDetail(id: number): FailureDetail | null {
     const records = this.o.live ? this.liveFindings(this.o.live.master) : this.o.files!.findings();
-    const g = groupFindings(records)[id - 1];
-    if (!g) return null;
-    const r = g.records[0]!;
     const corpusDir = this.o.live?.corpusDir ?? this.o.files!.corpusDir;
-    const target = this.o.live?.target ?? null;
-    const input = join(corpusDir, r.input_hash);
-    return {
-      id,
-      bucket: g.signature,
-      repro: target ? reproLine(target, input) : `run the target on ${input}`,
-      report:
-        `${g.records.length} input(s) under this signature; this one: ${r.input_hash}\n` +
-        `${r.kind}${r.signal !== null ? ` (signal ${r.signal})` : r.exit_code !== null ? ` (exit ${r.exit_code})` : " (timeout)"}, seen ${r.times_seen} time(s), first ${r.first_seen}, last ${r.last_seen}\n` +
-        buildLines(g.records) +
-        `\nthe end of its output:\n${r.stderr_tail}`,
-    };
+    return findingDetail(records, id, corpusDir, this.o.live?.target ?? null);
   }
 
   private liveSnapshot(live: ExploreLive): DashboardSnapshot {
@@ -351,58 +328,8 @@ export class ExploreDashboardSource implements DashboardSource {
     for (const id of this.taskSeen.keys()) if (!active.has(id)) this.taskSeen.delete(id);
     return rows;
   }
-
-  private filesSnapshot(files: CampaignFiles): DashboardSnapshot {
-    // A large corpus or lease table takes a while to list: read again at most every
-    // DISK_EVERY_MS, and never more than 1/DISK_SHARE of the time.
-    const at = performance.now();
-    const c = this.filesCache;
-    if (!c || at - c.at >= Math.max(DISK_EVERY_MS, c.tookMs * DISK_SHARE)) {
-      this.filesCache = { at, tookMs: 0, read: files.read(), records: files.findings() };
-      this.filesCache.tookMs = performance.now() - at;
-    }
-    const { read, records } = this.filesCache!;
-    return {
-      kind: "explore",
-      title: this.o.title,
-      takenMs: this.wallNow(),
-      live: false,
-      status: { headline: read.headline, elapsedSeconds: null, budgetSeconds: null, draining: null },
-      sweep: null,
-      workers: null,
-      explore: {
-        epoch: read.epoch,
-        role: "read from the files",
-        frontier: read.frontier,
-        totals: read.totals,
-        rates: { executionsPerSecond: null, generatedPerSecond: null },
-        series: read.series,
-        ...findingsView(records),
-        discovery: read.epoch === null ? null : exploreDiscovery(records, read.epoch, read.epochExecutions),
-        masters: read.masters.map((rank) => ({ rank, host: null, self: false, phase: "not running" })),
-        idle: null,
-        wall: null,
-      },
-    };
-  }
 }
 
 function round1(x: number): number {
   return Math.round(x * 10) / 10;
-}
-
-/**
- * The builds of a group's inputs, one line each (bounded): which build first and last saw it, and
- * which later build did not reproduce it. "" when no record names a build.
- */
-function buildLines(records: readonly FindingRecord[]): string {
-  const shown = 20;
-  const lines = records.slice(0, shown).flatMap((r) => {
-    const note = buildNote(r);
-    return note ? [`  ${r.input_hash.slice(0, 16)}  ${note}`] : [];
-  });
-  if (lines.length === 0) return "";
-  const notReproduced = records.filter((r) => r.not_reproduced_by !== null).length;
-  const head = `target builds${notReproduced > 0 ? ` (${notReproduced} of ${records.length} input(s) not reproduced by a later build)` : ""}:\n`;
-  return head + lines.join("\n") + (records.length > shown ? `\n  … ${records.length - shown} more input(s)` : "") + "\n";
 }

@@ -10,7 +10,8 @@ import { closeSync, constants, linkSync, openSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { RuntimeFailure } from "../../errors.ts";
 import { randomHex } from "../../util/random-hex.ts";
-import { FileProblem, openRegular, streamOpened, type Budgets, type StreamHooks } from "../state/corpus.ts";
+import { FileProblem, type Budgets } from "../state/corpus.ts";
+import { openRegular, streamOpened, type StreamHooks } from "../state/stable-read.ts";
 import { lstatOrNull, writeFully } from "../state/durable.ts";
 import { BudgetError } from "../state/staging.ts";
 

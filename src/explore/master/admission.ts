@@ -19,7 +19,8 @@
 // no quiescence vote passes before it is admitted, and no scan ever blocks the loop to wait.
 import type { Budgets } from "../defaults.ts";
 import { PinnedDir, type DirIdentity, type EntryKind } from "../../files/pinned-dir.ts";
-import { FileProblem, hashFile, IntegrityError, listRegularFiles, publishFile, type FileIdentity } from "../state/corpus.ts";
+import { FileProblem, IntegrityError, listRegularFiles, publishFile } from "../state/corpus.ts";
+import { hashFile, type FileIdentity } from "../state/stable-read.ts";
 
 /** How long a file must stay the same (or be old already) before it is admitted. */
 export const SETTLE_MS = 500;

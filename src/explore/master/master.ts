@@ -1,46 +1,46 @@
 // ExploreMaster: the frontier of one master. It admits inputs into the content-addressed corpus
 // (admission.ts), claims the tasks it owns in the fenced lease table, hands them to executors
-// (local slots or remote workers; dispatch.ts), and turns their results into commits: check the
-// result (result-checks.ts), verify the stage, pass the commit fence, promote the children,
-// complete, then claim the children it owns (commits.ts; batched when the lease table is its own:
-// commit-batch.ts). discovery.ts finds other masters' children. No socket I/O and no timers (a
+// (local slots or remote workers; dispatch.ts), and turns their results into commits (results.ts):
+// check the result (result-checks.ts), verify the stage, pass the commit fence, promote the
+// children, complete, then claim the children it owns (commits.ts; batched when the lease table is
+// its own: commit-batch.ts). discovery.ts finds other masters' children; problems.ts keeps what
+// went wrong. No socket I/O and no timers (a
 // batch commits on the next turn of the event loop): the master loop (command/master-loop.ts) drives it.
 //
 // A task: pending (hash, fence) -> active on one executor -> committed | requeued (front, same
 // fence) | dropped (fence lost). Only the current fence of a hash may be dispatched, committed
 // or completed; a late result under an old fence changes nothing.
 //
-// Stages are never followed through a symlink: a stage is reached from the staging root this
-// master created (StagingArea); inputs are read as admission.ts says.
+// Stages are never followed through a symlink (results.ts); inputs are read as admission.ts says.
 //
 // What outlives the campaign is recorded as tasks end, under the target's build: every completed
-// task in the explored ledger (content earlier campaigns completed under the same build is skipped
-// unless `fresh`; under another build it runs again), every committed run that crashed or hung in
-// the findings store, and a recorded input that a new build ran without a crash or hang as not
-// reproduced by it (state/ledger.ts, state/findings.ts, state/target-identity.ts).
+// task in the explored ledger (explored.ts: content earlier campaigns completed under the same
+// build is skipped unless `fresh`; under another build it runs again), every committed run that
+// crashed or hung in the findings store, and a recorded input that a new build ran without a crash
+// or hang as not reproduced by it (results.ts, state/findings.ts, state/target-identity.ts).
 import { dirname, join } from "node:path";
-import { printable } from "../../core/log-lines.ts";
 import { owner as rendezvousOwner } from "../../core/rendezvous.ts";
 import type { Budgets } from "../defaults.ts";
-import { FileProblem, IntegrityError, listCorpus, STAGE_ID_RE, verifyPublic } from "../state/corpus.ts";
+import { listCorpus } from "../state/corpus.ts";
 import { FindingsStore, findingsDir } from "../state/findings.ts";
 import type { Redact } from "../../exec/secrets.ts";
-import { campaignBaseline, type EarlierExplored, ExploredLedger, ledgerDir, targetChange, type TargetChange } from "../state/ledger.ts";
+import { campaignBaseline, ledgerDir, type TargetChange } from "../state/ledger.ts";
 import { stateDir, workDir } from "../state/work-dir.ts";
 import type { TargetIdentity } from "../state/target-identity.ts";
-import { canonicalManifest, type LeaseTable, type Origin } from "../state/lease-table.ts";
-import { type OpenStage, StagingArea, verifyStage } from "../state/staging.ts";
+import type { LeaseTable, Origin } from "../state/lease-table.ts";
+import { StagingArea } from "../state/staging.ts";
 import type { Task, TaskResult } from "../task.ts";
 import { InputAdmission } from "./admission.ts";
 import { CorpusDiscovery } from "./discovery.ts";
 import { noCounts, type MasterCounters } from "./counters.ts";
-import { commitResult, completeOverBudget, replayCommits, type CommitContext, type CommitOutcome } from "./commits.ts";
+import { replayCommits, type CommitContext } from "./commits.ts";
 import { Dispatch, type ActiveTask } from "./dispatch.ts";
-import { batchable, CommitBatches, type QueuedCommit } from "./commit-batch.ts";
-import { resultProblem } from "./result-checks.ts";
+import { CommitBatches, type CommitBatchOptions } from "./commit-batch.ts";
 import { sharesServed, takeOverExpired, takeOverShares } from "./recovery.ts";
-import { recordNotReproduced, recordRunFinding } from "./finding-record.ts";
-import { problem, type Problem } from "../../core/problems.ts";
+import { MasterProblems } from "./problems.ts";
+import { ResultIntake } from "./results.ts";
+import { ExploredHistory } from "./explored.ts";
+import type { Problem } from "../../core/problems.ts";
 
 export type Ownership = "rendezvous" | "broadcast";
 
@@ -74,9 +74,11 @@ export interface MasterOptions {
 
 export class ExploreMaster {
   readonly counters: MasterCounters = noCounts();
-  readonly quarantined = new Map<string, string>();
+  private readonly report: MasterProblems;
+  /** Executors that sent an invalid result, and why: they get no more tasks. */
+  readonly quarantined: ReadonlyMap<string, string>;
   /** Problems that make the campaign end non-zero (integrity, invalid results…), in order. */
-  readonly problems: Problem[] = [];
+  readonly problems: Problem[];
   private readonly tasks: Dispatch;
   private readonly admission: InputAdmission;
   /** Corpus names already considered (claimed, or not ours to claim). */
@@ -89,6 +91,7 @@ export class ExploreMaster {
   private readonly commits: CommitContext;
   /** Group commit of remote results with children (and of local ones when the loop is woken per batch). */
   private readonly batches: CommitBatches;
+  private readonly results: ResultIntake;
   private readonly discovery: CorpusDiscovery;
   private readonly ownerName: string;
   /** Broadcast ownership, or a single master: every hash is this master's, no owner hash needed. */
@@ -101,19 +104,17 @@ export class ExploreMaster {
   readonly findings: FindingsStore;
   /** Corpus objects that were there before this epoch's campaign began (never counted as new). */
   readonly baseline: ReadonlySet<string>;
-  private readonly ledger: ExploredLedger;
-  /** Content completed by earlier campaigns, by build (nothing when fresh). */
-  private readonly earlier: EarlierExplored;
-  /** Content of `earlier.same` this master passed over. */
-  private readonly skipped = new Set<string>();
-  /** Content of `earlier.other` this master claimed: run again under this build. */
-  private readonly rerun = new Set<string>();
+  /** What earlier campaigns explored, and the ledger of what this one completes (explored.ts). */
+  private readonly explored: ExploredHistory;
   /** Inputs with a finding record (any campaign's): a run of one without a finding may mean a new build fixed it. */
   private readonly recordedFindings: Set<string>;
   /** Findings this master recorded in this session, and how many of them were new inputs. */
   readonly found = { recorded: 0, newInputs: 0 };
 
   constructor(private readonly o: MasterOptions) {
+    this.report = new MasterProblems(this.counters, o.log);
+    this.quarantined = this.report.quarantined;
+    this.problems = this.report.list;
     this.staging = new StagingArea(o.stagingRoot);
     this.ownerName = `${o.epoch.slice(0, 16)}:${o.rank}`;
     this.everyoneOwns = o.ownership === "broadcast" || new Set(o.ranks).size === 1;
@@ -125,13 +126,36 @@ export class ExploreMaster {
     this.tasks = new Dispatch(o.timeoutSeconds);
     const state = stateDir(o.corpusDir);
     this.findings = new FindingsStore(findingsDir(state), { redact: o.redact });
-    this.ledger = new ExploredLedger(ledgerDir(state), o.epoch, o.rank, o.leases.durability === "all", o.build);
-    this.earlier = o.fresh ? { same: new Set(), other: new Map(), lastBuild: null } : this.ledger.loadEarlier(o.build);
+    this.explored = new ExploredHistory({ dir: ledgerDir(state), epoch: o.epoch, rank: o.rank, syncAll: o.leases.durability === "all", build: o.build, fresh: o.fresh ?? false });
     this.recordedFindings = new Set(this.findings.list().map((f) => f.input_hash));
     this.baseline = campaignBaseline(workDir(state, o.epoch), () => listCorpus(o.corpusDir));
     this.commits = { leases: o.leases, corpusDir: o.corpusDir, maxInputBytes: o.budgets.maxInputBytes, wallNow: o.wallNow };
-    const settle = (c: QueuedCommit, outcome: CommitOutcome) => this.settle(c.task, c.result, outcome);
-    this.batches = new CommitBatches({ ctx: this.commits, isVerified: (h) => this.verified.has(h), settle, problem: (m) => this.problem(m), settled: () => this.onCommitted?.() });
+    const isVerified = (h: string) => this.verified.has(h);
+    const settle: CommitBatchOptions["settle"] = (c, outcome) => this.results.settle(c.task, c.result, outcome);
+    this.batches = new CommitBatches({ ctx: this.commits, isVerified, settle, problem: (m) => this.report.problem(m), settled: () => this.onCommitted?.() });
+    this.results = new ResultIntake({
+      tasks: this.tasks,
+      staging: this.staging,
+      commits: this.commits,
+      batches: this.batches,
+      budgets: o.budgets,
+      counters: this.counters,
+      problems: this.report,
+      ledger: this.explored.ledger,
+      findings: this.findings,
+      found: this.found,
+      recordedFindings: this.recordedFindings,
+      build: o.build,
+      wallNow: o.wallNow,
+      log: o.log,
+      woken: () => this.onCommitted !== null,
+      isVerified,
+      requeueFront: (t) => this.requeueFront(t),
+      claimChild: (h) => this.claimChild(h),
+      hint: (children) => {
+        if (!this.everyoneOwns) this.discovery.hint(children, (h) => rendezvousOwner(h, this.o.ranks));
+      },
+    });
     this.discovery = new CorpusDiscovery({
       corpusDir: o.corpusDir,
       hintDir: join(workDir(state, o.epoch), "discovered"),
@@ -140,8 +164,8 @@ export class ExploreMaster {
       observed: this.observed,
       owns: (hash) => this.owns(hash),
       claim: (hash) => this.claim(hash, this.external.has(hash) ? "initial" : "generated"),
-      integrity: (m) => this.integrity(m),
-      problem: (m) => this.problem(m),
+      integrity: (m) => this.report.integrity(m),
+      problem: (m) => this.report.problem(m),
     });
     this.admission = new InputAdmission({
       inputDir: o.inputDir,
@@ -156,8 +180,8 @@ export class ExploreMaster {
       },
       counters: this.counters,
       log: o.log,
-      problem: (m) => this.problem(m),
-      integrity: (m) => this.integrity(m),
+      problem: (m) => this.report.problem(m),
+      integrity: (m) => this.report.integrity(m),
     });
   }
 
@@ -250,7 +274,7 @@ export class ExploreMaster {
       rank: this.o.rank,
       holds: (id) => this.tasks.holds(id),
       log: this.o.log,
-      integrity: (m) => this.integrity(m),
+      integrity: (m) => this.report.integrity(m),
     });
     for (const { id, fence } of added) {
       this.observed.add(id);
@@ -269,7 +293,7 @@ export class ExploreMaster {
   replayCommitting(): number {
     return replayCommits(this.commits, (fence) => this.stagingOf(fence), (children, id) => {
       this.counters.replayedCommits++;
-      this.ledger.add(id);
+      this.explored.ledger.add(id);
       for (const child of children) this.claimChild(child);
     });
   }
@@ -335,14 +359,14 @@ export class ExploreMaster {
   }
 
   /** Content earlier campaigns completed that this master passed over. */
-  get skippedExplored(): number { return this.skipped.size; }
+  get skippedExplored(): number { return this.explored.skippedCount; }
 
   /** Content earlier campaigns completed under another build (or an unrecorded one) that this master ran again. */
-  get rerunOtherBuild(): number { return this.rerun.size; }
+  get rerunOtherBuild(): number { return this.explored.rerunCount; }
 
   /** Why content earlier campaigns explored runs again under this build (ledger.ts); null when nothing does. */
   get targetChange(): TargetChange | null {
-    return targetChange(this.earlier, this.o.build);
+    return this.explored.targetChange;
   }
 
   /** Closes the explored ledger (its last lines are fsynced). */
@@ -350,14 +374,13 @@ export class ExploreMaster {
     this.batches.drainSync();
     this.o.leases.sync();
     this.discovery.close();
-    this.ledger.close();
+    this.explored.ledger.close();
   }
 
   private claim(hash: string, origin: Origin): boolean {
     if (!this.owns(hash) || this.tasks.holds(hash)) return false;
-    if (this.earlier.same.has(hash)) {
-      this.skipped.add(hash);
-      this.counters.skippedExplored = this.skipped.size;
+    if (this.explored.passOver(hash)) {
+      this.counters.skippedExplored = this.explored.skippedCount;
       return false;
     }
     const fence = this.o.leases.claim(hash, { hash, origin }, this.ownerName, {
@@ -367,7 +390,7 @@ export class ExploreMaster {
     });
     if (!fence) return false;
     this.tasks.hold(hash, fence);
-    if (this.earlier.other.has(hash)) this.rerun.add(hash);
+    this.explored.claimed(hash);
     if (origin === "generated") this.counters.claimedChildren++;
     return true;
   }
@@ -413,138 +436,9 @@ export class ExploreMaster {
 
   /**
    * Consumes one result (also during shutdown: late results are never dropped). Returns the note
-   * for the worker's ack.
+   * for the worker's ack (results.ts).
    */
   consumeResult(executor: string, r: TaskResult): string {
-    const stageId = STAGE_ID_RE.test(r.stagingId) ? r.stagingId : null;
-    // Before the stage is opened it is removed through a fresh walk, after that through its pin.
-    let stage: OpenStage | null = null;
-    const removeStage = () => {
-      if (stage) stage.remove();
-      else if (stageId) this.staging.remove(executor, stageId);
-    };
-    const task = this.tasks.take(r.taskId, executor);
-    if (!task) {
-      removeStage();
-      this.invalid(executor, `result for task ${r.taskId}, which it does not hold`);
-      return "unknown task";
-    }
-    if (r.failure === "interrupted") {
-      removeStage();
-      this.requeueFront(task);
-      return "requeued";
-    }
-    if (r.failure === "result-budget-exceeded" || r.failure === "input-budget-exceeded") {
-      removeStage();
-      return this.budgetFailure(task, r);
-    }
-    const why = resultProblem(task, r, this.o.budgets);
-    if (why !== null) return this.refuseResult(executor, task, why, removeStage);
-    if (stageId) {
-      try {
-        stage = this.staging.open(executor, stageId);
-      } catch (err) {
-        if (!(err instanceof FileProblem)) throw err;
-        return this.refuseResult(executor, task, `stage ${stageId}: ${err.message}`, removeStage);
-      }
-    }
-    try {
-      if (stage) {
-        const verdict = verifyStage(stage.dir, r.children, r.stagedBytes, this.o.budgets.maxInputBytes);
-        if (!verdict.ok) return this.refuseResult(executor, task, `stage ${stageId}: ${verdict.reason}`, removeStage);
-        if (r.children.length > 0 && batchable(executor, this.onCommitted !== null)) {
-          // Committed with the other results of this turn (commit-batch.ts), which now owns the stage.
-          const manifest = canonicalManifest({ worker: executor, staging_id: r.stagingId, hashes: r.children, num_generated: r.generated });
-          this.batches.add({ task, result: r, stage, manifest });
-          stage = null;
-          return "committed";
-        }
-      }
-      const outcome = commitResult(this.commits, { executor, task, result: r, stage: stage?.dir ?? null, removeStage, isVerified: (h) => this.verified.has(h) });
-      return this.settle(task, r, outcome);
-    } finally {
-      stage?.close();
-    }
-  }
-
-  /** What the master holds and counts after the commit of `r` came out as `outcome`; the note for the ack. */
-  private settle(task: ActiveTask, r: TaskResult, outcome: CommitOutcome): string {
-    this.tasks.forget(task.hash);
-    switch (outcome.kind) {
-      case "committed":
-        this.counters.observations++;
-        this.counters.generated += r.generated;
-        this.ledger.add(task.hash);
-        this.recordFinding(task, r);
-        for (const child of outcome.children) this.claimChild(child);
-        if (!this.everyoneOwns) this.discovery.hint(outcome.children, (h) => rendezvousOwner(h, this.o.ranks));
-        return "committed";
-      case "stale":
-        this.counters.staleResults++;
-        return outcome.note;
-      case "deferred":
-        // The record stays `committing`: any master (or --resume) redoes it from the manifest.
-        // Its fence passed, so the run counts: its finding is recorded now.
-        this.recordFinding(task, r);
-        this.problem(`promoting the children of ${task.hash.slice(0, 12)} failed: ${outcome.error.message}`);
-        return "commit deferred";
-    }
-  }
-
-  /**
-   * Records the finding of a committed run, once per fence (the store refuses a repeated fence);
-   * a run of a recorded input without one, under a new build, marks the record not reproduced.
-   */
-  private recordFinding(task: ActiveTask, r: TaskResult): void {
-    const m = { findings: this.findings, found: this.found, build: this.o.build, wallNow: this.o.wallNow, log: this.o.log, problem: (msg: string) => this.problem(msg) };
-    if (r.finding) {
-      recordRunFinding(m, task, r);
-      this.recordedFindings.add(task.hash);
-    } else if (this.recordedFindings.has(task.hash)) recordNotReproduced(m, task.hash);
-  }
-
-  private refuseResult(executor: string, task: ActiveTask, why: string, removeStage: () => void): string {
-    removeStage();
-    this.invalid(executor, why);
-    // The content itself must still be what its name says, or nobody can execute it.
-    try {
-      verifyPublic(this.o.corpusDir, task.hash, this.o.budgets.maxInputBytes);
-    } catch (err) {
-      if (err instanceof IntegrityError) {
-        this.integrity(err.message);
-        this.tasks.drop(task.hash);
-        return "refused";
-      }
-    }
-    this.requeueFront(task);
-    return "refused";
-  }
-
-  private budgetFailure(task: ActiveTask, r: TaskResult): string {
-    this.counters.budgetErrors++;
-    this.problems.push(problem("budget", completeOverBudget(this.commits, task, r)));
-    this.ledger.add(task.hash);
-    this.tasks.forget(task.hash);
-    return "budget exceeded";
-  }
-
-  private invalid(executor: string, why: string): void {
-    this.counters.invalidResults++;
-    this.problems.push(problem("invalid-result", `invalid result from ${executor}: ${why}`));
-    if (!this.quarantined.has(executor)) {
-      this.quarantined.set(executor, why);
-      this.o.log(`executor ${executor} quarantined: ${printable(why)}`);
-    }
-  }
-
-  private integrity(message: string): void {
-    this.counters.integrityErrors++;
-    this.problems.push(problem("integrity", message));
-    this.o.log(message);
-  }
-
-  private problem(message: string): void {
-    this.problems.push(problem("master", message));
-    this.o.log(message);
+    return this.results.consume(executor, r);
   }
 }

@@ -15,7 +15,8 @@ import { join } from "node:path";
 import { RuntimeFailure } from "../../errors.ts";
 import { PinnedDir, type DirIdentity } from "../../files/pinned-dir.ts";
 import { removeEntriesOffLoop } from "../../files/removal-thread.ts";
-import { FileProblem, STAGE_ID_RE, copyHashing, hashFile, type Budgets } from "./corpus.ts";
+import { FileProblem, STAGE_ID_RE, copyHashing, type Budgets } from "./corpus.ts";
+import { hashFile } from "./stable-read.ts";
 import { HEX64 } from "../../core/message-checks.ts";
 
 export interface CollectedOutputs {

@@ -20,7 +20,8 @@ import { accessSync, constants, realpathSync, statSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { delimiter, isAbsolute, join, relative, resolve } from "node:path";
 import { UsageError } from "../../errors.ts";
-import { FileProblem, hashFile } from "./corpus.ts";
+import { FileProblem } from "./corpus.ts";
+import { hashFile } from "./stable-read.ts";
 
 /** The largest executable or named file that is hashed (bytes). */
 export const MAX_TARGET_FILE_BYTES = 4 * 1024 * 1024 * 1024;
