@@ -184,11 +184,11 @@ test("content in an earlier epoch's ledger is skipped and counted, unless the ma
   const m = master(corpusDir, inputDir, dir, false);
   m.admitInputs();
   assert.equal(m.pendingCount, 1, "only b is queued");
-  assert.equal(m.skippedExplored, 1);
+  assert.equal(m.explored.skippedCount, 1);
   assert.equal(m.counters.skippedExplored, 1);
   const f = master(corpusDir, inputDir, dir, true);
   f.admitInputs();
   assert.equal(f.pendingCount, 2, "--fresh runs everything again");
-  assert.equal(f.skippedExplored, 0);
+  assert.equal(f.explored.skippedCount, 0);
   assert.ok(existsSync(join(corpusDir, ".fuzzfleet", `work-${"e".repeat(64)}`, "preexisting")));
 });

@@ -93,10 +93,10 @@ test("the explored ledger skips content explored under the same build only: anot
   writeFileSync(join(explored, `${"2".repeat(64)}-r0.log`), `${sha256("same\n")} bbbbbbbbbbbb\n${sha256("other\n")} aaaaaaaaaaaa\n`);
   const m = loneMaster({ dir, corpusDir, inputDir }, { build: "bbbbbbbbbbbb" });
   m.admitInputs();
-  assert.equal(m.skippedExplored, 1, "only 'same' was explored under this build");
+  assert.equal(m.explored.skippedCount, 1, "only 'same' was explored under this build");
   assert.equal(m.pendingCount, 3, "'other', 'old' and 'new' run");
-  assert.equal(m.rerunOtherBuild, 2);
-  assert.deepEqual(m.targetChange, { from: "aaaaaaaaaaaa", to: "bbbbbbbbbbbb", inputs: 2 });
+  assert.equal(m.explored.rerunCount, 2);
+  assert.deepEqual(m.explored.targetChange, { from: "aaaaaaaaaaaa", to: "bbbbbbbbbbbb", inputs: 2 });
 
   // The same build as the last campaign: nothing left from another build, nothing said.
   const dir2 = freshDir();
@@ -105,8 +105,8 @@ test("the explored ledger skips content explored under the same build only: anot
   writeFileSync(join(explored2, `${"3".repeat(64)}-r0.log`), `${sha256("same\n")} bbbbbbbbbbbb\n`);
   const same = loneMaster({ dir: dir2, corpusDir: join(dir2, "corpus"), inputDir }, { build: "bbbbbbbbbbbb" });
   same.admitInputs();
-  assert.equal(same.targetChange, null);
-  assert.equal(same.skippedExplored, 1);
+  assert.equal(same.explored.targetChange, null);
+  assert.equal(same.explored.skippedCount, 1);
 
   // Only a ledger older than builds: every line names no build, which matches none.
   const dir3 = freshDir();
@@ -115,8 +115,8 @@ test("the explored ledger skips content explored under the same build only: anot
   writeFileSync(join(explored3, `${"4".repeat(64)}-r0.log`), `${sha256("same\n")}\n${sha256("other\n")}\n`);
   const old = loneMaster({ dir: dir3, corpusDir: join(dir3, "corpus"), inputDir }, { build: "bbbbbbbbbbbb" });
   old.admitInputs();
-  assert.equal(old.skippedExplored, 0);
-  assert.deepEqual(old.targetChange, { from: "unknown", to: "bbbbbbbbbbbb", inputs: 2 });
+  assert.equal(old.explored.skippedCount, 0);
+  assert.deepEqual(old.explored.targetChange, { from: "unknown", to: "bbbbbbbbbbbb", inputs: 2 });
 });
 
 describe("FindingsStore builds", () => {

@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { CLI, killProcessesMentioning, ROOT, waitFor } from "./campaign.ts";
 import type { ExploreStats } from "../../src/explore/command/stats.ts";
 import { DEFAULT_BUDGETS } from "../../src/explore/defaults.ts";
-import { ExploreMaster, type MasterOptions } from "../../src/explore/master/master.ts";
+import { ExploreMaster } from "../../src/explore/master/master.ts";
+import type { MasterOptions } from "../../src/explore/master/options.ts";
 import { LeaseTable } from "../../src/explore/state/lease-table.ts";
 
 /** The target build the masters these helpers make record under. */

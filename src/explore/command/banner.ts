@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 import { formatDuration } from "../../config/duration.ts";
 import { renderProblems, type Problem } from "../../core/problems.ts";
 import { usesFileMode } from "../executor/execute.ts";
-import type { Ownership } from "../master/master.ts";
+import type { Ownership } from "../master/options.ts";
 import { UNKNOWN_BUILD } from "../state/ledger.ts";
 import type { TargetIdentity } from "../state/target-identity.ts";
 import type { ExploreOptions } from "./options.ts";

@@ -182,7 +182,7 @@ export class ExploreDashboardSource implements DashboardSource {
           redundant: Math.max(0, generated - unique),
           corpus: m.corpusSeen.size,
           externalInputs: m.external.size,
-          skippedExplored: m.skippedExplored,
+          skippedExplored: m.explored.skippedCount,
           problems: m.problems.length,
         },
         rates: this.rates(),

@@ -26,6 +26,8 @@ const INPUT_SCAN_MS = 1000;
  */
 export const ADMIT_BATCH = 256;
 const CORPUS_SCAN_MS = 250;
+/** How often a master of several looks for a share whose lease expired (a takeover waits for it). */
+const SHARE_CHECK_MS = 1000;
 
 export interface MasterLoopOptions {
   master: ExploreMaster;
@@ -75,9 +77,12 @@ export class MasterLoop {
     let lastRecovery = this.o.now();
     let lastBeat = this.o.now();
     // Renew held leases well inside their TTL; leases can only expire a TTL after they were last
-    // renewed, so looking for expired ones more often is waste.
+    // renewed, so looking for expired ones more often is waste (each look reads every record).
+    // A share waiting for a takeover is looked for every second (a few small partition records),
+    // so a dead master's share is taken over within its TTL + 2 s.
     const beatMs = Math.max(100, Math.min(30_000, leaseTtlMs / 3));
     const recoveryMs = Math.max(CORPUS_SCAN_MS, Math.min(5000, leaseTtlMs / 4));
+    let lastShares = this.o.now();
     for (;;) {
       const t = this.o.now();
       if (this.o.signal.aborted) return "interrupted";
@@ -98,7 +103,9 @@ export class MasterLoop {
         found += master.scanCorpus();
         lastCorpus = t;
       }
-      if (t - lastRecovery >= recoveryMs) {
+      const sharesDue = this.o.multiMaster && t - lastShares >= SHARE_CHECK_MS;
+      if (sharesDue) lastShares = t;
+      if (t - lastRecovery >= recoveryMs || (sharesDue && master.shareWaiting)) {
         found += master.recoverExpired();
         lastRecovery = t;
       }

@@ -3,7 +3,7 @@
 import type { UiAddress } from "../../ui/address.ts";
 import type { DashboardSnapshot } from "../../ui/source.ts";
 import type { Budgets } from "../defaults.ts";
-import type { Ownership } from "../master/master.ts";
+import type { Ownership } from "../master/options.ts";
 
 export interface ExploreOptions {
   /** One input directory, or several (`-i a -i b`): all admitted. */

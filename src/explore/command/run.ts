@@ -19,7 +19,8 @@ import { redactor, secretValues, type Redact } from "../../exec/secrets.ts";
 import { DEFAULT_STOP_GRACE_SECONDS, removeNonce, writeNonce, type Nonce } from "../../net/worker-service.ts";
 import { DEFAULT_BUDGETS, type Budgets } from "../defaults.ts";
 import type { CampaignSetup } from "../fleet/peers.ts";
-import { ExploreMaster, type Ownership } from "../master/master.ts";
+import { ExploreMaster } from "../master/master.ts";
+import type { Ownership } from "../master/options.ts";
 import { LeaseTable } from "../state/lease-table.ts";
 import { removeIfEmpty, SHARD_COUNT, stateDir, workDir as workDirOf } from "../state/work-dir.ts";
 import { clearPublishTemps, publishTempDir, setCorpusMode } from "../state/corpus.ts";
@@ -124,7 +125,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
     const log = (line: string) => write(`${tag} ${line}`);
     const { leases, master } = openMaster({ o, place, workDir, ownership, budgets, corpusDir, inputDirs, leaseTtlMs, log, target, redact: redactor([found?.token, ...secretValues(process.env)]) });
     banner(write, o, { place, role, ownership, corpusDir, inputDirs, target });
-    const change = master.targetChange;
+    const change = master.explored.targetChange;
     if (change) write(`  ${targetChangeLine(change)}`);
     // Findings already recorded on this corpus (by any campaign, any master): what is not among
     // them at the end is new.

@@ -139,8 +139,8 @@ export function computeStats(s: StatsSources): ExploreStats {
     session,
     throughput: elapsedSeconds > 0 ? session.generated / elapsedSeconds : 0,
     target: { build: master.target.build, executable: id?.executable ?? null, files: id?.files ?? [], argv: id?.argv ?? null },
-    skipped_explored: master.skippedExplored,
-    rerun_other_build: master.rerunOtherBuild,
+    skipped_explored: master.explored.skippedCount,
+    rerun_other_build: master.explored.rerunCount,
     refused_inputs: c.refusedInputs,
     // Admission adds the field with the first symbolic link it refuses (master/admission.ts).
     symlinked_inputs: c.symlinkedInputs,

@@ -164,7 +164,7 @@ export class RootEnding implements Ending {
 
   onLost(peer: PeerLink, why: string): void {
     if (this.ended === "quiescence") return;
-    if (this.master.partitioned) {
+    if (this.master.leaseTable.partition !== null) {
       // Its share is taken over once its lease expires (master/recovery.ts); until then a refresh
       // finds the share unserved, so nothing is decided without it.
       this.log(`master rank ${peer.rank} (${peer.host}) was lost: ${why}; its share is taken over once its lease expires`);

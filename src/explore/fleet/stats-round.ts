@@ -19,7 +19,7 @@ export type Inbox = { rank: number; frame: FromPeerT | FromRootT }[];
 
 function ownStats(master: ExploreMaster, late: number, executors: ExecutorCounts): MasterStats {
   const c = master.counters;
-  const served = master.partitioned ? servedCounts(master) : { observations: c.observations, generated: c.generated };
+  const served = master.leaseTable.partition !== null ? servedCounts(master) : { observations: c.observations, generated: c.generated };
   return { ...served, interesting: c.claimedChildren, external: master.external.size, late, ...executors };
 }
 
@@ -83,7 +83,7 @@ export async function rootStats(o: {
 
 /** The ranks whose share is served by another master's holder (partitioned; none otherwise). */
 function takenOverRanks(master: ExploreMaster): Set<number> {
-  if (!master.partitioned) return new Set();
+  if (master.leaseTable.partition === null) return new Set();
   const p = master.leaseTable.partition!;
   return new Set(p.partitions().filter((s) => s.holder !== "" && Number(s.holder.split(":")[1]) !== s.rank).map((s) => s.rank));
 }

@@ -18,16 +18,15 @@
 // build is skipped unless `fresh`; under another build it runs again), every committed run that
 // crashed or hung in the findings store, and a recorded input that a new build ran without a crash
 // or hang as not reproduced by it (results.ts, state/findings.ts, state/target-identity.ts).
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { owner as rendezvousOwner } from "../../core/rendezvous.ts";
-import type { Budgets } from "../defaults.ts";
 import { listCorpus } from "../state/corpus.ts";
 import { FindingsStore, findingsDir } from "../state/findings.ts";
-import type { Redact } from "../../exec/secrets.ts";
-import { campaignBaseline, ledgerDir, type TargetChange } from "../state/ledger.ts";
+import { campaignBaseline, ledgerDir } from "../state/ledger.ts";
 import { stateDir, workDir } from "../state/work-dir.ts";
 import type { TargetIdentity } from "../state/target-identity.ts";
 import type { LeaseTable, Origin } from "../state/lease-table.ts";
+import type { MasterOptions } from "./options.ts";
 import { StagingArea } from "../state/staging.ts";
 import type { Task, TaskResult } from "../task.ts";
 import { InputAdmission } from "./admission.ts";
@@ -36,41 +35,12 @@ import { noCounts, type MasterCounters } from "./counters.ts";
 import { replayCommits, type CommitContext } from "./commits.ts";
 import { Dispatch, type ActiveTask } from "./dispatch.ts";
 import { CommitBatches, type CommitBatchOptions } from "./commit-batch.ts";
-import { sharesServed, takeOverExpired, takeOverShares } from "./recovery.ts";
+import { takeOverExpired } from "./recovery.ts";
+import { MasterShares } from "./shares.ts";
 import { MasterProblems } from "./problems.ts";
 import { ResultIntake } from "./results.ts";
 import { ExploredHistory } from "./explored.ts";
 import type { Problem } from "../../core/problems.ts";
-
-export type Ownership = "rendezvous" | "broadcast";
-
-export interface MasterOptions {
-  corpusDir: string;
-  /** The input directories (-i, one or several). */
-  inputDir: string | readonly string[];
-  /** <work>/staging: executor stages live in <stagingRoot>/<executor key>/<staging id>. */
-  stagingRoot: string;
-  leases: LeaseTable;
-  epoch: string;
-  rank: number;
-  ranks: number[];
-  ownership: Ownership;
-  budgets: Budgets;
-  /** Per-run timeout in seconds, carried by every task. */
-  timeoutSeconds: number;
-  leaseTtlMs: number;
-  /** Wall-clock ms (lease records compare across processes). */
-  wallNow: () => number;
-  log: (line: string) => void;
-  /** Run everything again, content earlier campaigns completed included (default false). */
-  fresh?: boolean;
-  /** The target build the campaign runs (state/target-identity.ts): what the ledger and findings record. */
-  build: string;
-  /** What `build` was computed from, for the statistics (default: the build alone is known). */
-  targetIdentity?: TargetIdentity;
-  /** Hides the campaign's secrets in the output tails of findings (default: nothing hidden). */
-  redact?: Redact;
-}
 
 export class ExploreMaster {
   readonly counters: MasterCounters = noCounts();
@@ -86,8 +56,7 @@ export class ExploreMaster {
   /** Public objects whose bytes this master verified or published itself. */
   private readonly verified = new Set<string>();
   private readonly staging: StagingArea;
-  /** The staging areas of masters whose shares this one took over. */
-  private readonly otherStaging = new Map<number, StagingArea>();
+  private readonly shares: MasterShares;
   private readonly commits: CommitContext;
   /** Group commit of remote results with children (and of local ones when the loop is woken per batch). */
   private readonly batches: CommitBatches;
@@ -104,10 +73,8 @@ export class ExploreMaster {
   readonly findings: FindingsStore;
   /** Corpus objects that were there before this epoch's campaign began (never counted as new). */
   readonly baseline: ReadonlySet<string>;
-  /** What earlier campaigns explored, and the ledger of what this one completes (explored.ts). */
-  private readonly explored: ExploredHistory;
-  /** Inputs with a finding record (any campaign's): a run of one without a finding may mean a new build fixed it. */
-  private readonly recordedFindings: Set<string>;
+  /** What earlier campaigns explored (skipped, run again under a new build), and the ledger of what this one completes (explored.ts). */
+  readonly explored: ExploredHistory;
   /** Findings this master recorded in this session, and how many of them were new inputs. */
   readonly found = { recorded: 0, newInputs: 0 };
 
@@ -123,11 +90,11 @@ export class ExploreMaster {
     if (this.everyoneOwns) o.leases.takeExclusive();
     // Several masters: each serves its share under a partition lease, in a journal of its own.
     else o.leases.takePartition({ rank: o.rank, ranks: o.ranks, holder: `${this.ownerName}:${process.pid}`, epoch: o.epoch, ttlMs: o.leaseTtlMs, wallNow: o.wallNow });
+    this.shares = new MasterShares({ leases: o.leases, rank: o.rank, ranks: o.ranks, everyoneOwns: this.everyoneOwns, staging: this.staging, stagingRoot: o.stagingRoot, log: o.log, wallNow: o.wallNow });
     this.tasks = new Dispatch(o.timeoutSeconds);
     const state = stateDir(o.corpusDir);
     this.findings = new FindingsStore(findingsDir(state), { redact: o.redact });
     this.explored = new ExploredHistory({ dir: ledgerDir(state), epoch: o.epoch, rank: o.rank, syncAll: o.leases.durability === "all", build: o.build, fresh: o.fresh ?? false });
-    this.recordedFindings = new Set(this.findings.list().map((f) => f.input_hash));
     this.baseline = campaignBaseline(workDir(state, o.epoch), () => listCorpus(o.corpusDir));
     this.commits = { leases: o.leases, corpusDir: o.corpusDir, maxInputBytes: o.budgets.maxInputBytes, wallNow: o.wallNow };
     const isVerified = (h: string) => this.verified.has(h);
@@ -144,7 +111,6 @@ export class ExploreMaster {
       ledger: this.explored.ledger,
       findings: this.findings,
       found: this.found,
-      recordedFindings: this.recordedFindings,
       build: o.build,
       wallNow: o.wallNow,
       log: o.log,
@@ -230,9 +196,7 @@ export class ExploreMaster {
 
   /** Whether this master admits `hash` (rendezvous owner, or everyone under broadcast). */
   owns(hash: string): boolean {
-    if (this.everyoneOwns) return true;
-    // The shares this master serves: its own, and those it took over.
-    return this.o.leases.partition?.mayHold(hash) ?? rendezvousOwner(hash, this.o.ranks) === this.o.rank;
+    return this.shares.owns(hash);
   }
 
   // ---- discovery --------------------------------------------------------------------------------
@@ -262,7 +226,7 @@ export class ExploreMaster {
   /** Takes over expired `leased` records (any master's: progress when an owner stalls). */
   recoverExpired(ttlMs = this.o.leaseTtlMs): number {
     if (this.frozen) return 0;
-    const tookShare = takeOverShares(this.o.leases, this.o.log, this.o.wallNow());
+    const tookShare = this.shares.takeOver();
     if (tookShare) {
       // A share taken over: its commits past their fence are finished, its leases run again.
       this.replayCommitting();
@@ -289,22 +253,18 @@ export class ExploreMaster {
     return added.length;
   }
 
+  /** Whether a share of a partitioned table waits for a takeover (its lease expired): recoverExpired() takes it. */
+  get shareWaiting(): boolean {
+    return !this.shares.allServed;
+  }
+
   /** Redoes commits that passed their fence but were not finished (a crashed master's). */
   replayCommitting(): number {
-    return replayCommits(this.commits, (fence) => this.stagingOf(fence), (children, id) => {
+    return replayCommits(this.commits, (fence) => this.shares.stagingOf(fence), (children, id) => {
       this.counters.replayedCommits++;
       this.explored.ledger.add(id);
       for (const child of children) this.claimChild(child);
     });
-  }
-
-  /** The staging area of the master whose fence this is (fences begin `<epoch prefix>:<rank>:`): its executors staged the result. */
-  private stagingOf(fence: string): StagingArea {
-    const rank = Number(fence.split(":")[1]);
-    if (rank === this.o.rank || !Number.isSafeInteger(rank) || !this.o.ranks.includes(rank)) return this.staging;
-    let area = this.otherStaging.get(rank);
-    if (area === undefined) this.otherStaging.set(rank, (area = new StagingArea(join(dirname(this.o.stagingRoot), `r${rank}`))));
-    return area;
   }
 
   /** Everything a quiescence refresh looks at: inputs, the corpus, expired leases. Returns whether work appeared. */
@@ -315,7 +275,7 @@ export class ExploreMaster {
     this.recoverExpired();
     // A file still settling is work in sight too: it is admitted once it stopped changing; a share
     // whose lease is not live (its master died or stalled) waits for a takeover: busy too.
-    return this.tasks.pendingCount > before || this.admission.settlingCount > 0 || !sharesServed(this.o.leases);
+    return this.tasks.pendingCount > before || this.admission.settlingCount > 0 || !this.shares.allServed;
   }
 
   /** Input files this master owns but never admitted (discovery was frozen): left for the next campaign. */
@@ -325,9 +285,7 @@ export class ExploreMaster {
 
   /** Renews every held fence (one batch); lost ones are dropped. */
   heartbeat(): void {
-    const lostShares = this.o.leases.renewShares();
-    if (lostShares.length > 0) {
-      this.o.log(`the share(s) of rank ${lostShares.join(", ")} were taken over by another master: this master commits nothing more of them`);
+    if (this.shares.renew().length > 0) {
       const lost = [...this.tasks.fences.keys()].filter((id) => !this.owns(id));
       this.counters.lostLeases += lost.length;
       this.tasks.dropLost(lost);
@@ -336,11 +294,6 @@ export class ExploreMaster {
     const { lost } = this.o.leases.heartbeatMany(this.tasks.fences, this.o.wallNow());
     this.counters.lostLeases += lost.length;
     this.tasks.dropLost(lost);
-  }
-
-  /** Whether the lease table is partitioned (several masters, each serving its share). */
-  get partitioned(): boolean {
-    return this.o.leases.partition !== null;
   }
 
   /** The lease table (a partitioned one: the records of the shares this master serves). */
@@ -356,17 +309,6 @@ export class ExploreMaster {
   /** The target build this master records under, and what it was computed from when known. */
   get target(): { build: string; identity: TargetIdentity | null } {
     return { build: this.o.build, identity: this.o.targetIdentity ?? null };
-  }
-
-  /** Content earlier campaigns completed that this master passed over. */
-  get skippedExplored(): number { return this.explored.skippedCount; }
-
-  /** Content earlier campaigns completed under another build (or an unrecorded one) that this master ran again. */
-  get rerunOtherBuild(): number { return this.explored.rerunCount; }
-
-  /** Why content earlier campaigns explored runs again under this build (ledger.ts); null when nothing does. */
-  get targetChange(): TargetChange | null {
-    return this.explored.targetChange;
   }
 
   /** Closes the explored ledger (its last lines are fsynced). */

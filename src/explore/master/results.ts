@@ -38,8 +38,6 @@ export interface ResultIntakeParts {
   findings: FindingsStore;
   /** Findings this master recorded in this session, and how many of them were new inputs. */
   found: { recorded: number; newInputs: number };
-  /** Inputs with a finding record (any campaign's). */
-  recordedFindings: Set<string>;
   build: string;
   wallNow: () => number;
   log: (line: string) => void;
@@ -54,7 +52,12 @@ export interface ResultIntakeParts {
 }
 
 export class ResultIntake {
-  constructor(private readonly m: ResultIntakeParts) {}
+  /** Inputs with a finding record (any campaign's): a run of one without a finding may mean a new build fixed it. */
+  private readonly recordedFindings: Set<string>;
+
+  constructor(private readonly m: ResultIntakeParts) {
+    this.recordedFindings = new Set(m.findings.list().map((f) => f.input_hash));
+  }
 
   /**
    * Consumes one result (also during shutdown: late results are never dropped). Returns the note
@@ -143,7 +146,8 @@ export class ResultIntake {
    * a run of a recorded input without one, under a new build, marks the record not reproduced.
    */
   private recordFinding(task: ActiveTask, r: TaskResult): void {
-    const { findings, found, build, wallNow, log, recordedFindings, problems } = this.m;
+    const { findings, found, build, wallNow, log, problems } = this.m;
+    const recordedFindings = this.recordedFindings;
     const rec = { findings, found, build, wallNow, log, problem: (msg: string) => problems.problem(msg) };
     if (r.finding) {
       recordRunFinding(rec, task, r);
