@@ -1,8 +1,8 @@
 // The layer rules of docs/architecture.md, read from the imports themselves: a folder of src/
 // imports only folders of lower layers (never one of its own layer, never one above), so no two
 // folders import each other; core/ is pure and imports nothing but itself, the errors and
-// node:assert / node:crypto (hashing). Inside explore/ the same rule holds between its rooms
-// (state/, executor/, master/, fleet/, command/). A new import that breaks a rule fails here,
+// node:assert / node:crypto (hashing). Inside each campaign kind's wing (explore/, sweep/) the same rule holds between
+// its rooms. A new import that breaks a rule fails here,
 // naming the file, the line and the rule.
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -17,21 +17,21 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["root", "core", "util"],
   ["config", "files"],
   ["store", "exec", "lock", "net", "ui"],
-  ["generator", "launch"],
-  ["explore"],
-  ["engine", "worker"],
-  ["report"],
-  ["sweep"],
+  ["launch"],
+  ["explore", "sweep"],
+  ["worker"],
   ["cli"],
 ];
 
 /**
- * The rooms of src/explore/, lowest first: a room imports only itself and lower rooms. Files
- * directly in explore/ (defaults.ts) are "root", the lowest.
+ * The rooms of each campaign kind's wing (src/explore/, src/sweep/), lowest first: a room imports
+ * only itself and lower rooms. Files directly in a wing (explore/defaults.ts) are "root", the
+ * lowest. The two wings share a layer, so neither imports the other.
  */
-export const EXPLORE_ROOMS: readonly (readonly string[])[] = [["root"], ["state"], ["executor", "master"], ["fleet"], ["command"]];
-
-const EXPLORE = join(SRC, "explore");
+export const WING_ROOMS: Readonly<Record<string, readonly (readonly string[])[]>> = {
+  explore: [["root"], ["state"], ["executor", "master"], ["fleet"], ["views"], ["command"]],
+  sweep: [["root"], ["generator"], ["engine"], ["fleet", "views"], ["session"]],
+};
 
 const PURE_CORE_NODE_MODULES = new Set(["node:assert", "node:assert/strict", "node:crypto"]);
 
@@ -95,32 +95,32 @@ function violations(): string[] {
   return problems;
 }
 
-function roomLayerOf(room: string): number {
-  const i = EXPLORE_ROOMS.findIndex((l) => l.includes(room));
-  assert.ok(i >= 0, `src/explore/${room}/ is in no room layer: add it to EXPLORE_ROOMS here and to docs/architecture.md`);
+function roomLayerOf(wing: string, room: string): number {
+  const i = WING_ROOMS[wing]!.findIndex((l) => l.includes(room));
+  assert.ok(i >= 0, `src/${wing}/${room}/ is in no room layer: add it to WING_ROOMS here and to docs/architecture.md`);
   return i;
 }
 
-/** The room of a file below src/explore/, or null for a file outside it. */
-function roomOf(file: string): string | null {
-  const rel = relative(EXPLORE, file);
+/** The room of a file below src/<wing>/, or null for a file outside it. */
+function roomOf(wing: string, file: string): string | null {
+  const rel = relative(join(SRC, wing), file);
   if (rel.startsWith("..")) return null;
   const parts = rel.split("/");
   return parts.length === 1 ? "root" : parts[0]!;
 }
 
-function exploreViolations(): string[] {
+function wingViolations(wing: string): string[] {
   const problems: string[] = [];
-  for (const file of sources(EXPLORE)) {
-    const from = roomOf(file)!;
+  for (const file of sources(join(SRC, wing))) {
+    const from = roomOf(wing, file)!;
     for (const imp of importsOf(file)) {
       if (!imp.spec.startsWith(".")) continue;
-      const to = roomOf(resolve(dirname(file), imp.spec));
+      const to = roomOf(wing, resolve(dirname(file), imp.spec));
       if (to === null || to === from) continue;
-      const [a, b] = [roomLayerOf(from), roomLayerOf(to)];
+      const [a, b] = [roomLayerOf(wing, from), roomLayerOf(wing, to)];
       if (b >= a) {
         problems.push(
-          `src/${relative(SRC, imp.file)}:${imp.line}: explore/${from}/ (room ${a}) imports explore/${to}/ (room ${b}) — '${imp.spec}'; ` +
+          `src/${relative(SRC, imp.file)}:${imp.line}: ${wing}/${from}/ (room ${a}) imports ${wing}/${to}/ (room ${b}) — '${imp.spec}'; ` +
             (b === a ? "rooms of one layer never import each other" : "imports point down only"),
         );
       }
@@ -137,10 +137,12 @@ test("every folder of src/ has a layer", () => {
   for (const d of readdirSync(SRC, { withFileTypes: true })) if (d.isDirectory()) layerOf(d.name);
 });
 
-test("inside explore/, every import between rooms points to a lower room", () => {
-  assert.deepEqual(exploreViolations(), []);
-});
+for (const wing of Object.keys(WING_ROOMS)) {
+  test(`inside ${wing}/, every import between rooms points to a lower room`, () => {
+    assert.deepEqual(wingViolations(wing), []);
+  });
 
-test("every folder of src/explore/ has a room layer", () => {
-  for (const d of readdirSync(EXPLORE, { withFileTypes: true })) if (d.isDirectory()) roomLayerOf(d.name);
-});
+  test(`every folder of src/${wing}/ has a room layer`, () => {
+    for (const d of readdirSync(join(SRC, wing), { withFileTypes: true })) if (d.isDirectory()) roomLayerOf(wing, d.name);
+  });
+}

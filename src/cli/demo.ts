@@ -9,9 +9,9 @@ import { campaignPaths } from "../config/paths.ts";
 import { stateDir } from "../explore/state/work-dir.ts";
 import { RefusedError, UsageError } from "../errors.ts";
 import { openSweepStore } from "../store/sqlite/index.ts";
-import { failuresData, renderFailures } from "../report/failures.ts";
-import { renderStatus, statusData } from "../report/status.ts";
-import { runSweep } from "../sweep/run.ts";
+import { failuresData, renderFailures } from "../sweep/views/failures.ts";
+import { renderStatus, statusData } from "../sweep/views/status.ts";
+import { runSweep } from "../sweep/session/run.ts";
 import { action } from "./action.ts";
 import { EXIT } from "../exit-codes.ts";
 import { makeConfirm } from "./prompt.ts";
@@ -101,7 +101,7 @@ async function exploreDemo(dir: string): Promise<number> {
       leaseTtlSeconds: null,
       signal,
     });
-    const { exploreFindingsData } = await import("../report/findings-explore.ts");
+    const { exploreFindingsData } = await import("../explore/views/findings.ts");
     // A campaign stopped before its first commit leaves no state to read findings from.
     const findings = existsSync(stateDir(corpus)) ? exploreFindingsData(corpus).signatures.flatMap((s) => s.findings) : [];
     say(`\nThe corpus holds every unique input the maze reached, each executed once: ls ${corpus}`);

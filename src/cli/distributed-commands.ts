@@ -48,7 +48,7 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
         async (o) => {
           checkTokenFile(o.token, o.tokenFile);
           // Loaded here: a worker never needs the store, the config loader or the engine.
-          const { coordinate } = await import("../sweep/coordinate.ts");
+          const { coordinate } = await import("../sweep/session/coordinate.ts");
           const { clock } = await import("../config/format.ts");
           const again = () => process.stdout.write(`[${clock()}] already stopping; waiting for workers (bounded by the drain and stop graces)\n`);
           return withSignalStop(

@@ -156,7 +156,7 @@ conflict), 71 final rendezvous timed out. Precedence: 71, 70, 1, then 5 or 6 (do
         checkTokenFile(o.token, o.tokenFile);
         const statusEverySeconds = /^\s*(0+|off)\s*$/i.test(o.statusEvery) ? 0 : parseDuration(o.statusEvery);
         const { explore } = await import("../explore/command/run.ts");
-        const { ExploreConsole } = await import("../report/explore-console.ts");
+        const { ExploreConsole } = await import("../explore/views/console.ts");
         // log-update is only loaded when there is a terminal to redraw on.
         const redraw = process.stdout.isTTY === true && (process.stdout.columns ?? 0) > 0 ? (await import("log-update")).default : null;
         const view = (snapshot: () => DashboardSnapshot) =>

@@ -1,7 +1,7 @@
 // Yes/no confirmation before anything that discards coverage. Without a terminal to ask, the
 // answer is no unless --yes was given: an unattended sweep must never guess.
 import { createInterface } from "node:readline";
-import type { Confirm } from "../sweep/campaign.ts";
+import type { Confirm } from "../sweep/session/campaign.ts";
 
 export function makeConfirm(yes: boolean, input: NodeJS.ReadStream = process.stdin, output: NodeJS.WriteStream = process.stderr): Confirm {
   return async (question) => {

@@ -9,13 +9,13 @@ import { campaignPaths, type CampaignPaths } from "../config/paths.ts";
 import { refuseIfRemoteCampaign } from "../lock/campaign-lock.ts";
 import { FAILURE_STATES, type SweepStore } from "../store/port.ts";
 import { openSweepStore } from "../store/sqlite/index.ts";
-import { exportBundle, sweepKeptOut } from "../report/export.ts";
+import { exportBundle, sweepKeptOut } from "../sweep/views/export.ts";
 import { exploreKeptOut } from "../explore/state/work-dir.ts";
 import { writeOutputFile, type KeptOut } from "../files/output-file.ts";
-import { DEFAULT_PAGING, effectiveFilters, failuresData, NOTHING_RECORDED, renderFailures, type FailureFilters } from "../report/failures.ts";
-import { emptyStatus, renderStatus, statusData, type StatusContext } from "../report/status.ts";
+import { DEFAULT_PAGING, effectiveFilters, failuresData, NOTHING_RECORDED, renderFailures, type FailureFilters } from "../sweep/views/failures.ts";
+import { emptyStatus, renderStatus, statusData, type StatusContext } from "../sweep/views/status.ts";
 import { ConfigError, UsageError } from "../errors.ts";
-import { appBuildId, tryGenerationHash } from "../generator/identity.ts";
+import { appBuildId, tryGenerationHash } from "../config/identity.ts";
 import { action, intAtLeast } from "./action.ts";
 import { parseHostPort } from "../net/address.ts";
 import { remoteRead } from "../net/read-client.ts";
@@ -24,7 +24,7 @@ import { tokenFileOption, tokenOption } from "./token-flags.ts";
 import { EXIT } from "../exit-codes.ts";
 
 /** An explore corpus's findings (and the explore state modules they read) load only for --corpus. */
-const loadExploreFindings = () => import("../report/findings-explore.ts");
+const loadExploreFindings = () => import("../explore/views/findings.ts");
 
 /** The config, or why there is none: missing, or an error that names the file, line and key. */
 function readConfig(paths: CampaignPaths): { config: Config | null; problem: ConfigError | null; missing: boolean } {

@@ -65,7 +65,7 @@ config or flag, 3 refused (lock held, stale app, generator or lane changed witho
       action<{ for: string; lane: string[]; yes?: boolean; allowStaleApp?: boolean; forceUnlock?: boolean; ui?: string; statusEvery: string }>(async (o) => {
         const ui = o.ui === undefined ? null : parseUiAddress(o.ui);
         const statusEverySeconds = /^\s*(0+|off)\s*$/i.test(o.statusEvery) ? 0 : parseDuration(o.statusEvery);
-        const { runSweep } = await import("../sweep/run.ts");
+        const { runSweep } = await import("../sweep/session/run.ts");
         return withSignalStop((stop) => runSweep({
           stop,
           paths: campaignPaths(o),
@@ -90,7 +90,7 @@ config or flag, 3 refused (lock held, stale app, generator or lane changed witho
     .option("--force-unlock", "take over the campaign lock (only when you know its holder is dead)")
     .action(
       action<{ id?: number; jobs: number; verbose?: boolean; forceUnlock?: boolean }>(async (o) => {
-        const { resweepCommand } = await import("../sweep/resweep.ts");
+        const { resweepCommand } = await import("../sweep/session/resweep.ts");
         return withSignalStop(({ signal }) => resweepCommand({ paths: campaignPaths(o), id: o.id ?? null, jobs: o.jobs, verbose: o.verbose ?? false, forceUnlock: o.forceUnlock ?? false, signal }));
       }),
     );
@@ -103,7 +103,7 @@ config or flag, 3 refused (lock held, stale app, generator or lane changed witho
     .option("--force-unlock", "take over the campaign lock (only when you know its holder is dead)")
     .action(
       action<{ lane?: string; yes?: boolean; forceUnlock?: boolean }>(async (o) => {
-        const { resetCommand } = await import("../sweep/reset.ts");
+        const { resetCommand } = await import("../sweep/session/reset.ts");
         return resetCommand({
           paths: campaignPaths(o),
           lane: o.lane ?? null,

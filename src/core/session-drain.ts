@@ -1,4 +1,4 @@
-// How a coordinator's sweep session ends, as a pure machine: the caller (engine/worker-protocol.ts)
+// How a coordinator's sweep session ends, as a pure machine: the caller (sweep/fleet/worker-protocol.ts)
 // reads the clock, the engine, the commit queue and the attached workers into a turn, performs the
 // actions, and sleeps as told until an event wakes it early.
 //

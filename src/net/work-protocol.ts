@@ -1,5 +1,5 @@
 // The campaign's half of the worker wire, as the worker server sees it: one interface, two
-// implementations — the sweep's (engine/worker-protocol.ts, SweepWorkerProtocol) and explore's
+// implementations — the sweep's (sweep/fleet/worker-protocol.ts, SweepWorkerProtocol) and explore's
 // (explore/fleet/worker-protocol.ts). What a worker is *given* and what its reports *mean* is theirs; the
 // connection, the handshake's order, the token, the bounds and the tokenised stop are the
 // server's (net/worker-server.ts, driving core/worker-session.ts).

@@ -184,7 +184,7 @@ export interface ExploreView {
   series: ExploreSeries;
   findings: ExploreFindingView[];
   findingsTotal: { inputs: number; crashes: number; hangs: number; signatures: number };
-  /** When to stop (ui/explore-discovery.ts): this campaign's executions and the signatures its findings fall under; null with no campaign to estimate. */
+  /** When to stop (explore/views/discovery.ts): this campaign's executions and the signatures its findings fall under; null with no campaign to estimate. */
   discovery?: DiscoveryEstimate | null;
   masters: MasterView[];
   /** The lone master's idle window: null while it is not counting down (or with several masters). */

@@ -17,7 +17,7 @@ import { awaitToken, type TokenSource } from "../net/token.ts";
 import { WorkerLoop, type UnitRunner } from "./loop.ts";
 import { SweepRunner } from "./sweep-runner.ts";
 import { ExploreRunner } from "./explore-runner.ts";
-import { proveIdentity } from "../generator/identity.ts";
+import { proveIdentity } from "../config/identity.ts";
 import { provenTarget } from "../explore/state/target-identity.ts";
 import { z } from "zod";
 

@@ -15,7 +15,7 @@ import { z } from "zod";
 import { createHash } from "node:crypto";
 import { dial, type Connection } from "../../src/net/connection.ts";
 import { CoordinatorReply, HandshakeReply, PROTOCOL_VERSION, Welcome, Refuse, type AssignedChunk, type Frame } from "../../src/net/messages.ts";
-import { proveIdentity } from "../../src/generator/identity.ts";
+import { proveIdentity } from "../../src/config/identity.ts";
 import { assertBooksTrue, exitOwed } from "../helpers/books.ts";
 import { Campaign, CLI, distributedTable, exited, PLANTED, PLANTED_FORMS, start, startCoordinator, waitFor } from "../helpers/campaign.ts";
 import { campaignToken } from "../helpers/wire.ts";

@@ -10,7 +10,7 @@ import { openStore } from "../../src/store/db.ts";
 import { insertGeneration } from "../../src/store/generations.ts";
 import { insertLane } from "../../src/store/lanes.ts";
 import { insertSession } from "../../src/store/sessions.ts";
-import { generationHash } from "../../src/generator/identity.ts";
+import { generationHash } from "../../src/config/identity.ts";
 import { exitOwed } from "../helpers/books.ts";
 import { Campaign, coverageViolations, distributedTable, processesMentioning, start, startCoordinator, waitFor } from "../helpers/campaign.ts";
 

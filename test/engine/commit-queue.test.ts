@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { CommitQueue, StoreBlocked, type Books, type Durability } from "../../src/engine/commit-queue.ts";
+import { CommitQueue, StoreBlocked, type Books, type Durability } from "../../src/sweep/engine/commit-queue.ts";
 import { StoreError } from "../../src/errors.ts";
 import { openStore, type Db } from "../../src/store/db.ts";
 import { sqliteSweepStore } from "../../src/store/sqlite/index.ts";

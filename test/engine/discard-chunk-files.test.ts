@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { chunkPaths, discardChunkFiles } from "../../src/engine/chunk-files.ts";
+import { chunkPaths, discardChunkFiles } from "../../src/sweep/engine/chunk-files.ts";
 
 const root = mkdtempSync(join(tmpdir(), "fuzzfleet-discard-"));
 after(() => rmSync(root, { recursive: true, force: true }));

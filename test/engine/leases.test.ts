@@ -1,10 +1,10 @@
-// Leases (engine/leases.ts), the one bookkeeping of who holds a chunk or a minimize unit, with
+// Leases (sweep/engine/leases.ts), the one bookkeeping of who holds a chunk or a minimize unit, with
 // plain values and injected time: a heartbeat counts only from the holder, silence past the lease
 // expires a unit, and a checkpoint's snapshot puts back who held what.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Leases, type Lease } from "../../src/engine/leases.ts";
-import { localWorker, type WorkerView } from "../../src/engine/sweep-engine.ts";
+import { Leases, type Lease } from "../../src/sweep/engine/leases.ts";
+import { localWorker, type WorkerView } from "../../src/sweep/engine/sweep-engine.ts";
 
 const worker = (label: string): WorkerView => ({ ...localWorker([], new Map()), label });
 interface Unit extends Lease {

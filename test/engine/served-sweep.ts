@@ -5,11 +5,11 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { CommitQueue } from "../../src/engine/commit-queue.ts";
-import { SweepEngine, type EngineEvents, type EngineMark } from "../../src/engine/sweep-engine.ts";
-import { SweepWorkerProtocol } from "../../src/engine/worker-protocol.ts";
+import { CommitQueue } from "../../src/sweep/engine/commit-queue.ts";
+import { SweepEngine, type EngineEvents, type EngineMark } from "../../src/sweep/engine/sweep-engine.ts";
+import { SweepWorkerProtocol } from "../../src/sweep/fleet/worker-protocol.ts";
 import type { ReadService } from "../../src/net/worker-server.ts";
-import { closeSweepSession, openSweepSession, type SweepSession } from "../../src/sweep/session.ts";
+import { closeSweepSession, openSweepSession, type SweepSession } from "../../src/sweep/session/session.ts";
 import { Campaign, type CampaignOptions } from "../helpers/campaign.ts";
 
 export interface ServedSweep {

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { loadConfig } from "../../src/config/load.ts";
 import { LaneState } from "../../src/core/lane-state.ts";
-import { abortWording, localWorker, SweepEngine, type Assignment, type EngineEvents, type EngineLane, type WorkerView } from "../../src/engine/sweep-engine.ts";
+import { abortWording, localWorker, SweepEngine, type Assignment, type EngineEvents, type EngineLane, type WorkerView } from "../../src/sweep/engine/sweep-engine.ts";
 import { LAST_SEED, SEED_LIMIT } from "../../src/core/ranges.ts";
 import { openStore, type Db } from "../../src/store/db.ts";
 import { sqliteSweepStore } from "../../src/store/sqlite/index.ts";

@@ -16,8 +16,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig, type Config } from "../../src/config/load.ts";
 import { mergeRanges, subtractRanges, totalSize, type Range } from "../../src/core/ranges.ts";
-import { CommitQueue, StoreBlocked } from "../../src/engine/commit-queue.ts";
-import { SweepEngine, type Assignment, type EngineEvents, type EngineMark, type WorkerView } from "../../src/engine/sweep-engine.ts";
+import { CommitQueue, StoreBlocked } from "../../src/sweep/engine/commit-queue.ts";
+import { SweepEngine, type Assignment, type EngineEvents, type EngineMark, type WorkerView } from "../../src/sweep/engine/sweep-engine.ts";
 import { abortLostChunks } from "../../src/store/chunks.ts";
 import { openStore, type Db } from "../../src/store/db.ts";
 import { sqliteSweepStore } from "../../src/store/sqlite/index.ts";
@@ -25,7 +25,7 @@ import { insertGeneration } from "../../src/store/generations.ts";
 import { activeLane, doneAheadOfCursor, insertLane, laneSeedsSwept, type LaneRow } from "../../src/store/lanes.ts";
 import { insertSession, markCrashedSessions } from "../../src/store/sessions.ts";
 import { insertWorker, markWorkerGone } from "../../src/store/workers.ts";
-import { recoverLanes } from "../../src/sweep/campaign.ts";
+import { recoverLanes } from "../../src/sweep/session/campaign.ts";
 
 const GEN_HASH = "ab".repeat(32);
 

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { contractBreach, meaningfulLine, outputTail } from "../../src/generator/contract.ts";
+import { contractBreach, meaningfulLine, outputTail } from "../../src/sweep/generator/contract.ts";
 
 const root = mkdtempSync(join(tmpdir(), "fuzzfleet-contract-"));
 after(() => rmSync(root, { recursive: true, force: true }));

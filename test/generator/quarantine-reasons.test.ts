@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { ingestChunk } from "../../src/generator/ingest.ts";
+import { ingestChunk } from "../../src/sweep/generator/ingest.ts";
 import { markChunkComplete } from "../../src/store/chunks.ts";
 import { quarantineGroups } from "../../src/store/quarantine.ts";
 import { ingestBench } from "../sweep/ingest-fixture.ts";

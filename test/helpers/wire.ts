@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { Connection, dial } from "../../src/net/connection.ts";
 import { HandshakeReply, PROTOCOL_VERSION, Welcome, Refuse, type Frame, type ProveFrame } from "../../src/net/messages.ts";
 import { provenTarget } from "../../src/explore/state/target-identity.ts";
-import { proveIdentity } from "../../src/generator/identity.ts";
+import { proveIdentity } from "../../src/config/identity.ts";
 import { z } from "zod";
 
 export function campaignToken(outDir: string): string {

@@ -1,10 +1,9 @@
 // The wire's boundary, read from the sources themselves (docs/architecture.md, "The three ports"):
 // the frame schemas of src/net/messages.ts are imported only by the wire (net/), the worker
 // (worker/) and each campaign's fleet edge, where frames are translated to and from the domain's
-// own types: explore/fleet/ for explore; for the sweep, the named files of its half of the worker
-// wire, in engine/ until the sweep has a wing of its own. Everything else (the engine's books, the
-// generator contract, core/, the stores, the reports) works on its own types, so a change of a
-// frame touches the codec and its tests. A new import fails here, naming the file and the line.
+// own types: explore/fleet/ and sweep/fleet/. Everything else (the sweep engine's books, the
+// generator contract, core/, the stores, the views) works on its own types, so a change of a frame
+// touches the codec and its tests. A new import fails here, naming the file and the line.
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -15,15 +14,7 @@ const SRC = fileURLToPath(new URL("../../src/", import.meta.url));
 const MESSAGES = "net/messages.ts";
 
 /** Folders whose files may read and build frames. */
-const WIRE_FOLDERS = ["net/", "worker/", "explore/fleet/"];
-/** The sweep's fleet edge: its half of the worker wire, its units as frames carry them, and a transferring worker's files. */
-const SWEEP_EDGE = new Set([
-  "engine/worker-protocol.ts",
-  "engine/sweep-frames.ts",
-  "engine/transfer-receipt.ts",
-  "engine/worker-transfer.ts",
-  "engine/unit-landing.ts",
-]);
+const WIRE_FOLDERS = ["net/", "worker/", "explore/fleet/", "sweep/fleet/"];
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
@@ -48,7 +39,7 @@ function messagesImports(rel: string, text: string): number[] {
 }
 
 function mayImport(rel: string): boolean {
-  return WIRE_FOLDERS.some((dir) => rel.startsWith(dir)) || SWEEP_EDGE.has(rel);
+  return WIRE_FOLDERS.some((dir) => rel.startsWith(dir));
 }
 
 const importers = sources(SRC)
@@ -61,11 +52,6 @@ test("net/messages.ts is imported only by net/, worker/ and the fleet edges", ()
   assert.deepEqual(outside, []);
 });
 
-test("every file named as the sweep's fleet edge still speaks the wire (the list is exact)", () => {
-  const speaking = new Set(importers.map((f) => f.rel));
-  assert.deepEqual([...SWEEP_EDGE].filter((rel) => !speaking.has(rel)), []);
-});
-
 test("the boundary check sees static, type-only, re-exporting, multi-line and dynamic imports of the wire", () => {
   const from = (rel: string, text: string) => messagesImports(rel, text);
   assert.deepEqual(from("generator/x.ts", 'import type { ProveFrame } from "../net/messages.ts";\n'), [1]);
@@ -75,6 +61,6 @@ test("the boundary check sees static, type-only, re-exporting, multi-line and dy
   assert.deepEqual(from("explore/state/x.ts", 'import { Hello } from "../../net/messages.ts";\n'), [1]);
   // A comment naming the file, and a module of the same name elsewhere, are no imports of it.
   assert.deepEqual(from("core/x.ts", '// the schemas (net/messages.ts) check every frame\nimport { a } from "./messages.ts";\n'), []);
-  assert.equal(mayImport("engine/chunk-files.ts"), false);
+  assert.equal(mayImport("sweep/engine/chunk-files.ts"), false);
   assert.equal(mayImport("explore/fleet/peers.ts"), true);
 });

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { after, before, describe, test } from "node:test";
 import Database from "better-sqlite3";
-import { appBuildOf } from "../../src/generator/identity.ts";
+import { appBuildOf } from "../../src/config/identity.ts";
 import { openStore } from "../../src/store/db.ts";
 import { launchChromium } from "../helpers/browser.ts";
 import { Campaign } from "../helpers/campaign.ts";

@@ -1,9 +1,9 @@
-// status's section of coverage per app build (report/sweep-builds.ts), from plain values: the
+// status's section of coverage per app build (sweep/views/builds.ts), from plain values: the
 // ranges in seed order, the ones below those shown counted, a range above the cursor marked as not
 // coverage, chunks that named no build named so, and the current build's share of the prefix.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { buildLines, buildsNamed, rangesText } from "../../src/report/sweep-builds.ts";
+import { buildLines, buildsNamed, rangesText } from "../../src/sweep/views/builds.ts";
 
 test("a lane's line counts the earlier ranges, marks the current build and a range ahead of the cursor", () => {
   const builds = {

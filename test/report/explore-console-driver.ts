@@ -5,12 +5,12 @@
 import { chmodSync, cpSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { ExploreDashboardSource } from "../../src/explore/command/dashboard.ts";
+import { ExploreDashboardSource } from "../../src/explore/views/dashboard-source.ts";
 import { MasterLoop } from "../../src/explore/command/master-loop.ts";
 import { DEFAULT_BUDGETS } from "../../src/explore/defaults.ts";
 import { IdleWindow } from "../../src/explore/fleet/endings.ts";
 import { LeaseTable } from "../../src/explore/state/lease-table.ts";
-import { ExploreConsole } from "../../src/report/explore-console.ts";
+import { ExploreConsole } from "../../src/explore/views/console.ts";
 import { loneMaster, MAZE, MAZE_SEEDS } from "../helpers/explore.ts";
 
 const dir = process.argv[2]!;

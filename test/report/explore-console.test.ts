@@ -4,7 +4,7 @@
 // drawing through a redraw function on a terminal and writing no escape code without one.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ExploreConsole, exploreStatusLine, renderExploreView } from "../../src/report/explore-console.ts";
+import { ExploreConsole, exploreStatusLine, renderExploreView } from "../../src/explore/views/console.ts";
 import type { DashboardSnapshot, WorkerRow } from "../../src/ui/source.ts";
 
 function snap(over: Partial<NonNullable<DashboardSnapshot["explore"]>> = {}, workers: WorkerRow[] = []): DashboardSnapshot {

@@ -2,9 +2,9 @@
 // names its chunk, lane and range; on a single host it stays as short as before.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Assignment, InFlight, WorkerView } from "../../src/engine/sweep-engine.ts";
-import type { IngestResult } from "../../src/generator/ingest.ts";
-import { SweepConsole } from "../../src/report/sweep-console.ts";
+import type { Assignment, InFlight, WorkerView } from "../../src/sweep/engine/sweep-engine.ts";
+import type { IngestResult } from "../../src/sweep/generator/ingest.ts";
+import { SweepConsole } from "../../src/sweep/views/console.ts";
 
 const worker: WorkerView = { label: "vm#1", jobs: 2, workerId: 1, rates: new Map(), lastCount: new Map(), strikes: new Map(), broken: new Map(), disabled: new Set() };
 const flight: InFlight = { chunkId: 17, lane: "small", laneId: 1, seedFrom: 4841, seedTo: 14560, worker, logPath: "/x.log", scratchDir: "/x", startedMs: 0, cutBySessionEnd: false, lastBeatMs: 0 };

@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { findsSoFar } from "../../src/report/chunk-progress.ts";
+import { findsSoFar } from "../../src/sweep/views/chunk-progress.ts";
 import { exitForSummary } from "../helpers/books.ts";
 import { Campaign, CLI } from "../helpers/campaign.ts";
 

@@ -2,7 +2,7 @@
 // other count on the screen, with thousands separators.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { pendingLines, totalsLine } from "../../src/report/failures.ts";
+import { pendingLines, totalsLine } from "../../src/sweep/views/failures.ts";
 
 test("the pending block and the totals line group thousands; seeds stay as typed", () => {
   const lines = pendingLines([

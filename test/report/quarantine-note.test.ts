@@ -3,8 +3,8 @@
 // the caller's explanation where quarantine is expected (the demo's planted generator).
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
-import { renderStatus, type StatusData } from "../../src/report/status.ts";
-import { failureTotals } from "../../src/report/failures.ts";
+import { renderStatus, type StatusData } from "../../src/sweep/views/status.ts";
+import { failureTotals } from "../../src/sweep/views/failures.ts";
 import type { QuarantineGroup } from "../../src/store/quarantine.ts";
 import { exitOwed } from "../helpers/books.ts";
 import { Campaign } from "../helpers/campaign.ts";

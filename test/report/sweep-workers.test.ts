@@ -3,8 +3,8 @@
 // session ended without it; and the chunk in hand with its range and age.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { workerRows, type LivenessRules } from "../../src/report/sweep-workers.ts";
-import { sweepMetrics } from "../../src/report/dashboard-metrics.ts";
+import { workerRows, type LivenessRules } from "../../src/sweep/views/workers.ts";
+import { sweepMetrics } from "../../src/sweep/views/metrics.ts";
 import type { SessionWorker } from "../../src/store/dashboard-queries.ts";
 
 const NOW = Date.parse("2026-01-01T12:00:00Z");

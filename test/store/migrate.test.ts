@@ -11,8 +11,8 @@ import { after, test } from "node:test";
 import { openStore } from "../../src/store/db.ts";
 import { openSweepStore } from "../../src/store/sqlite/index.ts";
 import { SCHEMA_VERSION } from "../../src/store/migrations.ts";
-import { failuresData } from "../../src/report/failures.ts";
-import { statusData } from "../../src/report/status.ts";
+import { failuresData } from "../../src/sweep/views/failures.ts";
+import { statusData } from "../../src/sweep/views/status.ts";
 
 const fixture = join(import.meta.dirname, "..", "fixtures", "store", "v1-planted.db");
 const root = mkdtempSync(join(tmpdir(), "fuzzfleet-migrate-"));

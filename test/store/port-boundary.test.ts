@@ -17,7 +17,7 @@ const STORE = join(SRC, "store");
 /** What a file outside src/store/ may import from it. */
 const PORT_MODULES = new Set(["store/port.ts", "store/signature.ts", "store/sqlite/index.ts"]);
 /** The folders whose files open a store: the commands. */
-const OPENERS = ["cli/", "sweep/"];
+const OPENERS = ["cli/", "sweep/session/"];
 
 /** SQL as a statement begins, or a call on a SQLite connection. Upper-case keywords only: prose says "select", SQL here says SELECT. */
 const SQL = [

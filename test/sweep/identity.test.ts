@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { loadConfig } from "../../src/config/load.ts";
-import { appBuildId, generationHash, globToRegExp, identityFiles, staleAppSource } from "../../src/generator/identity.ts";
+import { appBuildId, generationHash, globToRegExp, identityFiles, staleAppSource } from "../../src/config/identity.ts";
 
 const root = mkdtempSync(join(tmpdir(), "fuzzfleet-identity-"));
 after(() => rmSync(root, { recursive: true, force: true }));

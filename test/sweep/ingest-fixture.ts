@@ -9,7 +9,7 @@ import { insertChunk } from "../../src/store/chunks.ts";
 import { insertGeneration } from "../../src/store/generations.ts";
 import { insertLane } from "../../src/store/lanes.ts";
 import { insertSession } from "../../src/store/sessions.ts";
-import type { IngestTarget } from "../../src/generator/ingest.ts";
+import type { IngestTarget } from "../../src/sweep/generator/ingest.ts";
 
 export { snapshot } from "../helpers/tree-snapshot.ts";
 

@@ -11,7 +11,7 @@ import { after, describe, test } from "node:test";
 import type { Db } from "../../src/store/db.ts";
 import { sqliteSweepStore } from "../../src/store/sqlite/index.ts";
 import { markFailureFixed } from "../../src/store/failures.ts";
-import { ingestChunk, type IngestResult, type IngestTarget } from "../../src/generator/ingest.ts";
+import { ingestChunk, type IngestResult, type IngestTarget } from "../../src/sweep/generator/ingest.ts";
 import { books, ingestBench, snapshot, writeFailure, type IngestBench } from "./ingest-fixture.ts";
 
 const root = mkdtempSync(join(tmpdir(), "fuzzfleet-ingest-replay-"));

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, beforeEach, describe, test } from "node:test";
-import { ingestChunk, type IngestResult } from "../../src/generator/ingest.ts";
+import { ingestChunk, type IngestResult } from "../../src/sweep/generator/ingest.ts";
 import { GEN_HASH, ingestBench, snapshot, writeFailure, type IngestBench } from "./ingest-fixture.ts";
 
 const root = mkdtempSync(join(tmpdir(), "fuzzfleet-ingest-links-"));

@@ -12,7 +12,7 @@ import { insertLane } from "../../src/store/lanes.ts";
 import { insertSession } from "../../src/store/sessions.ts";
 import { insertChunk } from "../../src/store/chunks.ts";
 import { markFailureFixed } from "../../src/store/failures.ts";
-import { ingestChunk, QUARANTINE_SAMPLES, type IngestTarget } from "../../src/generator/ingest.ts";
+import { ingestChunk, QUARANTINE_SAMPLES, type IngestTarget } from "../../src/sweep/generator/ingest.ts";
 
 const key = (bucket: string, min: string) => createHash("sha256").update(`${bucket}\n`).update(min).digest("hex");
 

@@ -15,8 +15,8 @@ import { insertGeneration } from "../../src/store/generations.ts";
 import { insertLane } from "../../src/store/lanes.ts";
 import { insertSession } from "../../src/store/sessions.ts";
 import { insertChunk } from "../../src/store/chunks.ts";
-import { resweepCommand } from "../../src/sweep/resweep.ts";
-import { generationHash } from "../../src/generator/identity.ts";
+import { resweepCommand } from "../../src/sweep/session/resweep.ts";
+import { generationHash } from "../../src/config/identity.ts";
 
 // A check command that fails every seed checked with the args of a lane named in FAILING_LANES,
 // and logs each invocation as "<lane> <seeds>" to CHECK_LOG.

@@ -2,7 +2,7 @@
 // bucket then id order — a failure that now fails differently stays under its own bucket.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { resweepReport } from "../../src/sweep/resweep.ts";
+import { resweepReport } from "../../src/sweep/session/resweep.ts";
 import type { FailureListRow } from "../../src/store/failures.ts";
 
 const failure = (id: number, bucket: string) => ({ id, bucket }) as FailureListRow;

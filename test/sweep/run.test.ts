@@ -9,7 +9,7 @@ import { openStore } from "../../src/store/db.ts";
 import { insertGeneration } from "../../src/store/generations.ts";
 import { insertLane } from "../../src/store/lanes.ts";
 import { insertSession } from "../../src/store/sessions.ts";
-import { generationHash } from "../../src/generator/identity.ts";
+import { generationHash } from "../../src/config/identity.ts";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { exitOwed } from "../helpers/books.ts";

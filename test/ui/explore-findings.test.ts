@@ -3,7 +3,7 @@
 // or on stdin.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { findingsView, reproLine } from "../../src/ui/explore-findings.ts";
+import { findingsView, reproLine } from "../../src/explore/views/finding-groups.ts";
 
 const rec = (hash: string, signature: string, first: string, last: string, times = 1) => ({
   input_hash: hash.repeat(64),

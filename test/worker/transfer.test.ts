@@ -1,6 +1,6 @@
 // The two ends of a unit's files travelling without a shared directory, joined without a socket:
 // the worker's outbox and put frames (src/worker/transfer.ts) fed to the coordinator's landing
-// (src/engine/unit-landing.ts), on real files. What each end refuses, that a large artifact
+// (src/sweep/fleet/unit-landing.ts), on real files. What each end refuses, that a large artifact
 // travels in bounded pieces and lands byte for byte, and that nothing half-sent is kept.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, test } from "node:test";
-import { checkSentPath, UnitLanding, type LandingPlace } from "../../src/engine/unit-landing.ts";
+import { checkSentPath, UnitLanding, type LandingPlace } from "../../src/sweep/fleet/unit-landing.ts";
 import type { PutFrame, TransferTermsT } from "../../src/net/messages.ts";
 import { relocate } from "../../src/worker/sweep-runner.ts";
 import { collectOutbox, putFrames } from "../../src/worker/transfer.ts";

@@ -35,8 +35,8 @@ import { checkStatsJson, type ExploreStats } from "./stats.ts";
 import { findStaleWork, staleWorkLines } from "../state/stale-work.ts";
 import { banner, targetChangeLine } from "./banner.ts";
 import { targetIdentity, type TargetIdentity } from "../state/target-identity.ts";
-import { ExploreDashboardSource, type ExploreLive } from "./dashboard.ts";
-import { HistoryWriter } from "./history.ts";
+import { ExploreDashboardSource, type ExploreLive } from "../views/dashboard-source.ts";
+import { HistoryWriter } from "../state/history.ts";
 import type { ServedExploreDashboard } from "./serve-dashboard.ts";
 
 export async function explore(o: ExploreOptions): Promise<number> {

@@ -5,7 +5,7 @@ import { UsageError } from "../../errors.ts";
 import { serverToken, type FoundToken } from "../../net/token.ts";
 import type { UiAddress } from "../../ui/address.ts";
 import { accessLines, isLoopbackHost, startDashboard, type Dashboard } from "../../ui/server.ts";
-import { ExploreDashboardSource, type ExploreLive } from "./dashboard.ts";
+import { ExploreDashboardSource, type ExploreLive } from "../views/dashboard-source.ts";
 
 export interface ExploreDashboardOptions {
   address: UiAddress;

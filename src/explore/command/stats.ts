@@ -7,7 +7,7 @@
 // in memory: the statistics never list a corpus of a million objects again at the end.
 import type { DiscoveryEstimate } from "../../core/discovery-estimate.ts";
 import { printable } from "../../core/log-lines.ts";
-import { exploreDiscovery, nextNewSignatureText, totalSignaturesText } from "../../ui/explore-discovery.ts";
+import { exploreDiscovery, nextNewSignatureText, totalSignaturesText } from "../views/discovery.ts";
 import { checkOutputFile, writeOutputFile, type OutputRules } from "../../files/output-file.ts";
 import { buildNote, type FindingKind } from "../state/findings.ts";
 import type { HashedFile } from "../state/target-identity.ts";

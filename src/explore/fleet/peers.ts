@@ -36,7 +36,7 @@ import {
   type ProveFrame,
 } from "../../net/messages.ts";
 import { RefusalLog } from "../../net/worker-server.ts";
-import { proveIdentity } from "../../generator/identity.ts";
+import { proveIdentity } from "../../config/identity.ts";
 import { connectWithWait } from "../../net/dial-wait.ts";
 import { WakeablePause } from "../../util/pause.ts";
 
