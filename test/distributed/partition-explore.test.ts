@@ -1,12 +1,14 @@
 // A network partition in an explore fleet without a shared filesystem: the worker (its own network
 // and mount namespaces, its own copy of the target, the master's local slots off) has its link cut
-// while it holds a task, past the point where the master gives up on it (silent for twice the
-// lease, at least a minute), then healed. The master puts the worker's tasks back at the front of
-// the queue; the cut-off worker finds its master gone once the link is up; a worker started
-// again finishes the campaign with exactly the single-host run's counts and corpus, each input
-// committed once and run again only if it was one the master took back. Real namespaces
-// (partition-network.ts, on the test's own 10.233.N.0/30; needs root, unshare and ip netns, as CI
-// runs), a real master, sockets and target processes.
+// past the point where the master gives up on it (silent for twice the lease, at least a minute),
+// then healed: once while it holds a task, once in the middle of a child's `put` transfer (the
+// uplink slowed so the cut lands on the event: a child half-written in the master's stage). The
+// master removes what landed and puts the worker's tasks back at the front of the queue; the
+// cut-off worker finds its master gone once the link is up; a worker started again finishes the
+// campaign with exactly the single-host run's counts and corpus, each input committed once and
+// run again only if it was one the master took back. Real namespaces (partition-network.ts, on
+// the test's own 10.233.N.0/30; needs root, unshare, ip netns and tc, as CI runs), a real master,
+// sockets and target processes.
 import assert from "node:assert/strict";
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
