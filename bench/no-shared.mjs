@@ -119,15 +119,18 @@ async function session(mode, o, env, dir, bootstrapSeeds) {
     db.close();
   }
   // Each worker's line per chunk, stamped when the worker printed it (at the coordinator's ack):
-  // "  chunk 7: small seeds 1..100 (100) — complete (rc 1) in 5.0s, 3 file(s) 400 bytes sent (recorded)".
+  // "  chunk 7: small seeds 1..100 (100) — complete (rc 1) in 5.0s, 3 file(s) 400 bytes sent (recorded)"
+  // (or "in 1m05s").
   const per = workers.map((w) => {
     const done = w.lines
-      .map((l) => ({ at: l.at, m: /chunk \d+: \S+ seeds [\d,]+\.\.[\d,]+ \(([\d,]+)\) — complete \(rc [01]\) in ([\d.]+)s(?:, ([\d,]+) file\(s\) ([\d,]+) bytes sent)? \(recorded\)/.exec(l.line) }))
+      .map((l) => ({ at: l.at, m: /chunk \d+: \S+ seeds [\d,]+\.\.[\d,]+ \(([\d,]+)\) — complete \(rc [01]\) in ((?:\d+m)?[\d.]+s)(?:, ([\d,]+) file\(s\) ([\d,]+) bytes sent)? \(recorded\)/.exec(l.line) }))
       .filter((x) => x.m);
     const n = (i) => done.map((x) => Number((x.m[i] ?? "0").replace(/,/g, "")));
+    // A chunk of a minute or more reads "1m05s".
+    const seconds = (d) => d.replace(/s$/, "").split("m").reduce((acc, part) => acc * 60 + Number(part), 0);
     // From its process start to the ack of its last chunk: its own start-up and every round trip count.
     const span = done.length ? (done[done.length - 1].at - w.startedAtMs) / 1000 : NaN;
-    return { chunks: done.length, seeds: sum(n(1)), generatorSeconds: sum(n(2)), span, files: sum(n(3)), bytes: sum(n(4)) };
+    return { chunks: done.length, seeds: sum(n(1)), generatorSeconds: sum(done.map((x) => seconds(x.m[2]))), span, files: sum(n(3)), bytes: sum(n(4)) };
   });
   return {
     mode,

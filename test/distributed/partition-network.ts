@@ -1,5 +1,5 @@
 // What the partition and transfer-kill tests share: a worker host of its own (a network namespace
-// joined to this host by a veth pair on the tests' own 10.232.N.0/30, and a mount namespace where
+// joined to this host by a veth pair on the tests' own 10.X.N.0/30, and a mount namespace where
 // the campaign directory's parent is an empty tmpfs), a link that can be cut and healed or slowed,
 // and a generator whose failures weigh megabytes (the planted generator, each failure directory
 // then padded with one large file), so that a chunk's transfer takes many `put` frames.
@@ -14,7 +14,7 @@ let made = 0;
 
 export interface OwnNetwork {
   ns: string;
-  /** This host's end (10.232.N.1): the coordinator binds it. */
+  /** This host's end (10.X.N.1): the coordinator or master binds it. */
   host: string;
   /** The link goes down: nothing passes either way, the connections stay open. */
   cut(): void;
@@ -29,19 +29,22 @@ function ip(...args: string[]): void {
   assert.equal(r.status, 0, `ip ${args.join(" ")}: ${r.stderr}`);
 }
 
-/** A network namespace joined to this host by a veth pair: this host at 10.232.N.1, the namespace at 10.232.N.2. */
-export function ownNetwork(): OwnNetwork {
+/**
+ * A network namespace joined to this host by a veth pair: this host at 10.`second`.N.1, the
+ * namespace at 10.`second`.N.2 (each test file its own `second`, so files run side by side never clash).
+ */
+export function ownNetwork(second = 232): OwnNetwork {
   const n = 1 + ((process.pid + made) % 250);
   const tag = `${process.pid}${made++}`;
   const ns = `ffpart${tag}`;
   const [outer, inner] = [`ffph${tag}`.slice(0, 15), `ffpn${tag}`.slice(0, 15)];
-  const host = `10.232.${n}.1`;
+  const host = `10.${second}.${n}.1`;
   ip("netns", "add", ns);
   ip("link", "add", outer, "type", "veth", "peer", "name", inner);
   ip("link", "set", inner, "netns", ns);
   ip("addr", "add", `${host}/30`, "dev", outer);
   ip("link", "set", outer, "up");
-  ip("netns", "exec", ns, "ip", "addr", "add", `10.232.${n}.2/30`, "dev", inner);
+  ip("netns", "exec", ns, "ip", "addr", "add", `10.${second}.${n}.2/30`, "dev", inner);
   ip("netns", "exec", ns, "ip", "link", "set", inner, "up");
   return {
     ns,
@@ -84,6 +87,23 @@ export function remoteWorker(c: Campaign, net: OwnNetwork, port: number): Runnin
     "ip",
     ["netns", "exec", net.ns, "unshare", "-m", "sh", "-c", 'mount -t tmpfs fuzzfleet-hidden "$1" && cd / && exec "$2" "$3" worker --master "$4" -j 1', "sh", dirname(c.dir), process.execPath, CLI, `${net.host}:${port}`],
     { env: { ...process.env, ...c.env, FUZZFLEET_TOKEN: campaignToken(c.outDir) }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let seen = "";
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (seen += d));
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (seen += d));
+  return { child, result: exited(child), output: () => seen };
+}
+
+/**
+ * `fuzzfleet worker --master` of an explore campaign on the other host: in the network namespace,
+ * in a mount namespace where `hidden` is an empty tmpfs, started in `cwd` (its own copy of the
+ * target). As remoteWorker, the child's pid is the worker's own.
+ */
+export function remoteExploreWorker(net: OwnNetwork, hidden: string, cwd: string, master: string, token: string, env: NodeJS.ProcessEnv = {}): Running {
+  const child = spawn(
+    "ip",
+    ["netns", "exec", net.ns, "unshare", "-m", "sh", "-c", 'mount -t tmpfs fuzzfleet-hidden "$1" && cd "$2" && shift 2 && exec "$@"', "sh", hidden, cwd, process.execPath, CLI, "worker", "--master", master, "-j", "1", "--token", token],
+    { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] },
   );
   let seen = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (seen += d));
