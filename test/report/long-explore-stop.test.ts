@@ -42,8 +42,8 @@ esac`,
     assert.equal(s.observations, 10);
     assert.deepEqual(s.discovery, expected);
     assert.deepEqual([expected.observed, expected.singletons, expected.doubletons, expected.nextNewProbability], [4, 2, 1, 0.2]);
-    assert.match(r.stdout, /when to stop: +new signature: 0\.20 per execution \(one in ~5 executions\)/);
-    assert.match(r.stdout, new RegExp(`signatures: 4 seen, ~${Math.round(expected.estimatedTotal * 10) / 10} in all \\(95 %: ${expected.interval[0]}–${expected.interval[1]}\\)`));
+    assert.match(r.stdout, /new signature chance: +0\.20 per execution \(one in ~5 executions\)/);
+    assert.match(r.stdout, new RegExp(`signatures in all: +~${Math.round(expected.estimatedTotal * 10) / 10} estimated \\(4 seen, 95 %: ${expected.interval[0]}–${expected.interval[1]}\\)`));
 
     const out = join(e.dir, "report");
     const rep = spawnSync(process.execPath, [CLI, "report", "--corpus", e.corpus, "-o", out], { cwd: e.dir, encoding: "utf8", timeout: 60_000 });

@@ -7,7 +7,8 @@
 // in memory: the statistics never list a corpus of a million objects again at the end.
 import type { DiscoveryEstimate } from "../../core/discovery-estimate.ts";
 import { printable } from "../../core/log-lines.ts";
-import { exploreDiscovery, nextNewSignatureText, totalSignaturesText } from "../views/discovery.ts";
+import { exploreDiscovery } from "../views/discovery.ts";
+import { formatInt } from "../../config/format.ts";
 import { checkOutputFile, writeOutputFile, type OutputRules } from "../../files/output-file.ts";
 import { buildNote, type FindingKind } from "../state/findings.ts";
 import type { HashedFile } from "../state/target-identity.ts";
@@ -200,8 +201,9 @@ export function renderStats(s: ExploreStats): string {
     `  analysis by master:      ${(by || "-").padStart(8)}`,
     `  findings:                ${String(s.findings.crashes).padStart(8)} crash(es), ${s.findings.hangs} hang(s) under ${s.findings.groups.length} signature(s)`,
     ...renderFindings(s.findings),
-    `  when to stop:            new signature: ${nextNewSignatureText(s.discovery)}`,
-    `                           signatures: ${totalSignaturesText(s.discovery)} (docs/explore.md)`,
+    // When to stop (docs/explore.md): the chance that the next execution finds a new signature, and how many exist.
+    `  new signature chance:    ${newSignatureChance(s.discovery)}`,
+    `  signatures in all:       ${signaturesInAll(s.discovery)}`,
   ];
   const diag = [
     ["invalid results", s.invalid_results],
@@ -250,4 +252,17 @@ export function checkStatsJson(path: string, corpusDir: string): void {
 /** Writes --stats-json as a new file renamed in (a symlink or hard link there is replaced, never written through). */
 export function writeStatsJson(path: string, corpusDir: string, stats: ExploreStats, extra: Record<string, unknown>): void {
   writeOutputFile(path, JSON.stringify({ ...stats, ...extra }, null, 2) + "\n", statsJsonRules(corpusDir));
+}
+
+/** "    0.20 per execution (one in ~5 executions)": the value right-aligned in the table's column. */
+function newSignatureChance(e: DiscoveryEstimate): string {
+  if (e.nextNewProbability === null) return `${"-".padStart(8)} (nothing executed yet)`;
+  if (e.unitsToNextNew === null) return `${"0".padStart(8)} per execution (none expected: no signature was found by one input only)`;
+  return `${e.nextNewProbability.toPrecision(2).padStart(8)} per execution (one in ~${formatInt(e.unitsToNextNew)} executions)`;
+}
+
+/** "     ~47 estimated (42 seen, 95 %: 43–61)". */
+function signaturesInAll(e: DiscoveryEstimate): string {
+  const est = `~${Math.round(e.estimatedTotal * 10) / 10}`;
+  return `${est.padStart(8)} estimated (${formatInt(e.observed)} seen, 95 %: ${formatInt(e.interval[0])}–${formatInt(e.interval[1])})`;
 }

@@ -7,7 +7,6 @@
 // the dashboard, `report --corpus` and /metrics, so every view says the same; docs/explore.md
 // says what it means and docs/sweep.md gives the formulas and their assumptions.
 import { estimateFromCounts, type DiscoveryEstimate } from "../../core/discovery-estimate.ts";
-import { formatInt } from "../../config/format.ts";
 
 /** The fields of a finding record read here. */
 export interface FindingIncidence {
@@ -41,17 +40,4 @@ export function exploreDiscovery(records: readonly FindingIncidence[], epoch: st
     else if (n === 2) q2++;
   }
   return estimateFromCounts(units, bySignature.size, q1, q2);
-}
-
-/** "0.0012 per execution (one in ~830 executions)", "-" before any execution, "none expected" without a singleton. */
-export function nextNewSignatureText(e: DiscoveryEstimate): string {
-  if (e.nextNewProbability === null) return "-";
-  if (e.unitsToNextNew === null) return "none expected (no signature was found by one input only)";
-  return `${e.nextNewProbability.toPrecision(2)} per execution (one in ~${formatInt(e.unitsToNextNew)} executions)`;
-}
-
-/** "42 seen, ~47 in all (95 %: 43–61)". */
-export function totalSignaturesText(e: DiscoveryEstimate): string {
-  const est = Math.round(e.estimatedTotal * 10) / 10;
-  return `${formatInt(e.observed)} seen, ~${est} in all (95 %: ${formatInt(e.interval[0])}–${formatInt(e.interval[1])})`;
 }
