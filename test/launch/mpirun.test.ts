@@ -48,13 +48,20 @@ function mpirun(n: number, args: string[], o: { cwd: string; env?: NodeJS.Proces
   return { child, output: () => out, done };
 }
 
-/** What launcher rank `rank` printed (mpirun's --tag-output prefix removed). */
+/**
+ * What launcher rank `rank` printed (mpirun's --tag-output prefix removed). Open MPI forwards a
+ * rank's output in pieces, each tagged, and a piece may end mid-line with another rank's piece
+ * after it on the same line: the rank's pieces are joined as they came, then read as lines.
+ */
 function rankLines(out: string, rank: number): string {
   const tag = new RegExp(`^\\[\\d+,${rank}\\]<std(?:out|err)>:`);
   return out
+    .split(/(?=\[\d+,\d+\]<std(?:out|err)>:)/)
+    .filter((piece) => tag.test(piece))
+    .map((piece) => piece.replace(tag, ""))
+    .join("")
     .split("\n")
-    .filter((l) => tag.test(l))
-    .map((l) => l.replace(tag, "").replace(/^\[rank \d+\] /, ""))
+    .map((l) => l.replace(/^\[rank \d+\] /, ""))
     .join("\n");
 }
 
