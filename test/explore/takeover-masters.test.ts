@@ -105,7 +105,9 @@ test("three masters: one SIGKILLed, one SIGSTOPped past its lease then SIGCONTin
       const p = partition(e.corpus, 1);
       return p && Date.now() - p.heartbeat > TTL_S * 1000 + 500 ? p : undefined;
     }, 60_000);
-    await waitFor("rank 2's share taken over", () => (/took over the share of rank 2/.test(f.root.output()) ? true : undefined), 60_000);
+    await waitFor("rank 2's share taken over", () => (/took over the share of rank 2/.test(f.root.output()) ? true : undefined), 120_000).catch((err: Error) => {
+      throw new Error(`${err.message}\nroot:\n${f.root.output()}\nrank 1:\n${r1.output()}`);
+    });
     assert.equal(partition(e.corpus, 1)!.generation, stopped.generation, "a stopped master's share is not taken: its journal lock is held");
     r1.child.kill("SIGCONT");
     const [r, s1, s2] = await Promise.all([f.root.done, r1.done, r2.done]);
