@@ -112,7 +112,9 @@ reduce_seed() {
   # The interestingness test: C-Vise runs it in a scratch copy of the directory holding input.c,
   # elsewhere; it checks that copy from here, so relative compiler paths mean what they meant.
   { echo '#!/bin/sh'
-    echo 'f=$(pwd)/input.c; d=$(mktemp -d) || exit 1'
+    # The verdict's scratch sits in the test's own directory (C-Vise's copy, removed with it), so
+    # a test C-Vise kills leaves nothing in TMPDIR.
+    echo 'f=$(pwd)/input.c; d=$(mktemp -d "$(pwd)/verdict.XXXXXX") || exit 1'
     echo "cd $(q "$HERE") && sh $(q "$SELF") --verdict-of \"\$f\" \"\$d\""
     echo 'v=$(cat "$d/verdict" 2>/dev/null); rm -rf "$d"'
     echo "[ \"\$v\" = $verdict ] || { echo \"the check gives '\$v', not '$verdict'\" >&2; exit 1; }"
@@ -135,7 +137,9 @@ reduce_seed() {
 case ${1:-} in
   --one) shift; file_seed "$@" ;;
   --verdict-of) test_file "$2" "$3" ;;
-  --verdict) shift; seed=$1; shift; d=$(mktemp -d); test_seed "$seed" "$d" "$@"
+  --verdict) shift; seed=$1; shift; d=$(mktemp -d) || exit 3
+    trap 'rm -rf "$d"' EXIT; trap 'exit 143' TERM INT HUP
+    test_seed "$seed" "$d" "$@"
     printf '{"seed": %s, "bucket": "%s", "msg": "%s"}\n' "$seed" "$(cat "$d/verdict")" "$(cat "$d/msg")"
     rm -rf "$d" ;;
   --check) seeds=$2 jobs=$3; shift 3

@@ -9,7 +9,7 @@
 // not reduce, or whose check does not hold on the original, is filed as not minimized, with why.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -49,6 +49,10 @@ function csmithCampaign(cvisePasses: string): Campaign {
   c.env.REF_CC = "gcc -O0";
   c.env.RUN_TIMEOUT = "5";
   c.env.CVISE_PASSES = cvisePasses;
+  // gcc, C-Vise and Python leave temporary files behind when a timeout kills them: they go into
+  // the campaign's directory, removed with it, not into the suite's TMPDIR.
+  c.env.TMPDIR = join(c.dir, "tool-tmp");
+  mkdirSync(c.env.TMPDIR);
   return c;
 }
 
@@ -152,7 +156,7 @@ test("a find whose check does not hold on the original program is filed as not m
   const r = spawnSync("sh", [SWEEP, "--minimize", "10", out, "1", ...CSMITH_ARGS], {
     cwd: dir,
     encoding: "utf8",
-    env: { ...process.env, TEST_CC: "sh flaky-cc.sh", REF_CC: "gcc -O0", RUN_TIMEOUT: "5", CVISE_PASSES: join(EX, "quick-passes.json") },
+    env: { ...process.env, TEST_CC: "sh flaky-cc.sh", REF_CC: "gcc -O0", RUN_TIMEOUT: "5", CVISE_PASSES: join(EX, "quick-passes.json"), TMPDIR: mkdirSync(join(dir, "tool-tmp"), { recursive: true })! },
     timeout: 120_000,
   });
   assert.equal(r.status, 1, r.stderr);
