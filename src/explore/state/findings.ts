@@ -150,6 +150,7 @@ export class FindingsStore {
   private ready = false;
   private readonly lockTimeoutMs: number;
   private readonly redact: Redact;
+  private readonly listeners: ((r: FindingRecord) => void)[] = [];
 
   constructor(
     readonly dir: string,
@@ -192,6 +193,7 @@ export class FindingsStore {
             not_reproduced_by: null,
           };
       writeFileAtomic(path, JSON.stringify(next) + "\n");
+      this.tell(next);
       return old ? "again" : "new";
     });
   }
@@ -207,9 +209,20 @@ export class FindingsStore {
     return withFileLock(`${path}.lock`, this.lockTimeoutMs, () => {
       const old = this.read(hash);
       if (!old || old.last_build === build || old.not_reproduced_by === build) return false;
-      writeFileAtomic(path, JSON.stringify({ ...old, not_reproduced_by: build }) + "\n");
+      const next = { ...old, not_reproduced_by: build };
+      writeFileAtomic(path, JSON.stringify(next) + "\n");
+      this.tell(next);
       return true;
     });
+  }
+
+  /** Calls `fn` with every record this store writes, once written (a live view keeps them without reading them back). */
+  onRecorded(fn: (r: FindingRecord) => void): void {
+    this.listeners.push(fn);
+  }
+
+  private tell(r: FindingRecord): void {
+    for (const fn of this.listeners) fn(r);
   }
 
   /** Every valid record, sorted by first_seen then hash. Records that do not validate are left out (and left alone). */
@@ -259,46 +272,103 @@ export class FindingsStore {
 
 /**
  * The findings of a store, kept between reads for a view that asks again and again (a dashboard):
- * list() reads the directory and the identity of each record (inode, size, mtime: a record is
- * only ever replaced by a rename) and reads again only the records that changed or appeared, so a
- * page refresh while findings arrive costs the new findings, not all ten thousand.
+ * it knows the identity of each record (inode, size, mtime: a record is only ever replaced by a
+ * rename) and reads again only the records that changed or appeared. list() looks over every
+ * record at once (a view that is no live event loop); step() looks over at most a bounded number
+ * per call, going on from where the last call stopped, so a live master's dashboard never spends
+ * one turn of its loop on ten thousand records: a pass over the directory is spread over calls.
+ * What the master records itself is noted at once (note()), without waiting for a pass.
  */
 export class FindingsReader {
-  private readonly known = new Map<string, { ino: number; size: number; mtimeMs: number; record: FindingRecord | null }>();
+  /** By file name; `noted`: the pass under way when the caller noted it (its listing may be older than the record). */
+  private readonly known = new Map<string, { ino: number; size: number; mtimeMs: number; record: FindingRecord | null; noted?: object | null }>();
+  /** The names of the pass under way (from one listing) and how far it got; null between passes. */
+  private pass: { names: string[]; next: number; present: Set<string> } | null = null;
+  private sorted: FindingRecord[] | null = null;
 
   constructor(readonly dir: string) {}
 
-  /** Every valid record, as FindingsStore.list() gives them. */
+  /** Every valid record, as FindingsStore.list() gives them: a whole pass at once. */
   list(): FindingRecord[] {
+    this.pass = null;
+    this.step(Infinity);
+    return [...this.records()];
+  }
+
+  /** The records known now, sorted by first_seen then hash. */
+  records(): FindingRecord[] {
+    if (!this.sorted) {
+      const out: FindingRecord[] = [];
+      for (const k of this.known.values()) if (k.record) out.push(k.record);
+      // Code-unit order: the ISO times and hex hashes compared are ASCII of one format.
+      this.sorted = out.sort((a, b) => cmp(a.first_seen, b.first_seen) || cmp(a.input_hash, b.input_hash));
+    }
+    return this.sorted;
+  }
+
+  /** Whether a pass is under way (a step() would go on with it rather than list the directory again). */
+  get passing(): boolean {
+    return this.pass !== null;
+  }
+
+  /** A record the caller just wrote: known at once; the next pass reads it again (its identity is not known). */
+  note(record: FindingRecord): void {
+    this.known.set(`${record.input_hash}.json`, { ino: -1, size: -1, mtimeMs: -1, record, noted: this.pass });
+    this.sorted = null;
+  }
+
+  /**
+   * Goes on with the pass over the directory: at most `max` records stat'ed (and read when they
+   * changed) in this call; a call with no pass under way lists the directory first. Returns
+   * whether the pass ended with this call (records gone from the directory are then forgotten).
+   */
+  step(max: number): boolean {
     let pin: PinnedDir;
     try {
       pin = PinnedDir.openNoFollow(this.dir);
     } catch {
+      if (this.known.size) this.sorted = null;
       this.known.clear();
-      return [];
+      this.pass = null;
+      return true;
     }
-    const out: FindingRecord[] = [];
-    const present = new Set<string>();
     try {
-      for (const e of pin.list()) {
-        const m = /^([0-9a-f]{64})\.json$/.exec(e.name);
-        if (!m || e.kind !== "file") continue;
-        const st = pin.lstat(e.name);
-        if (!st?.isFile()) continue;
-        present.add(e.name);
-        let k = this.known.get(e.name);
-        if (!k || k.ino !== st.ino || k.size !== st.size || k.mtimeMs !== st.mtimeMs) {
-          k = { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, record: readRecord(pin, m[1]!) };
-          this.known.set(e.name, k);
-        }
-        if (k.record) out.push(k.record);
+      if (!this.pass) {
+        const names: string[] = [];
+        for (const e of pin.list()) if (e.kind === "file" && /^[0-9a-f]{64}\.json$/.test(e.name)) names.push(e.name);
+        this.pass = { names, next: 0, present: new Set() };
       }
+      const p = this.pass;
+      const end = Math.min(p.names.length, p.next + max);
+      for (; p.next < end; p.next++) {
+        const name = p.names[p.next]!;
+        const st = pin.lstat(name);
+        if (!st?.isFile()) continue;
+        p.present.add(name);
+        const k = this.known.get(name);
+        if (!k || k.ino !== st.ino || k.size !== st.size || k.mtimeMs !== st.mtimeMs) {
+          this.known.set(name, { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, record: readRecord(pin, name.slice(0, 64)) });
+          this.sorted = null;
+        }
+      }
+      if (p.next < p.names.length) return false;
+      for (const name of this.known.keys()) {
+        if (p.present.has(name)) continue;
+        // Noted since this pass listed the directory: kept until a pass that could have seen it.
+        if (this.known.get(name)!.noted === p) continue;
+        this.known.delete(name);
+        this.sorted = null;
+      }
+      this.pass = null;
+      return true;
     } finally {
       pin.close();
     }
-    for (const name of this.known.keys()) if (!present.has(name)) this.known.delete(name);
-    return out.sort((a, b) => a.first_seen.localeCompare(b.first_seen) || a.input_hash.localeCompare(b.input_hash));
   }
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** The record of `hash` in the pinned findings directory; null when absent or invalid. */

@@ -1,15 +1,16 @@
 // The dashboard of an explore campaign: a DashboardSource over a running master (`explore --ui`),
 // or over the files a campaign leaves beside its corpus (`fuzzfleet ui --corpus DIR`, while
-// nothing runs; that view and a finding's detail are built in dashboard-files.ts). What it shows: the frontier (pending, running, and the lease records leased,
-// committing, expired, done), executions/s, unique, generated and redundancy over time, findings
-// by signature, the masters and their quiescence phase, the workers, the idle window counting
-// down.
+// nothing runs; that view and a finding's detail are built in files-view.ts). What it shows: the
+// frontier (pending, running, and the lease records leased, committing, expired, done),
+// executions/s, unique, generated and redundancy over time, findings by signature, the masters
+// and their quiescence phase, the workers, the idle window counting down.
 //
 // Cheap by design, since it runs on the master's own event loop: the counters and the tasks held
 // are memory; what needs the disk (the lease records of the whole fleet) is read at most every
 // few seconds, and less often when a read takes long (never more than about 2% of the time). The
-// corpus's size is the master's own count (never a listing of a million objects). The findings store (one small file per input) is read when it changed, and then only
-// the records that changed.
+// corpus's size is the master's own count (never a listing of a million objects). The findings
+// this master records are kept as it records them; the other masters' (one small file per input)
+// are picked up a bounded slice per snapshot, reading only the records that changed.
 import { lstatSync } from "node:fs";
 import { hostname } from "node:os";
 import { performance } from "node:perf_hooks";
@@ -30,6 +31,8 @@ const MAX_POINTS = 600;
 /** The window of the rates shown as "now" (ms). */
 const RATE_WINDOW_MS = 5000;
 const FINDINGS_EVERY_MS = 10_000;
+/** Finding records looked over (stat'ed, and read when changed) in one snapshot at most: a few ms of the master's loop. */
+export const FINDINGS_PER_SNAPSHOT = 250;
 
 /** A remote worker as the explore worker server knows it (the fields read here). */
 export interface RemoteWorkerView {
@@ -88,6 +91,8 @@ export class ExploreDashboardSource implements DashboardSource {
   /** Per remote worker: the bytes read from it last time, and when that number last moved. */
   private readonly heard = new Map<string, { bytes: number; atMs: number }>();
   private findingsCache: FindingRecord[] = [];
+  /** The findings view of findingsCache, computed again only when the records changed. */
+  private findingsShown: { of: FindingRecord[]; view: ReturnType<typeof findingsView> } | null = null;
   private findingsReader: FindingsReader | null = null;
   private filesView: CampaignFilesView | null = null;
   /** The findings directory's mtime when they were read, and when (monotonic ms). */
@@ -130,7 +135,8 @@ export class ExploreDashboardSource implements DashboardSource {
   }
 
   failureDetail(id: number): FailureDetail | null {
-    const records = this.o.live ? this.liveFindings(this.o.live.master) : this.o.files!.findings();
+    // Live: the records the dashboard has read so far (reading them all here would hold the master's loop).
+    const records = this.o.live ? this.findingsCache : this.o.files!.findings();
     const corpusDir = this.o.live?.corpusDir ?? this.o.files!.corpusDir;
     return findingDetail(records, id, corpusDir, this.o.live?.target ?? null);
   }
@@ -187,7 +193,7 @@ export class ExploreDashboardSource implements DashboardSource {
         },
         rates: this.rates(),
         series: this.series(),
-        ...findingsView(this.findingsCache),
+        ...this.shownFindings(),
         // Every execution of the epoch: the done records (every master's, every session's) when they are newer than this session's count.
         discovery: exploreDiscovery(this.findingsCache, live.epoch, Math.max(c.observations, this.disk?.counts.done ?? 0)),
         masters: this.masters(live, untilEnd),
@@ -197,31 +203,45 @@ export class ExploreDashboardSource implements DashboardSource {
     };
   }
 
-  /**
-   * The findings store (one file per input) is read again when its directory changed, and at
-   * least every FINDINGS_EVERY_MS (an mtime can miss a change made within the same tick); at
-   * most once every DISK_SHARE times as long as the last read took.
-   */
-  private readFindings(m: ExploreMaster, now: number): void {
-    let mtimeMs = 0;
-    try {
-      mtimeMs = lstatSync(m.findings.dir).mtimeMs;
-    } catch {
-      // No finding yet: the directory is made with the first.
-    }
-    const since = now - this.findingsRead.atMs;
-    if (mtimeMs === this.findingsRead.mtimeMs && since < FINDINGS_EVERY_MS) return;
-    // Ten thousand records take a while to look over even unchanged: never more than 1/DISK_SHARE of the time.
-    if (since < this.findingsRead.tookMs * DISK_SHARE) return;
-    const start = performance.now();
-    this.findingsCache = this.liveFindings(m);
-    this.findingsRead = { mtimeMs, atMs: now, tookMs: performance.now() - start };
+  private shownFindings(): ReturnType<typeof findingsView> {
+    if (this.findingsShown?.of !== this.findingsCache) this.findingsShown = { of: this.findingsCache, view: findingsView(this.findingsCache) };
+    return this.findingsShown.view;
   }
 
-  /** The master's findings, the unchanged ones from the last read. */
-  private liveFindings(m: ExploreMaster): FindingRecord[] {
-    this.findingsReader ??= new FindingsReader(m.findings.dir);
-    return this.findingsReader.list();
+  /**
+   * The findings: those this master records are known as it records them; the others (every
+   * master of the fleet records into the same directory) are picked up by passes over the
+   * directory, FINDINGS_PER_SNAPSHOT records per snapshot at most, so ten thousand of them never
+   * hold the master's loop in one go. A pass starts when the directory changed, and at least
+   * every FINDINGS_EVERY_MS (an mtime can miss a change made within the same tick); a step is
+   * taken at most once every DISK_SHARE times as long as the last one took.
+   */
+  private readFindings(m: ExploreMaster, now: number): void {
+    if (!this.findingsReader) {
+      const reader = new FindingsReader(m.findings.dir);
+      m.findings.onRecorded((r) => reader.note(r));
+      this.findingsReader = reader;
+    }
+    const reader = this.findingsReader;
+    const since = now - this.findingsRead.atMs;
+    if (since < this.findingsRead.tookMs * DISK_SHARE) {
+      this.findingsCache = reader.records();
+      return;
+    }
+    let mtimeMs = this.findingsRead.mtimeMs;
+    if (!reader.passing) {
+      try {
+        mtimeMs = lstatSync(m.findings.dir).mtimeMs;
+      } catch {
+        mtimeMs = 0; // No finding yet: the directory is made with the first.
+      }
+    }
+    if (reader.passing || mtimeMs !== this.findingsRead.mtimeMs || since >= FINDINGS_EVERY_MS) {
+      const start = performance.now();
+      reader.step(FINDINGS_PER_SNAPSHOT);
+      this.findingsRead = { mtimeMs, atMs: now, tookMs: performance.now() - start };
+    }
+    this.findingsCache = reader.records();
   }
 
   /** The lease table's counts, read at most every DISK_EVERY_MS and within DISK_SHARE. */
