@@ -52,7 +52,8 @@ const HELP = `usage: node bench/explore-fleet.mjs [options]
   --max-idle S        the master's idle window (taken out of elapsed)         default 1
 
   --cpu-prof DIR      also profile the masters of one extra run at the largest worker count
-                      (node --cpu-prof) into DIR, and print the root's top frames
+                      (node --cpu-prof) into DIR, and print the root's top frames; DIR/window.json
+                      holds the window and its tasks (bench/cpuprofile-per-task.mjs compares two)
   --prof-masters N    masters in that profiled run                            default 1`;
 
 function options(argv) {
