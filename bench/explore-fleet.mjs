@@ -52,7 +52,8 @@ const HELP = `usage: node bench/explore-fleet.mjs [options]
   --max-idle S        the master's idle window (taken out of elapsed)         default 1
 
   --cpu-prof DIR      also profile the masters of one extra run at the largest worker count
-                      (node --cpu-prof) into DIR, and print the root's top frames
+                      (node --cpu-prof) into DIR, and print the root's top frames; DIR/window.json
+                      holds the window and its tasks (bench/cpuprofile-per-task.mjs compares two)
   --prof-masters N    masters in that profiled run                            default 1`;
 
 function options(argv) {
@@ -246,6 +247,10 @@ async function capacityLevel(o, build, dir, workers, masters, cpuProf = null) {
     }
   });
   const tasksPerSec = stats.inWindow / o.window;
+  // The window on the monotonic clock (µs) that a .cpuprofile's sample times use, so that a profile
+  // can be cut to the window and divided by the tasks committed in it.
+  const monoUs = Number(process.hrtime.bigint() / 1000n) - (performance.timeOrigin + performance.now()) * 1000;
+  if (cpuProf) writeFileSync(join(cpuProf, "window.json"), JSON.stringify({ fromUs: clock.from * 1000 + monoUs, toUs: clock.to * 1000 + monoUs, tasks: stats.inWindow, masters }));
   const cpu = windows.reduce((a, w) => a + (w?.cpuSeconds ?? 0), 0);
   return {
     build: build.label,
@@ -292,7 +297,7 @@ async function capacityPart(o, scratch) {
     mkdirSync(o.cpuProf, { recursive: true });
     const m = o.profMasters;
     const r = await capacityLevel(o, builds.at(-1), join(scratch, "cap-prof"), w, m, o.cpuProf);
-    console.log(`  profiled run: ${m} master(s), ${w} fake workers: ${f1(r.tasksPerSec)} tasks/s (slower than unprofiled)`);
+    console.log(`  profiled run: ${m} master(s), ${w} fake workers: ${f1(r.tasksPerSec)} tasks/s (slower than unprofiled), ${r.committed} results committed over the run`);
     profile = printCpuProfile(o.cpuProf, m === 1 ? `CPU profile of one master, ${w} fake workers` : `CPU profile of the root of ${m} masters, ${w} fake workers`);
   }
   console.log("\n(a) capacity: fake workers (stage a real child, send a real result; no target) against real masters");

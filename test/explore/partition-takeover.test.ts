@@ -3,10 +3,11 @@
 // journal lock is free, under a new generation, with every record its holder acknowledged; the
 // holder that lost it commits nothing more; content of another master's share is never claimed.
 import assert from "node:assert/strict";
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { owner } from "../../src/core/rendezvous.ts";
-import { readPartition } from "../../src/explore/state/lease-store/partition-lease.ts";
+import { CorruptPartitionError, partitionPath, readPartition } from "../../src/explore/state/lease-store/partition-lease.ts";
+import { GLANCE_MS } from "../../src/explore/state/lease-store/partitioned.ts";
 import { canonicalManifest, LeaseTable, type CommitManifest, type WorkPayload } from "../../src/explore/state/lease-table.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
 
@@ -138,6 +139,30 @@ describe("partitioned lease table", () => {
     assert.equal(readPartition(root, 0)!.holder, "e:1", "the stale heartbeat wrote nothing");
     a.close();
     assert.equal(readPartition(root, 0)!.holder, "e:1", "nor did its close");
+    b.close();
+  });
+  it("a claim outside a batch reads its share's record at most once per GLANCE_MS, and a stalled master's first claim after waking reads it again", () => {
+    const root = `${freshDir()}/leases`;
+    const clock = { now: 1_000_000 };
+    const a = master(root, 0, clock, false);
+    const b = master(root, 1, clock, false);
+    const [x, y, z, w] = idsOf(0, 4) as [string, string, string, string];
+    assert.ok(a.claim(x, payload(x), "e:0", { now: clock.now, ttlMs: TTL }));
+    // The record made unreadable shows whether a claim reads it.
+    const record = readFileSync(partitionPath(root, 0));
+    writeFileSync(partitionPath(root, 0), "not json");
+    clock.now += GLANCE_MS - 1;
+    assert.ok(a.claim(y, payload(y), "e:0", { now: clock.now, ttlMs: TTL }), "within GLANCE_MS: no read");
+    clock.now += 1;
+    assert.throws(() => a.claim(z, payload(z), "e:0", { now: clock.now, ttlMs: TTL }), CorruptPartitionError);
+    writeFileSync(partitionPath(root, 0), record);
+    assert.ok(a.claim(z, payload(z), "e:0", { now: clock.now, ttlMs: TTL }));
+    // a stalls past its lease; b takes its share over; a's next claim learns it at once.
+    clock.now += TTL;
+    assert.equal(b.takeOverShares()[0]!.kind, "taken");
+    assert.equal(a.claim(w, payload(w), "e:0", { now: clock.now, ttlMs: TTL }), null);
+    assert.deepEqual(a.partition!.served, []);
+    a.close();
     b.close();
   });
 });

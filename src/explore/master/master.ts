@@ -119,7 +119,7 @@ export class ExploreMaster {
       requeueFront: (t) => this.requeueFront(t),
       claimChild: (h) => this.claimChild(h),
       hint: (children) => {
-        if (!this.everyoneOwns) this.discovery.hint(children, (h) => rendezvousOwner(h, this.o.ranks));
+        if (!this.everyoneOwns) this.discovery.hint(children, (h) => this.o.leases.partition?.shareOf(h) ?? rendezvousOwner(h, this.o.ranks));
       },
     });
     this.discovery = new CorpusDiscovery({

@@ -15,7 +15,10 @@
 //   renewShares every held share's heartbeat, under its short lock, after checking that the
 //               record still names this holder and generation; a share found under another is lost
 //   claims      a write of a `leased` record (a claim, a renewal) reads the share's record first
-//               (once per span, without the lock): a woken master hands out no task of a lost share
+//               (without the lock; once per span, and outside spans at most once per GLANCE_MS of
+//               the wall clock, which is far below the lease: a master woken from a stall long
+//               enough to lose its share reads it again), so a woken master hands out no task of a
+//               lost share. Claims commit nothing; the commit check below is what fences.
 //   commits     a write past `leased` (a commit fence, a completion) and a publication check the
 //               share's record under its short lock first, once per outermost span (held to the
 //               span's end, so a takeover waits for the batch): a master that lost its share gets
@@ -60,6 +63,12 @@ export interface PartitionedOptions extends ShareOptions {
 }
 
 const TAKEOVER_LOCK_MS = 1_000;
+/**
+ * Outside spans, a claim reads its share's record at most this often (a quarter of the lease if
+ * that is shorter): a master claims the children other masters hand it one at a time, and a read
+ * per claim was a fixed cost per task that a lone master does not pay.
+ */
+export const GLANCE_MS = 100;
 
 export class PartitionedStore implements RecordStore {
   readonly durability: Durability;
@@ -71,6 +80,8 @@ export class PartitionedStore implements RecordStore {
   private readonly checked = new Map<number, () => void>();
   /** Shares whose record was read (without the lock) in the open span. */
   private readonly glanced = new Set<number>();
+  /** Wall-clock ms of each share's last good read outside spans. */
+  private readonly glancedAt = new Map<number, number>();
 
   constructor(private readonly o: PartitionedOptions) {
     assert.ok(o.ranks.includes(o.rank), `rank ${o.rank} is not among the ranks ${o.ranks.join(",")}`);
@@ -286,11 +297,16 @@ export class PartitionedStore implements RecordStore {
     return () => {};
   }
 
-  /** current() without the lock, once per span. */
+  /** current() without the lock, once per span, and outside spans at most once per GLANCE_MS. */
   private glance(s: Share): void {
     if (this.o.checkGeneration === false || (this.spans > 0 && (this.checked.has(s.rank) || this.glanced.has(s.rank)))) return;
+    const now = this.o.wallNow();
+    const at = this.glancedAt.get(s.rank);
+    // A clock that went back reads again.
+    if (this.spans === 0 && at !== undefined && now >= at && now - at < Math.min(GLANCE_MS, this.o.ttlMs / 4)) return;
     this.current(s);
     if (this.spans > 0) this.glanced.add(s.rank);
+    else this.glancedAt.set(s.rank, now);
   }
 
   /** Throws ShareLostError (and marks the share lost) unless its record names this holder and generation. */
@@ -326,6 +342,7 @@ export class PartitionedStore implements RecordStore {
   private takeLocked(rank: number, own: boolean): TakeoverResult {
     const taken = takeShareLocked(this.o, rank, own, (id) => this.shareOf(id));
     if (taken.kind === "taken") {
+      this.glancedAt.delete(rank);
       this.shares.get(rank)?.store.close();
       this.shares.set(rank, taken.share);
     }
