@@ -55,14 +55,14 @@ const o = parseOptions(
 const dist = (path) => import(join(ROOT, "dist", ...path.split("/")));
 const { openStore } = await dist("store/db.js");
 const { openSweepStore } = await dist("store/sqlite/index.js");
-const { statusData } = await dist("report/status.js");
-const { failuresData } = await dist("report/failures.js");
-const { staticReportHtml } = await dist("report/static-report.js");
-const { SweepDashboardSource } = await dist("report/dashboard-sweep.js");
+const { statusData } = await dist("sweep/views/status.js");
+const { failuresData } = await dist("sweep/views/failures.js");
+const { staticReportHtml } = await dist("sweep/views/static-report.js");
+const { SweepDashboardSource } = await dist("sweep/views/dashboard-source.js");
 const { writeMetrics } = await dist("ui/metrics.js");
-const { ExploreCampaignFiles } = await dist("report/explore-files.js");
-const { ExploreDashboardSource } = await dist("explore/command/dashboard.js");
-const { exploreStaticReportHtml } = await dist("report/explore-static-report.js");
+const { ExploreCampaignFiles } = await dist("explore/views/campaign-files.js");
+const { ExploreDashboardSource } = await dist("explore/views/dashboard-source.js");
+const { exploreStaticReportHtml } = await dist("explore/views/static-report.js");
 
 /**
  * The same views in this process, on a read-only store: CPU ms of each (user + system, median of

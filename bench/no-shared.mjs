@@ -195,7 +195,7 @@ function rssMb(pid) {
 
 async function memory(o, env, scratch) {
   const url = (p) => pathToFileURL(join(ROOT, "dist", p)).href;
-  const [{ dial }, messages, { proveIdentity }] = await Promise.all([import(url("net/connection.js")), import(url("net/messages.js")), import(url("generator/identity.js"))]);
+  const [{ dial }, messages, { proveIdentity }] = await Promise.all([import(url("net/connection.js")), import(url("net/messages.js")), import(url("config/identity.js"))]);
   const { z } = await import("zod");
   const c = newCampaign(join(scratch, "memory"), { chunkSeconds: 60, bootstrapSeeds: 50 });
   const { coord, port } = await startCoordinator(c, env, 300);
