@@ -200,7 +200,7 @@ const LINKS = 60_000;
 
 /**
  * A finished explore campaign's files beside a corpus of `entries` objects (the layout of
- * src/explore/state/corpus.ts, ledger.ts, findings.ts and command/history.ts), as
+ * src/explore/state/corpus.ts, ledger.ts, findings.ts and history.ts), as
  * test/report/long-explore-corpus.ts forges them for the test.
  */
 function forgeExplore(corpus, entries, findings) {
