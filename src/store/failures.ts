@@ -216,6 +216,14 @@ export function pendingGroups(db: Db, filter: FailureFilter): PendingGroup[] {
     });
 }
 
+/** The finds pending minimization in `filter` and their hits: one pass over them, no grouping. */
+export function pendingTotals(db: Db, filter: FailureFilter): { finds: number; hits: number } {
+  const where = [`f.${PENDING}`];
+  const args: (string | number)[] = [];
+  scopeClauses(filter, where, args);
+  return stmt(db, `SELECT COUNT(*) AS finds, COALESCE(SUM(f.hits), 0) AS hits FROM failure f WHERE ${where.join(" AND ")}`).get(...args) as { finds: number; hits: number };
+}
+
 /** The WHERE clauses of a filter's state, bucket and generation, shared by distinct failures and pending finds. */
 function scopeClauses(filter: FailureFilter, where: string[], args: (string | number)[]): void {
   if (filter.state !== "all") {

@@ -152,6 +152,8 @@ export interface FailureBook {
   listFailures(filter: FailureFilter): FailureListRow[];
   failureGroups(generationId: number): FailureGroup[];
   pendingGroups(filter: FailureFilter): PendingGroup[];
+  /** The finds pending minimization in `filter` and the seeds they hit, without grouping them (what a dashboard totals). */
+  pendingTotals(filter: FailureFilter): { finds: number; hits: number };
   staleFailureCount(): number;
   openFailureCount(generationId: number): number;
   /** When each failure of a generation was first seen, earliest first. */

@@ -170,6 +170,9 @@ export class SqliteSweepStore implements SweepStore {
   failureGroups(generationId: number) {
     return failures.failureGroups(this.db, generationId);
   }
+  pendingTotals(filter: failures.FailureFilter) {
+    return failures.pendingTotals(this.db, filter);
+  }
   pendingGroups(filter: failures.FailureFilter) {
     return failures.pendingGroups(this.db, filter);
   }

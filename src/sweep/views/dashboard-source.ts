@@ -160,8 +160,8 @@ export class SweepDashboardSource implements DashboardSource {
     const counted = store.countFailures(scope);
     const totals = store.completeTotals(gen.id);
     const seedsSwept = store.seedsSwept(gen.id);
-    // One row per pending signature, not per find: the same count `status` and the summary print.
-    const pendingGroups = store.pendingGroups(scope);
+    // The same finds `status` and the summary count, totalled without grouping them by signature.
+    const pending = store.pendingTotals(scope);
     const sweep: SweepView = {
       generation: gen.id,
       lanes,
@@ -173,7 +173,7 @@ export class SweepDashboardSource implements DashboardSource {
         chunksComplete: totals.chunks,
         hits: counted.hits,
         byState: Object.fromEntries(FAILURE_STATES.map((state) => [state, counted.byState[state] ?? 0])),
-        pending: { finds: pendingGroups.reduce((n, g) => n + g.finds, 0), hits: pendingGroups.reduce((n, g) => n + g.hits, 0) },
+        pending,
       },
       series: sweepSeries(store, gen.id, lanes.map((l) => l.name), live ? this.wallNow() : null),
       failures: failures.map((f) => ({
