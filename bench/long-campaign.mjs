@@ -261,6 +261,27 @@ function exploreInProcess(corpus, n) {
   };
 }
 
+
+/**
+ * `fuzzfleet ui` (with `args`) in `dir`: `requests` times, GET /snapshot.json then /metrics, each
+ * `pauseMs` after the last (past the cache under test); their times and ui's peak resident set.
+ */
+async function servedViews(args, dir, requests, pauseMs, startMs) {
+  const ui = startProcess([process.execPath, CLI, "ui", ...args, "--listen", "127.0.0.1:0"], { cwd: dir, env: process.env });
+  const url = (await ui.waitFor(/dashboard \(read-only\): (http:\S+)/, startMs))[1];
+  const snaps = [];
+  const scrapes = [];
+  for (let i = 0; i < requests; i++) {
+    snaps.push(await get(url + "snapshot.json"));
+    await sleep(pauseMs);
+    scrapes.push(await get(url + "metrics"));
+    await sleep(pauseMs);
+  }
+  const rss = peakRssMb(ui.child.pid);
+  ui.child.kill("SIGINT");
+  await ui.done;
+  return { snaps, scrapes, rss };
+}
 async function exploreRows(scratch) {
   const results = [];
   for (const entries of o.explore) {
@@ -271,20 +292,8 @@ async function exploreRows(scratch) {
     forgeExplore(corpus, entries, o.findings);
     const forgeSeconds = (performance.now() - t) / 1000;
     const report = median([0, 1, 2].map((i) => wall(["report", "--corpus", corpus, "-o", join(dir, `report-${i}`)], dir)));
-    const ui = startProcess([process.execPath, CLI, "ui", "--corpus", corpus, "--listen", "127.0.0.1:0"], { cwd: dir, env: process.env });
-    const url = (await ui.waitFor(/dashboard \(read-only\): (http:\S+)/, 120_000))[1];
-    const snaps = [];
-    const scrapes = [];
-    for (let i = 0; i < o.requests; i++) {
-      // Past the files cache (3 s, or 50 times the last read's time): each request reads the files again.
-      snaps.push(await get(url + "snapshot.json"));
-      await sleep(3100);
-      scrapes.push(await get(url + "metrics"));
-      await sleep(3100);
-    }
-    const rss = peakRssMb(ui.child.pid);
-    ui.child.kill("SIGINT");
-    await ui.done;
+    // Past the files cache (3 s, or 50 times the last read's time): each request reads the files again.
+    const { snaps, scrapes, rss } = await servedViews(["--corpus", corpus], dir, o.requests, 3100, 120_000);
     const cpu = exploreInProcess(corpus, 3);
     const row = { entries, findings: o.findings, forgeSeconds, report, snapshotMs: median(snaps) * 1000, metricsMs: median(scrapes) * 1000, uiRssMb: rss, ...cpu };
     console.log(`${int(entries)} corpus objects: ${JSON.stringify(row)}`);
@@ -319,19 +328,8 @@ benchmarkMain("long-campaign", o, async (scratch) => {
     const status = median([0, 1, 2].map(() => wall(["status"], dir)));
     const failures = median([0, 1, 2].map(() => wall(["failures", "--state", "all"], dir)));
     const report = wall(["report", "-o", join(dir, "report")], dir);
-    const ui = startProcess([process.execPath, CLI, "ui", "--listen", "127.0.0.1:0"], { cwd: dir, env: process.env });
-    const url = (await ui.waitFor(/dashboard \(read-only\): (http:\S+)/, 60_000))[1];
-    const snaps = [];
-    const scrapes = [];
-    for (let i = 0; i < o.requests; i++) {
-      snaps.push(await get(url + "snapshot.json"));
-      await sleep(1100);
-      scrapes.push(await get(url + "metrics"));
-      await sleep(1100);
-    }
-    const rss = peakRssMb(ui.child.pid);
-    ui.child.kill("SIGINT");
-    await ui.done;
+    // Past the one-second snapshot cache: each request builds a fresh snapshot.
+    const { snaps, scrapes, rss } = await servedViews([], dir, o.requests, 1100, 60_000);
     const cpu = inProcess(path, dir, 5);
     const row = { chunks, ...facts, forgeSeconds, migrateSeconds, status, failures, report, snapshotMs: median(snaps) * 1000, metricsMs: median(scrapes) * 1000, uiRssMb: rss, ...cpu };
     console.log(`${int(chunks)} chunks: ${JSON.stringify(row)}`);

@@ -1,12 +1,12 @@
 // Explore without a shared filesystem: a worker in a mount namespace of its own (the campaign's
 // parent directory hidden under a tmpfs) and a network namespace of its own (a veth pair on the
-// test's own 10.232.N.0/30), with its own copy of the target, explores the maze with the master's
+// test's own 10.234.N.0/30), with its own copy of the target, explores the maze with the master's
 // local slots off and ends with exactly the single-host run's counts; a copy that differs is
 // refused at the handshake (exit 3, naming both builds). Inputs too large to travel inline are
 // fetched piece by piece and children larger than a frame travel in several pieces. Needs root
 // (unshare, mount, ip netns), as CI runs.
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { appendFileSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
@@ -14,36 +14,11 @@ import { CLI, exited, waitFor } from "../helpers/campaign.ts";
 import { ExploreDir, MAZE, MAZE_SEEDS } from "../helpers/explore.ts";
 import { sha256 } from "../helpers/scratch.ts";
 import { campaignStateLeft } from "../explore/leftovers.ts";
+import { ownNetwork } from "./partition-network.ts";
 
 const TOKEN = "explore-no-shared-token-0123456789";
 const DEPTH = "4";
 
-/** A network namespace of its own joined to this host by a veth pair: the host at 10.232.N.1, the namespace at 10.232.N.2. */
-function ownNetwork(): { ns: string; host: string; remove(): void } {
-  const n = 1 + (process.pid % 250);
-  const ns = `ffexp${process.pid}`;
-  const [outer, inner] = [`ffeh${process.pid}`.slice(0, 15), `ffen${process.pid}`.slice(0, 15)];
-  const host = `10.232.${n}.1`;
-  const ip = (...args: string[]) => {
-    const r = spawnSync("ip", args, { encoding: "utf8" });
-    assert.equal(r.status, 0, `ip ${args.join(" ")}: ${r.stderr}`);
-  };
-  ip("netns", "add", ns);
-  ip("link", "add", outer, "type", "veth", "peer", "name", inner);
-  ip("link", "set", inner, "netns", ns);
-  ip("addr", "add", `${host}/30`, "dev", outer);
-  ip("link", "set", outer, "up");
-  ip("netns", "exec", ns, "ip", "addr", "add", `10.232.${n}.2/30`, "dev", inner);
-  ip("netns", "exec", ns, "ip", "link", "set", inner, "up");
-  return {
-    ns,
-    host,
-    remove() {
-      spawnSync("ip", ["link", "del", outer]);
-      spawnSync("ip", ["netns", "del", ns]);
-    },
-  };
-}
 
 /**
  * `fuzzfleet worker --master …` started in `cwd` inside a mount namespace where `hidden` is an
@@ -76,7 +51,7 @@ test("explore with a worker on its own network and filesystem, local slots off: 
   const single = seeded();
   const e = seeded();
   const own = mkdtempSync(join("/var/tmp", "fuzzfleet-own-"));
-  const net = ownNetwork();
+  const net = ownNetwork(234);
   try {
     const r = single.run(["-j", "1", "--max-idle", "1", "-t", "10", ...MAZE_FILES], MAZE_TARGET, { MAZE_DEPTH: DEPTH });
     assert.equal(r.code, 0, r.stdout + r.stderr);
@@ -106,7 +81,7 @@ test("explore with a worker on its own network and filesystem, local slots off: 
     assert.equal(ended.code, 0, master.output());
     assert.equal(worker.code, 0, worker.stdout + worker.stderr);
     assert.match(worker.stdout + worker.stderr, new RegExp(`attached to ${net.host.replace(/\./g, "\\.")}:\\d+ as #\\d+ \\(explore session 1, no shared directory \\(nonce: ENOENT\\): runs in its own, files sent over the connection\\)`));
-    assert.match(master.output(), /joined \(-j 1, 1 slot\(s\), from 10\.232\.\d+\.2:\d+\) {2}files: over the connection \(no shared directory\)/);
+    assert.match(master.output(), /joined \(-j 1, 1 slot\(s\), from 10\.234\.\d+\.2:\d+\) {2}files: over the connection \(no shared directory\)/);
 
     const got = e.stats();
     for (const k of ["observations", "generated", "interesting", "invalid_results"] as const) assert.equal(got[k], want[k], `${k}: the fleet's count is the single host's`);

@@ -7,7 +7,7 @@
 // sockets, real SQLite, the audit of the books after each (test/helpers/books.ts). Needs root
 // (unshare, mount, ip netns), as CI runs.
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
@@ -19,6 +19,7 @@ import { proveIdentity } from "../../src/config/identity.ts";
 import { assertBooksTrue, exitOwed } from "../helpers/books.ts";
 import { Campaign, CLI, distributedTable, exited, PLANTED, PLANTED_FORMS, start, startCoordinator, waitFor } from "../helpers/campaign.ts";
 import { campaignToken } from "../helpers/wire.ts";
+import { ownNetwork } from "./partition-network.ts";
 
 /**
  * `fuzzfleet worker --master …` in a mount namespace of its own where the campaign directory's
@@ -200,32 +201,6 @@ test("a long transfer keeps every lease the worker holds alive without a heartbe
   }
 });
 
-/** A network namespace of its own joined to this host by a veth pair: the host at 10.231.N.1, the namespace at 10.231.N.2. */
-function ownNetwork(): { ns: string; host: string; remove(): void } {
-  const n = 1 + (process.pid % 250);
-  const ns = `ffnoshared${process.pid}`;
-  const [outer, inner] = [`ffh${process.pid}`.slice(0, 15), `ffn${process.pid}`.slice(0, 15)];
-  const host = `10.231.${n}.1`;
-  const ip = (...args: string[]) => {
-    const r = spawnSync("ip", args, { encoding: "utf8" });
-    assert.equal(r.status, 0, `ip ${args.join(" ")}: ${r.stderr}`);
-  };
-  ip("netns", "add", ns);
-  ip("link", "add", outer, "type", "veth", "peer", "name", inner);
-  ip("link", "set", inner, "netns", ns);
-  ip("addr", "add", `${host}/30`, "dev", outer);
-  ip("link", "set", outer, "up");
-  ip("netns", "exec", ns, "ip", "addr", "add", `10.231.${n}.2/30`, "dev", inner);
-  ip("netns", "exec", ns, "ip", "link", "set", inner, "up");
-  return {
-    ns,
-    host,
-    remove() {
-      spawnSync("ip", ["link", "del", outer]);
-      spawnSync("ip", ["netns", "del", ns]);
-    },
-  };
-}
 
 test("a worker on its own network and filesystem, with its own copy of the generator: a copy that differs is refused (exit 3, naming it), the same copy sweeps and the books audit clean", async () => {
   // The generator lives inside the campaign directory, so the worker must bring its own copy.
@@ -244,7 +219,7 @@ identity = ["gen/*.mjs"]
     mkdirSync(dir);
     for (const f of readdirSync(planted).filter((n) => n.endsWith(".mjs"))) copyFileSync(join(planted, f), join(dir, f));
   }
-  const net = ownNetwork();
+  const net = ownNetwork(231);
   try {
     const coord = start(c, ["coordinate", "--for", "8s", "--bind", net.host]);
     const port = await waitFor("the coordinator to listen on the veth address", () => {
