@@ -30,7 +30,8 @@ export function registerDistributedCommands(program: Command): void {
     .addHelpText(
       "after",
       `
-Every host mounts the campaign directory (config, store, fuzzfleet-out/) at the same path.
+Workers that mount the campaign directory at the same path write there; a worker that does not
+runs its own copy of the generator and sends a chunk's files over the connection (docs/distributed.md).
 Workers pull chunks: fuzzfleet worker --master HOST:PORT -j N (the banner prints the exact command).
 The token: --token or --token-file FILE, else $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token,
 created (mode 0600) the first time and kept for later sessions; workers started in the campaign
@@ -93,17 +94,21 @@ Exit: 0 ok, 1 newly distinct (or reopened) failure, 2 bad config or flag, 3 refu
       `
 One worker serves either kind of campaign; the master's welcome says which.
   sweep    a coordinator hands out chunks (ranges of seeds); the worker runs the generator on each
-           with -j as {jobs} and writes its output into the shared fuzzfleet-out/
+           with -j as {jobs} and writes its output into the shared fuzzfleet-out/, or into a
+           scratch directory of its own whose files it sends over the connection
   explore  an explore master hands out tasks (one corpus input each); the worker runs the target
-           on it and stages the children in the shared corpus's hidden directory
+           on it and stages the children in the shared corpus's hidden directory, or runs its own
+           copy of the target and sends the input's children over the connection
 The token: --token, else --token-file FILE, else $FUZZFLEET_TOKEN, else <out>/fuzzfleet.token,
 the file a sweep coordinator keeps in its campaign directory (run the worker there, or pass --out).
 An explore master keeps its token in CORPUS_DIR/.fuzzfleet/fuzzfleet.token: pass that path with
 --token-file (the master's banner prints the whole command). A worker started before its master
 waits for the token file and then for the master, up to --wait in all, and says so once.
-The worker reads no config and no store: it proves at the handshake that it sees the same shared
-directory (and, for a sweep, the same generator and app) as its master, then runs what it is given,
-one line per unit. Under mpirun, srun or Kubernetes, \`fuzzfleet launch\` starts workers with no
+The worker reads no config and no store. At the handshake it proves that it sees the shared
+directory, or says it does not (then its files travel over the connection and it runs commands
+from its own working directory or PATH); either way the master compares the generator and app
+(sweep) or the target build (explore) and refuses a copy that differs (exit 3). Then it runs what
+it is given, one line per unit. Under mpirun, srun or Kubernetes, \`fuzzfleet launch\` starts workers with no
 address or token to type (docs/cluster.md).
 Exit: 0 after the master's stop (or Ctrl-C), 2 bad flag or token,
 3 refused by the master (the reason names what differs), a token file refused (symlink,
