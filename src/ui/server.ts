@@ -65,6 +65,15 @@ export interface Dashboard {
 const REQUEST_DEADLINE_MS = 10_000;
 /** Connections that made an authorized request, beyond the event streams. */
 const AUTHENTICATED_SPARE = 32;
+/** Connections the kernel may hold accepted for us before one turn of the event loop takes them. */
+const LISTEN_BACKLOG = 511;
+/**
+ * Connections without an authorized request yet. One turn of the loop accepts at most about a
+ * backlog's worth, and a connection's request is read at the latest in the turn after its accept;
+ * with room for two turns' worth, a flood pushes out only connections that had their chance to
+ * speak, never one whose request has not been read yet.
+ */
+const UNAUTHENTICATED_CAP = 2 * LISTEN_BACKLOG + 2;
 /** A stream that has this much unsent is a reader that stopped reading. */
 const MAX_BACKLOG_BYTES = 4 << 20;
 
@@ -90,7 +99,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const log = o.log ?? (() => {});
   const intervalMs = o.intervalMs ?? 1000;
   const maxClients = o.maxClients ?? 16;
-  const pools = new ConnectionPools({ unauthenticated: o.maxUnauthenticated ?? 64, authenticated: maxClients + AUTHENTICATED_SPARE, deadlineMs: REQUEST_DEADLINE_MS });
+  const pools = new ConnectionPools({ unauthenticated: o.maxUnauthenticated ?? UNAUTHENTICATED_CAP, authenticated: maxClients + AUTHENTICATED_SPARE, deadlineMs: REQUEST_DEADLINE_MS });
   const scrape = loopback ? null : scrapeCredential(o.token!);
   // Named once the port is known: two dashboards on one host keep their own logins.
   let cookieName = "";
@@ -219,7 +228,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     server.once("error", (err: NodeJS.ErrnoException) =>
       reject(new UsageError(`--ui ${o.host}:${o.port}: cannot listen (${err.code ?? err.message}); choose another port, or 0 for a free one`, { cause: err })),
     );
-    server.listen(o.port, o.host, () => resolve());
+    server.listen({ port: o.port, host: o.host, backlog: LISTEN_BACKLOG }, () => resolve());
   });
   server.on("error", (err) => log(`dashboard: ${err.message}`));
   const port = (server.address() as AddressInfo).port;

@@ -57,9 +57,9 @@ describe("the dashboard's connection pools", () => {
     c.cleanup();
   });
 
-  test("64 connections that sent nothing: a 65th closes the oldest of them and is served", async () => {
+  test("1,024 connections that sent nothing (two turns of accepts at the listen backlog): a 1,025th closes the oldest of them and is served", async () => {
     const silent: Conn[] = [];
-    for (let i = 0; i < 64; i++) silent.push(await open(ui.url));
+    for (let i = 0; i < 1024; i++) silent.push(await open(ui.url));
     conns.push(...silent);
     const late = await open(ui.url);
     conns.push(late);
