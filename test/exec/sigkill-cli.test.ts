@@ -11,7 +11,7 @@ import { describe, test } from "node:test";
 import { exitOwed } from "../helpers/books.ts";
 import { Campaign, distributedTable, PLANTED, start, startCoordinator, waitFor, type Running } from "../helpers/campaign.ts";
 import { ExploreDir } from "../helpers/explore.ts";
-import { watchdogsOf } from "./fixtures/processes.ts";
+import { procStat, watchdogsOf } from "./fixtures/processes.ts";
 
 const OPTIONS = { timeout: 180_000 };
 const MARK = "FUZZFLEET_TEST_CHILD_MARK";
@@ -101,8 +101,13 @@ async function killAndCheck(
     30_000,
     50,
   ).catch((err: Error) => {
-    const left = marked(mark, pid).map((p) => `${p.pid}: ${p.cmdline.join(" ")}`);
-    throw new Error(`${err.message}; still running:\n${left.join("\n")}\n(were running: ${running.map((p) => p.pid).join(", ")})`);
+    // Enough to tell a group the watchdog never signalled from one it did: state, parent, group, session.
+    const left = marked(mark, pid).map((p) => {
+      const [state, ppid, pgid, sid] = procStat(p.pid) ?? [];
+      return `${p.pid} (state ${state}, parent ${ppid}, group ${pgid}, session ${sid}): ${p.cmdline.join(" ")}`;
+    });
+    const watchdogs = watchdogsOf(pid).map((w) => `${w} (state ${procStat(w)?.[0]})`);
+    throw new Error(`${err.message}; still running:\n${left.join("\n")}\n(were running: ${running.map((p) => p.pid).join(", ")}; watchdogs alive: ${watchdogs.join(", ") || "none"})`);
   });
   await waitFor("the watchdog to exit", () => (watchdogsOf(pid).length === 0 ? true : undefined), 30_000, 50);
 }
