@@ -7,6 +7,7 @@
 // created only where nothing has its name yet (a lock, a secret) is linked into place instead of
 // renamed (createFileOnce).
 import { closeSync, constants, fchmodSync, fsyncSync, linkSync, openSync, renameSync, unlinkSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { randomHex } from "../util/random-hex.ts";
 import { writeFully } from "./write.ts";
@@ -56,9 +57,44 @@ export function createFileOnce(path: string, data: string | Uint8Array, o: Repla
   }
 }
 
+/**
+ * replaceFileSynced with the create, write and fsync in libuv's pool; only the rename runs on the
+ * event loop, and only if `stillWanted()` says so when the file is ready (a later synchronous
+ * replace must not be overtaken by an older one finishing in the pool). Resolves true when renamed;
+ * the directory is NOT fsynced.
+ */
+export async function replaceFileInPool(path: string, data: string | Uint8Array, stillWanted: () => boolean, mode = 0o600): Promise<boolean> {
+  const temp = tempName(path);
+  const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  let ready = false;
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+    ready = true;
+  } finally {
+    await handle.close();
+    if (!ready) unlinkQuietly(temp);
+  }
+  if (!stillWanted()) {
+    unlinkQuietly(temp);
+    return false;
+  }
+  try {
+    renameSync(temp, path);
+  } catch (err) {
+    unlinkQuietly(temp);
+    throw err;
+  }
+  return true;
+}
+
+function tempName(path: string): string {
+  return join(dirname(path), `.${basename(path).slice(0, 200)}.${process.pid}.${randomHex(6)}.tmp`);
+}
+
 /** A fresh temporary file beside `path` holding `data` (see ReplaceOptions); its name. */
 function writeTemp(path: string, data: string | Uint8Array, o: ReplaceOptions): string {
-  const temp = join(dirname(path), `.${basename(path).slice(0, 200)}.${process.pid}.${randomHex(6)}.tmp`);
+  const temp = tempName(path);
   const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, o.mode ?? 0o600);
   let written = false;
   try {

@@ -195,7 +195,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
 
     const end = await loop.run(links.remote, ending);
     const stop = await loop.shutdown(links.remote, end);
-    history.close();
+    await history.close();
     // The final statistics are printed on a clean screen.
     view?.close();
     view = null;
@@ -217,7 +217,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
       if (tokenFile !== null) rmSync(tokenFile, { force: true });
     });
   } finally {
-    history?.close();
+    await history?.close();
     view?.close();
     view = null;
     await dashboard?.close();

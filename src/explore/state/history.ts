@@ -11,7 +11,8 @@
 // campaign need not list a corpus of a million objects to say how large it is.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { writeFileAtomic } from "./durable.ts";
+import { replaceFileInPool } from "../../files/atomic-write.ts";
+import { fsyncDirAsync, writeFileAtomic } from "./durable.ts";
 
 export const HISTORY_SCHEMA = "fuzzfleet-explore-history-v1";
 /** Points kept per master. */
@@ -58,14 +59,16 @@ export class HistoryWriter {
   private readonly path: string;
   private broken = false;
   private closed = false;
+  /** A periodic write under way in libuv's pool: the next one is skipped rather than racing it. */
+  private writing: Promise<void> | null = null;
   private corpus: number | undefined;
 
   constructor(
-    private readonly o: { state: string; epoch: string; rank: number; counters: () => { observations: number; generated: number; claimedChildren: number; corpus?: number }; log: (line: string) => void; wallNow?: () => number },
+    private readonly o: { state: string; epoch: string; rank: number; counters: () => { observations: number; generated: number; claimedChildren: number; corpus?: number }; log: (line: string) => void; wallNow?: () => number; sampleMs?: number },
   ) {
     this.path = join(historyDir(o.state), historyName(o.epoch, o.rank));
     this.sample();
-    this.timer = setInterval(() => this.sample(), SAMPLE_MS);
+    this.timer = setInterval(() => this.sample(), this.o.sampleMs ?? SAMPLE_MS);
     this.timer.unref();
   }
 
@@ -76,28 +79,47 @@ export class HistoryWriter {
     if (++this.sinceWrite >= WRITE_EVERY) this.write();
   }
 
+  /** Every few points: the file is made and fsynced in libuv's pool, so a slow disk does not stall the master's loop. */
   private write(): void {
     this.sinceWrite = 0;
-    if (this.broken) return;
-    try {
-      mkdirSync(historyDir(this.o.state), { recursive: true, mode: 0o700 });
-      const file: HistoryFile = { schema: HISTORY_SCHEMA, epoch: this.o.epoch, rank: this.o.rank, points: this.points, ...(this.corpus === undefined ? {} : { corpus: this.corpus }) };
-      writeFileAtomic(this.path, JSON.stringify(file) + "\n");
-    } catch (err) {
-      // The history is for the charts only: a full disk must not stop the campaign; said once.
-      this.broken = true;
-      this.o.log(`  the growth history could not be written to ${this.path} (${(err as Error).message}); the campaign goes on without it`);
-    }
+    if (this.broken || this.writing) return;
+    const dir = historyDir(this.o.state);
+    const ended = () => this.closed || this.broken;
+    this.writing = (async () => {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      if (await replaceFileInPool(this.path, this.contents(), () => !ended())) await fsyncDirAsync(dir);
+    })()
+      .catch((err: Error) => this.failed(err))
+      .finally(() => (this.writing = null));
   }
 
-  /** The last point, written: the history ends where the final statistics do. */
-  close(): void {
+  private contents(): string {
+    const file: HistoryFile = { schema: HISTORY_SCHEMA, epoch: this.o.epoch, rank: this.o.rank, points: this.points, ...(this.corpus === undefined ? {} : { corpus: this.corpus }) };
+    return JSON.stringify(file) + "\n";
+  }
+
+  private failed(err: Error): void {
+    if (this.broken) return;
+    // The history is for the charts only: a full disk must not stop the campaign; said once.
+    this.broken = true;
+    this.o.log(`  the growth history could not be written to ${this.path} (${err.message}); the campaign goes on without it`);
+  }
+
+  /** The last point, written once a periodic write under way is over: the history ends where the final statistics do. */
+  async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
+    await this.writing;
     const c = this.o.counters();
     this.corpus = c.corpus;
     addPoint(this.points, [(this.o.wallNow ?? Date.now)() / 1000, c.observations, c.generated, c.claimedChildren]);
-    this.write();
+    if (this.broken) return;
+    try {
+      mkdirSync(historyDir(this.o.state), { recursive: true, mode: 0o700 });
+      writeFileAtomic(this.path, this.contents());
+    } catch (err) {
+      this.failed(err as Error);
+    }
   }
 }
