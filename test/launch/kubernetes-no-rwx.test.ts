@@ -5,37 +5,17 @@
 // dials the coordinator's Service with the example's Secret as its token, and runs the image's
 // copy of the campaign, the one the coordinator's init container copies. No cluster runs here.
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { Job } from "kubernetes-models/batch/v1/Job";
-import { Secret } from "kubernetes-models/v1/Secret";
-import { Service } from "kubernetes-models/v1/Service";
-import { StatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import { EXIT } from "../../src/exit-codes.ts";
 import { parseHostPort } from "../../src/net/address.ts";
 import { ROOT } from "../helpers/campaign.ts";
+import { loadManifests, type Manifest, validateManifest } from "./kubernetes-manifests.ts";
 
 const DIR = join(ROOT, "examples/kubernetes/no-rwx");
-type Manifest = any; // the manifests are read as plain JSON
-const MODELS: Record<string, new (data: Manifest) => { validate(): void }> = {
-  "v1/Secret": Secret,
-  "v1/Service": Service,
-  "apps/v1/StatefulSet": StatefulSet,
-  "batch/v1/Job": Job,
-};
-
-function load(): Map<string, Manifest> {
-  const out = new Map<string, Manifest>();
-  for (const name of readdirSync(DIR).filter((n) => n.endsWith(".json"))) out.set(name, JSON.parse(readFileSync(join(DIR, name), "utf8")));
-  return out;
-}
-
-function validate(m: Manifest): void {
-  const Model = MODELS[`${m.apiVersion}/${m.kind}`];
-  assert.ok(Model, `no schema for ${m.apiVersion} ${m.kind}`);
-  new Model(m).validate();
-}
+const load = () => loadManifests(DIR);
+const validate = validateManifest;
 
 const envOf = (c: Manifest, name: string): Manifest => c.env.find((e: Manifest) => e.name === name);
 const arg = (args: string[], flag: string): string => args[args.indexOf(flag) + 1]!;

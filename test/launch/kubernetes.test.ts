@@ -4,39 +4,15 @@
 // shared ReadWriteMany volume at one path, the token from the Secret, the root's Service in front
 // of the port it listens on. No cluster runs here.
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { Job } from "kubernetes-models/batch/v1/Job";
-import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim";
-import { Secret } from "kubernetes-models/v1/Secret";
-import { Service } from "kubernetes-models/v1/Service";
-import { StatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import { launchPlace, roleOf } from "../../src/launch/launcher.ts";
 import { ROOT } from "../helpers/campaign.ts";
+import { loadManifests, type Manifest, validateManifest } from "./kubernetes-manifests.ts";
 
 const DIR = join(ROOT, "examples/kubernetes");
-/** A parsed manifest: its shape is what the schemas check. */
-type Manifest = any; // the manifests are read as plain JSON
-const MODELS: Record<string, new (data: Manifest) => { validate(): void }> = {
-  "v1/Secret": Secret,
-  "v1/PersistentVolumeClaim": PersistentVolumeClaim,
-  "v1/Service": Service,
-  "apps/v1/StatefulSet": StatefulSet,
-  "batch/v1/Job": Job,
-};
-
-function load(): Map<string, Manifest> {
-  const out = new Map<string, Manifest>();
-  for (const name of readdirSync(DIR).filter((n) => n.endsWith(".json"))) out.set(name, JSON.parse(readFileSync(join(DIR, name), "utf8")));
-  return out;
-}
-
-function validate(m: Manifest): void {
-  const Model = MODELS[`${m.apiVersion}/${m.kind}`];
-  assert.ok(Model, `no schema for ${m.apiVersion} ${m.kind}`);
-  new Model(m).validate();
-}
+const load = () => loadManifests(DIR);
+const validate = validateManifest;
 
 const env = (container: Manifest): Record<string, string> => Object.fromEntries(container.env.filter((e: Manifest) => "value" in e).map((e: Manifest) => [e.name, e.value]));
 
