@@ -7,7 +7,6 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { owner } from "../../src/core/rendezvous.ts";
 import { CorruptPartitionError, partitionPath, readPartition } from "../../src/explore/state/lease-store/partition-lease.ts";
-import { GLANCE_MS } from "../../src/explore/state/lease-store/partitioned.ts";
 import { canonicalManifest, LeaseTable, type CommitManifest, type WorkPayload } from "../../src/explore/state/lease-table.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
 
@@ -141,27 +140,34 @@ describe("partitioned lease table", () => {
     assert.equal(readPartition(root, 0)!.holder, "e:1", "nor did its close");
     b.close();
   });
-  it("a claim outside a batch reads its share's record at most once per GLANCE_MS, and a stalled master's first claim after waking reads it again", () => {
+  it("a claim outside a batch reads its share's record only once half a lease has passed since its master renewed it, so a claim after a takeover is refused however recently the record was read", () => {
     const root = `${freshDir()}/leases`;
     const clock = { now: 1_000_000 };
     const a = master(root, 0, clock, false);
     const b = master(root, 1, clock, false);
-    const [x, y, z, w] = idsOf(0, 4) as [string, string, string, string];
+    const [x, y, z, v, w] = idsOf(0, 5) as [string, string, string, string, string];
     assert.ok(a.claim(x, payload(x), "e:0", { now: clock.now, ttlMs: TTL }));
     // The record made unreadable shows whether a claim reads it.
     const record = readFileSync(partitionPath(root, 0));
     writeFileSync(partitionPath(root, 0), "not json");
-    clock.now += GLANCE_MS - 1;
-    assert.ok(a.claim(y, payload(y), "e:0", { now: clock.now, ttlMs: TTL }), "within GLANCE_MS: no read");
+    clock.now += TTL / 2 - 1;
+    assert.ok(a.claim(y, payload(y), "e:0", { now: clock.now, ttlMs: TTL }), "within half a lease of the renewal: no read");
     clock.now += 1;
     assert.throws(() => a.claim(z, payload(z), "e:0", { now: clock.now, ttlMs: TTL }), CorruptPartitionError);
     writeFileSync(partitionPath(root, 0), record);
+    // Claiming without renewing: every claim reads the record, up to the last moment of the lease.
+    clock.now += TTL / 2 - 1;
     assert.ok(a.claim(z, payload(z), "e:0", { now: clock.now, ttlMs: TTL }));
-    // a stalls past its lease; b takes its share over; a's next claim learns it at once.
-    clock.now += TTL;
+    // The lease expires; b takes the share over; a's claim a millisecond after its last read learns it.
+    clock.now += 1;
     assert.equal(b.takeOverShares()[0]!.kind, "taken");
-    assert.equal(a.claim(w, payload(w), "e:0", { now: clock.now, ttlMs: TTL }), null);
+    assert.equal(a.claim(v, payload(v), "e:0", { now: clock.now, ttlMs: TTL }), null);
     assert.deepEqual(a.partition!.served, []);
+    // A renewal is what makes reads unnecessary: b's claim right after its takeover reads nothing.
+    const taken = readFileSync(partitionPath(root, 0));
+    writeFileSync(partitionPath(root, 0), "not json");
+    assert.ok(b.claim(w, payload(w), "e:1", { now: clock.now, ttlMs: TTL }));
+    writeFileSync(partitionPath(root, 0), taken);
     a.close();
     b.close();
   });

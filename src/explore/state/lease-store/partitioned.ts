@@ -15,10 +15,11 @@
 //   renewShares every held share's heartbeat, under its short lock, after checking that the
 //               record still names this holder and generation; a share found under another is lost
 //   claims      a write of a `leased` record (a claim, a renewal) reads the share's record first
-//               (without the lock; once per span, and outside spans at most once per GLANCE_MS of
-//               the wall clock, which is far below the lease: a master woken from a stall long
-//               enough to lose its share reads it again), so a woken master hands out no task of a
-//               lost share. Claims commit nothing; the commit check below is what fences.
+//               (without the lock; once per span), unless this master renewed the share less than
+//               half a lease ago: no other master may take it before the lease expires, so a
+//               master claiming between its renewals reads nothing, and one woken from a stall
+//               long enough to lose its share reads it at its first claim and hands out no task of
+//               it. Claims commit nothing; the commit check below is what fences.
 //   commits     a write past `leased` (a commit fence, a completion) and a publication check the
 //               share's record under its short lock first, once per outermost span (held to the
 //               span's end, so a takeover waits for the batch): a master that lost its share gets
@@ -63,12 +64,6 @@ export interface PartitionedOptions extends ShareOptions {
 }
 
 const TAKEOVER_LOCK_MS = 1_000;
-/**
- * Outside spans, a claim reads its share's record at most this often (a quarter of the lease if
- * that is shorter): a master claims the children other masters hand it one at a time, and a read
- * per claim was a fixed cost per task that a lone master does not pay.
- */
-export const GLANCE_MS = 100;
 
 export class PartitionedStore implements RecordStore {
   readonly durability: Durability;
@@ -80,8 +75,12 @@ export class PartitionedStore implements RecordStore {
   private readonly checked = new Map<number, () => void>();
   /** Shares whose record was read (without the lock) in the open span. */
   private readonly glanced = new Set<number>();
-  /** Wall-clock ms of each share's last good read outside spans. */
-  private readonly glancedAt = new Map<number, number>();
+  /**
+   * The heartbeat (wall-clock ms) this master last wrote into each share's record. Until half a
+   * lease after it nobody may take the share over (takeOverExpired waits a whole lease), so a
+   * claim need not read the record; the half is the margin for clocks of different hosts.
+   */
+  private readonly renewedAt = new Map<number, number>();
 
   constructor(private readonly o: PartitionedOptions) {
     assert.ok(o.ranks.includes(o.rank), `rank ${o.rank} is not among the ranks ${o.ranks.join(",")}`);
@@ -232,7 +231,9 @@ export class PartitionedStore implements RecordStore {
     for (const s of this.shares.values()) {
       if (s.lost) continue;
       try {
-        this.update(s, (rec) => ({ ...rec, heartbeat: this.o.wallNow() }));
+        const heartbeat = this.o.wallNow();
+        this.update(s, (rec) => ({ ...rec, heartbeat }));
+        this.renewedAt.set(s.rank, heartbeat);
       } catch (err) {
         if (!(err instanceof ShareLostError)) throw err;
         lost.push(s.rank);
@@ -297,16 +298,15 @@ export class PartitionedStore implements RecordStore {
     return () => {};
   }
 
-  /** current() without the lock, once per span, and outside spans at most once per GLANCE_MS. */
+  /** current() without the lock: once per span, and outside spans unless the share was renewed here less than half a lease ago. */
   private glance(s: Share): void {
     if (this.o.checkGeneration === false || (this.spans > 0 && (this.checked.has(s.rank) || this.glanced.has(s.rank)))) return;
     const now = this.o.wallNow();
-    const at = this.glancedAt.get(s.rank);
+    const renewed = this.renewedAt.get(s.rank);
     // A clock that went back reads again.
-    if (this.spans === 0 && at !== undefined && now >= at && now - at < Math.min(GLANCE_MS, this.o.ttlMs / 4)) return;
+    if (this.spans === 0 && renewed !== undefined && now >= renewed && now - renewed < this.o.ttlMs / 2) return;
     this.current(s);
     if (this.spans > 0) this.glanced.add(s.rank);
-    else this.glancedAt.set(s.rank, now);
   }
 
   /** Throws ShareLostError (and marks the share lost) unless its record names this holder and generation. */
@@ -342,9 +342,12 @@ export class PartitionedStore implements RecordStore {
   private takeLocked(rank: number, own: boolean): TakeoverResult {
     const taken = takeShareLocked(this.o, rank, own, (id) => this.shareOf(id));
     if (taken.kind === "taken") {
-      this.glancedAt.delete(rank);
       this.shares.get(rank)?.store.close();
       this.shares.set(rank, taken.share);
+      // Still under the share's lock: the heartbeat the takeover wrote is this master's renewal.
+      const rec = readPartition(this.o.root, rank);
+      if (rec !== null && rec.holder === this.o.holder && rec.generation === taken.share.generation) this.renewedAt.set(rank, rec.heartbeat);
+      else this.renewedAt.delete(rank);
     }
     return taken.result;
   }
