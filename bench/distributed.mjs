@@ -34,13 +34,13 @@ import {
   printTable,
   peakRssMb,
   processCpuSeconds,
-  ROOT,
   sleep,
   startProcess,
   sum,
   timedCallsSource,
 } from "./common.mjs";
-import { budgetSeconds, calibrate, campaignToml, readChunks, runDirectScript } from "./planted.mjs";
+import { budgetSeconds, calibrate, readChunks, runDirectScript } from "./planted.mjs";
+import { fakeSweepWorker, loadSweepWire, newCampaign, startLoggedCoordinator, waitForLog } from "./sweep-fakes.mjs";
 
 const TARGET_EFFICIENCY = 0.97;
 const TARGET_COMPLETIONS = 2000;
@@ -98,35 +98,10 @@ function options(argv) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Campaign set-up (shared by both parts)
-
-function newCampaign(dir, settings) {
-  const campaign = join(dir, "campaign");
-  mkdirSync(campaign, { recursive: true });
-  const config = join(campaign, "fuzzfleet.toml");
-  writeFileSync(
-    config,
-    campaignToml({
-      title: "distributed",
-      ...settings,
-      tail: `
-[distributed]
-bind = "127.0.0.1"
-port = 0
-lease_seconds = 120
-drain_grace_minutes = 2
-stop_grace_seconds = 20
-`,
-    }),
-  );
-  return { campaign, config, db: join(campaign, "fuzzfleet.db") };
-}
-
-// ---------------------------------------------------------------------------------------------
 // (a) efficiency: the distributed session
 
 async function runDistributed(o, env, dir, bootstrapSeeds) {
-  const c = newCampaign(dir, { jobs: o.jobs, chunkSeconds: o.chunkSeconds, bootstrapSeeds });
+  const c = newCampaign(dir, { title: "distributed", jobs: o.jobs, chunkSeconds: o.chunkSeconds, bootstrapSeeds });
   const base = [process.execPath, CLI, "--config", c.config];
   const load = loadavg()[0];
   const coord = startProcess([...base, "coordinate", "--for", `${budgetSeconds(o)}s`, "--yes", "--token", TOKEN], { cwd: c.campaign, env });
@@ -490,76 +465,40 @@ function probeWindow(probe, fromEpoch, toEpoch) {
   };
 }
 
-async function loadWireModules() {
-  const url = (p) => new URL(`file://${join(ROOT, "dist", p)}`).href;
-  const [{ dial }, { CoordinatorReply }, { handshake }] = await Promise.all([
-    import(url("net/connection.js")),
-    import(url("net/messages.js")),
-    import(url("worker/client.js")),
-  ]);
-  return { dial, CoordinatorReply, handshake };
-}
-
 /**
- * One fake worker: handshake like a real one, then want -> assign -> done immediately (rc 0, an
- * elapsed that keeps the chunk size steady) until told to drain; then poll with empty heartbeats
- * until the stop arrives and answer it with the exact token, as a real worker does.
+ * One fake worker (bench/sweep-fakes.mjs) that reports each chunk done at once (rc 0, an elapsed
+ * that keeps the chunk size steady) and times its want -> assign and done -> ack inside the window.
  */
-async function fakeWorker(wire, port, index, clock, stats, skipScratch) {
-  const conn = await wire.dial("127.0.0.1", port, 10_000);
-  await wire.handshake(conn, { token: TOKEN, jobs: 1, slots: 1, hostname: `fake-${index}` });
-  const request = (frame) => conn.request(frame, wire.CoordinatorReply, 60_000);
+function fakeWorker(wire, port, index, clock, stats, skipScratch) {
   const inWindow = (t) => t >= clock.windowStart && t < clock.windowEnd;
-  let reply = null;
-  let draining = false;
-  try {
-    for (;;) {
-      if (!draining) {
-        const tWant = performance.now();
-        reply = await request({ type: "want", slots: 1 });
-        const tAssign = performance.now();
-        if (reply.type === "assign") {
-          if (inWindow(tWant)) stats.assignMs.push(tAssign - tWant);
-          for (const ch of reply.chunks) {
-            if (!skipScratch) mkdirSync(ch.scratch_dir, { recursive: true });
-            const n = ch.seed_to - ch.seed_from + 1;
-            const tDone = performance.now();
-            reply = await request({ type: "done", chunk_id: ch.chunk_id, elapsed: n / FAKE_SEEDS_PER_SEC, rc: 0, outcome: "complete", error: null });
-            const tAck = performance.now();
-            if (reply.type !== "ack") throw new Error(`fake worker ${index}: '${reply.type}' in reply to done`);
-            if (reply.note === "recorded") {
-              stats.completions++;
-              if (inWindow(tAck)) stats.windowCompletions++;
-            } else {
-              stats.notRecorded++;
-            }
-            if (inWindow(tDone)) stats.ackMs.push(tAck - tDone);
-            if (reply.drain) draining = true;
-          }
-          continue;
-        }
-        if (reply.type === "drain") draining = true;
-        else if (reply.type === "wait") await sleep(reply.seconds * 1000);
+  return fakeSweepWorker(wire, port, {
+    token: TOKEN,
+    index,
+    idlePollMs: FAKE_IDLE_POLL_MS,
+    stats,
+    onAssign: (tWant, tAssign) => {
+      if (inWindow(tWant)) stats.assignMs.push(tAssign - tWant);
+    },
+    runChunk: async (ch, done) => {
+      if (!skipScratch) mkdirSync(ch.scratch_dir, { recursive: true });
+      const n = ch.seed_to - ch.seed_from + 1;
+      const tDone = performance.now();
+      const ack = await done(n / FAKE_SEEDS_PER_SEC);
+      const tAck = performance.now();
+      if (ack.note === "recorded") {
+        stats.completions++;
+        if (inWindow(tAck)) stats.windowCompletions++;
       } else {
-        await sleep(FAKE_IDLE_POLL_MS);
-        reply = await request({ type: "heartbeat", ids: [] });
+        stats.notRecorded++;
       }
-      if (reply.type === "stop") {
-        const bye = await request({ type: "stop_ack", token: reply.token });
-        if (bye.type !== "bye") throw new Error(`fake worker ${index}: '${bye.type}' in reply to stop_ack`);
-        stats.stopped++;
-        return;
-      }
-      if (reply.type === "refuse") throw new Error(`fake worker ${index} refused: ${reply.reason}`);
-    }
-  } finally {
-    conn.destroy();
-  }
+      if (inWindow(tDone)) stats.ackMs.push(tAck - tDone);
+    },
+  });
 }
 
 async function capacityLevel(o, wire, dir, workers) {
   mkdirSync(dir, { recursive: true });
-  const c = newCampaign(dir, { jobs: 1, chunkSeconds: 1, bootstrapSeeds: FAKE_SEEDS_PER_SEC });
+  const c = newCampaign(dir, { title: "distributed", jobs: 1, chunkSeconds: 1, bootstrapSeeds: FAKE_SEEDS_PER_SEC });
   const probePath = join(dir, "coordinator.probe.json");
   writeFileSync(`${probePath}.cjs`, PROBE_SOURCE(probePath));
   const load = loadavg()[0];
@@ -567,8 +506,8 @@ async function capacityLevel(o, wire, dir, workers) {
   const logPath = join(dir, "coordinator.log");
   const prof = o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", join(o.cpuProf, `coordinator-${workers}-workers`)] : [];
   const coordArgv = [process.execPath, ...o.nodeFlags.split(/\s+/).filter(Boolean), ...prof, "--require", `${probePath}.cjs`, CLI, "--config", c.config, "coordinate", "--for", "5m", "--yes", "--token", TOKEN];
-  const coord = startProcess(["bash", "-c", `exec "$@" >${JSON.stringify(logPath)} 2>&1`, "coordinate", ...coordArgv], { cwd: c.campaign, env: process.env });
-  const port = await waitForBanner(logPath, coord);
+  const coord = startLoggedCoordinator(logPath, coordArgv, { cwd: c.campaign, env: process.env });
+  const port = Number((await waitForLog(logPath, coord, /listening on 127\.0\.0\.1:(\d+)/))[1]);
   const clock = { windowStart: Infinity, windowEnd: Infinity };
   const stats = { completions: 0, windowCompletions: 0, notRecorded: 0, stopped: 0, ackMs: [], assignMs: [] };
   const running = [];
@@ -654,24 +593,6 @@ async function capacityLevel(o, wire, dir, workers) {
   return level;
 }
 
-/** The coordinator's profile (whole run: start-up, warm-up, window and stop), summarised. */
-async function waitForBanner(logPath, coord) {
-  const t0 = performance.now();
-  for (;;) {
-    let text = "";
-    try {
-      text = readFileSync(logPath, "utf8");
-    } catch {
-      // not created yet
-    }
-    const m = /listening on 127\.0\.0\.1:(\d+)/.exec(text);
-    if (m) return Number(m[1]);
-    if (coord.child.exitCode !== null) throw new Error(`coordinate exited before listening:\n${text}`);
-    if (performance.now() - t0 > 60_000) throw new Error(`coordinate did not listen within 60 s:\n${text}`);
-    await sleep(50);
-  }
-}
-
 function reportCapacity(result) {
   const { levels } = result;
   console.log("\n(b) capacity: fake workers (want -> assign -> done at once) against a real coordinator");
@@ -744,7 +665,7 @@ function reportCapacity(result) {
 }
 
 async function capacityPart(o, scratch) {
-  const wire = await loadWireModules();
+  const wire = await loadSweepWire();
   const order = [];
   for (let r = 0; r < o.capacityRounds; r++) order.push(...(r % 2 === 0 ? o.fakeWorkers : [...o.fakeWorkers].reverse()).map((n) => ({ n, pass: r + 1 })));
   const levels = [];
