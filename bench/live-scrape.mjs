@@ -25,8 +25,8 @@ import { request } from "node:http";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import Database from "better-sqlite3";
-import { benchmarkMain, CLI, f1, f2, int, parseOptions, percentile, printCpuProfile, printTable, processCpuSeconds, ROOT, sleep, startProcess } from "./common.mjs";
-import { campaignToml } from "./planted.mjs";
+import { benchmarkMain, CLI, f1, f2, int, parseOptions, percentile, printCpuProfile, printTable, processCpuSeconds, sleep } from "./common.mjs";
+import { fakeSweepWorker, loadSweepWire, newCampaign, startLoggedCoordinator, waitForLog } from "./sweep-fakes.mjs";
 
 const TOKEN = "live-scrape-bench-token-0123456789abcdef";
 const TARGET_RATIO = 1.1;
@@ -62,8 +62,7 @@ const o = parseOptions(
   HELP,
 );
 
-const url = (p) => new URL(`file://${join(ROOT, "dist", p)}`).href;
-const [{ dial }, { CoordinatorReply }, { handshake }] = await Promise.all([import(url("net/connection.js")), import(url("net/messages.js")), import(url("worker/client.js"))]);
+const wire = await loadSweepWire();
 
 /** Which window is running: every sample is filed under it ("none" outside the windows). */
 const clock = { kind: "none" };
@@ -71,50 +70,25 @@ const acks = { without: [], with: [] };
 const scrapes = { metrics: [], snapshot: [], errors: [] };
 
 /**
- * One fake worker: the real handshake, then want -> assign -> (pace) -> done for each chunk,
- * until told to drain; then empty heartbeats until the stop, answered with its exact token.
+ * One fake worker (bench/sweep-fakes.mjs) that "runs" each chunk for --pace-ms, then sends its
+ * done and times the done -> ack under the window it started in.
  */
-async function fakeWorker(port, index, stats) {
-  const conn = await dial("127.0.0.1", port, 10_000);
-  await handshake(conn, { token: TOKEN, jobs: 1, slots: 1, hostname: `fake-${index}` });
-  const ask = (frame) => conn.request(frame, CoordinatorReply, 60_000);
-  let draining = false;
-  try {
-    for (;;) {
-      let reply;
-      if (!draining) {
-        reply = await ask({ type: "want", slots: 1 });
-        if (reply.type === "assign") {
-          for (const ch of reply.chunks) {
-            mkdirSync(ch.scratch_dir, { recursive: true });
-            if (o.paceMs > 0) await sleep(o.paceMs);
-            const kind = clock.kind;
-            const t = performance.now();
-            reply = await ask({ type: "done", chunk_id: ch.chunk_id, elapsed: (ch.seed_to - ch.seed_from + 1) / SEEDS_PER_SEC, rc: 0, outcome: "complete", error: null });
-            if (kind !== "none" && kind === clock.kind) acks[kind].push(performance.now() - t);
-            if (reply.type !== "ack") throw new Error(`fake worker ${index}: '${reply.type}' in reply to done`);
-            if (reply.note === "recorded") stats.completions++;
-            if (reply.drain) draining = true;
-          }
-          continue;
-        }
-        if (reply.type === "drain") draining = true;
-        else if (reply.type === "wait") await sleep(reply.seconds * 1000);
-      } else {
-        await sleep(250);
-        reply = await ask({ type: "heartbeat", ids: [] });
-      }
-      if (reply.type === "stop") {
-        const bye = await ask({ type: "stop_ack", token: reply.token });
-        if (bye.type !== "bye") throw new Error(`fake worker ${index}: '${bye.type}' in reply to stop_ack`);
-        stats.stopped++;
-        return;
-      }
-      if (reply.type === "refuse") throw new Error(`fake worker ${index} refused: ${reply.reason}`);
-    }
-  } finally {
-    conn.destroy();
-  }
+function fakeWorker(port, index, stats) {
+  return fakeSweepWorker(wire, port, {
+    token: TOKEN,
+    index,
+    idlePollMs: 250,
+    stats,
+    runChunk: async (ch, done) => {
+      mkdirSync(ch.scratch_dir, { recursive: true });
+      if (o.paceMs > 0) await sleep(o.paceMs);
+      const kind = clock.kind;
+      const t = performance.now();
+      const ack = await done((ch.seed_to - ch.seed_from + 1) / SEEDS_PER_SEC);
+      if (kind !== "none" && kind === clock.kind) acks[kind].push(performance.now() - t);
+      if (ack.note === "recorded") stats.completions++;
+    },
+  });
 }
 
 /**
@@ -234,52 +208,16 @@ function forgeHistory(path, n) {
   }
 }
 
-async function waitFor(logPath, coord, re) {
-  const t0 = performance.now();
-  for (;;) {
-    let text = "";
-    try {
-      text = readFileSync(logPath, "utf8");
-    } catch {
-      // not created yet
-    }
-    const m = re.exec(text);
-    if (m) return m;
-    if (coord.child.exitCode !== null) throw new Error(`coordinate exited early:\n${text}`);
-    if (performance.now() - t0 > 60_000) throw new Error(`coordinate did not print ${re} within 60 s:\n${text}`);
-    await sleep(50);
-  }
-}
-
 benchmarkMain("live-scrape", o, async (scratch) => {
-  const campaign = join(scratch, "campaign");
-  mkdirSync(campaign, { recursive: true });
-  const config = join(campaign, "fuzzfleet.toml");
-  writeFileSync(
-    config,
-    campaignToml({
-      title: "live-scrape",
-      jobs: 1,
-      chunkSeconds: 1,
-      bootstrapSeeds: 1000,
-      tail: `
-[distributed]
-bind = "127.0.0.1"
-port = 0
-lease_seconds = 120
-drain_grace_minutes = 2
-stop_grace_seconds = 20
-`,
-    }),
-  );
+  const { campaign, config, db } = newCampaign(scratch, { title: "live-scrape", jobs: 1, chunkSeconds: 1, bootstrapSeeds: 1000 });
   if (o.chunks > 0) {
     const firstLog = join(scratch, "first-coordinator.log");
-    const first = startProcess(["bash", "-c", `exec "$@" >${JSON.stringify(firstLog)} 2>&1`, "coordinate", process.execPath, CLI, "--config", config, "coordinate", "--for", "1m", "--yes", "--token", TOKEN], { cwd: campaign, env: process.env });
-    await waitFor(firstLog, first, /listening on 127\.0\.0\.1:(\d+)/);
+    const first = startLoggedCoordinator(firstLog, [process.execPath, CLI, "--config", config, "coordinate", "--for", "1m", "--yes", "--token", TOKEN], { cwd: campaign, env: process.env });
+    await waitForLog(firstLog, first, /listening on 127\.0\.0\.1:(\d+)/);
     first.child.kill("SIGINT");
     await first.done;
     const t = performance.now();
-    forgeHistory(join(campaign, "fuzzfleet.db"), o.chunks);
+    forgeHistory(db, o.chunks);
     console.log(`  forged ${int(o.chunks)} complete chunks into the store in ${f1((performance.now() - t) / 1000)} s`);
   }
   const logPath = join(scratch, "coordinator.log");
@@ -288,11 +226,11 @@ stop_grace_seconds = 20
   const probeOut = join(scratch, "loop-probe.jsonl");
   writeFileSync(probe, PROBE_SOURCE);
   const argv = [process.execPath, ...prof, "--require", probe, CLI, "--config", config, "coordinate", "--for", "30m", "--yes", "--token", TOKEN, "--ui", "127.0.0.1:0"];
-  const coord = startProcess(["bash", "-c", `exec "$@" >${JSON.stringify(logPath)} 2>&1`, "coordinate", ...argv], { cwd: campaign, env: { ...process.env, LIVE_SCRAPE_PROBE: probeOut } });
+  const coord = startLoggedCoordinator(logPath, argv, { cwd: campaign, env: { ...process.env, LIVE_SCRAPE_PROBE: probeOut } });
   const windows = { without: [], with: [] };
   const epoch = () => performance.timeOrigin + performance.now();
-  const port = Number((await waitFor(logPath, coord, /listening on 127\.0\.0\.1:(\d+)/))[1]);
-  const base = (await waitFor(logPath, coord, /dashboard: (http:\/\/\S+\/)/))[1];
+  const port = Number((await waitForLog(logPath, coord, /listening on 127\.0\.0\.1:(\d+)/))[1]);
+  const base = (await waitForLog(logPath, coord, /dashboard: (http:\/\/\S+\/)/))[1];
   const stats = { completions: 0, stopped: 0 };
   const workers = [];
   for (let i = 0; i < o.workers; i++) workers.push(fakeWorker(port, i, stats).catch((err) => ({ error: err })));

@@ -17,12 +17,13 @@
 // Needs root for (a)'s no-shared side (unshare -m, mount). Runs against the compiled CLI:
 // `npm run build && node bench/no-shared.mjs [--help]`.
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import Database from "better-sqlite3";
 import { benchmarkMain, CLI, f0, f1, f2, f3, int, median, parseOptions, percentile, peakRssMb, printTable, ROOT, sleep, startProcess, sum } from "./common.mjs";
-import { budgetSeconds, calibrate, campaignToml } from "./planted.mjs";
+import { budgetSeconds, calibrate } from "./planted.mjs";
+import { newCampaign } from "./sweep-fakes.mjs";
 
 const TARGET_EFFICIENCY = 0.95;
 const TARGET_RSS_GROWTH_MB = 64;
@@ -62,29 +63,6 @@ function options(argv) {
   );
 }
 
-function newCampaign(dir, settings) {
-  const campaign = join(dir, "campaign");
-  mkdirSync(campaign, { recursive: true });
-  const config = join(campaign, "fuzzfleet.toml");
-  writeFileSync(
-    config,
-    campaignToml({
-      title: "no-shared",
-      jobs: 1,
-      ...settings,
-      tail: `
-[distributed]
-bind = "127.0.0.1"
-port = 0
-lease_seconds = 120
-drain_grace_minutes = 2
-stop_grace_seconds = 20
-`,
-    }),
-  );
-  return { campaign, config, db: join(campaign, "fuzzfleet.db") };
-}
-
 async function startCoordinator(c, env, seconds) {
   const coord = startProcess([process.execPath, CLI, "--config", c.config, "coordinate", "--for", `${seconds}s`, "--yes", "--token", TOKEN], { cwd: c.campaign, env });
   const port = Number((await coord.waitFor(/listening on 127\.0\.0\.1:(\d+)[^]*watch it: /, 60_000, "the coordinator to listen"))[1]);
@@ -102,7 +80,7 @@ function worker(mode, c, port, env) {
 }
 
 async function session(mode, o, env, dir, bootstrapSeeds) {
-  const c = newCampaign(dir, { chunkSeconds: o.chunkSeconds, bootstrapSeeds });
+  const c = newCampaign(dir, { title: "no-shared", jobs: 1, chunkSeconds: o.chunkSeconds, bootstrapSeeds });
   const { coord, port } = await startCoordinator(c, env, budgetSeconds(o));
   const workers = [0, 1].map(() => worker(mode, c, port, env));
   const [end, ...ends] = await Promise.all([coord.done, ...workers.map((w) => w.done)]);
@@ -197,7 +175,7 @@ async function memory(o, env, scratch) {
   const url = (p) => pathToFileURL(join(ROOT, "dist", p)).href;
   const [{ dial }, messages, { proveIdentity }] = await Promise.all([import(url("net/connection.js")), import(url("net/messages.js")), import(url("config/identity.js"))]);
   const { z } = await import("zod");
-  const c = newCampaign(join(scratch, "memory"), { chunkSeconds: 60, bootstrapSeeds: 50 });
+  const c = newCampaign(join(scratch, "memory"), { title: "no-shared", jobs: 1, chunkSeconds: 60, bootstrapSeeds: 50 });
   const { coord, port } = await startCoordinator(c, env, 300);
   const conn = await dial("127.0.0.1", port, 10_000);
   try {
