@@ -201,7 +201,10 @@ function forgeHistory(path, n) {
     const added = db.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite_%'").all().filter((r) => !SCHEMA_2.has(r.name));
     for (const r of added.filter((a) => a.type === "index")) db.exec(`DROP INDEX ${r.name}`);
     for (const r of added.filter((a) => a.type === "table")) db.exec(`DROP TABLE ${r.name}`);
-    if (db.prepare("SELECT COUNT(*) AS n FROM pragma_table_info('worker') WHERE name = 'files'").get().n > 0) db.exec("ALTER TABLE worker DROP COLUMN files");
+    // Columns later migrations added to schema-2 tables (src/store/migrations.ts).
+    for (const [table, column] of [["worker", "files"], ["failure", "last_app_build"]]) {
+      if (db.prepare(`SELECT COUNT(*) AS n FROM pragma_table_info('${table}') WHERE name = ?`).get(column).n > 0) db.exec(`ALTER TABLE ${table} DROP COLUMN ${column}`);
+    }
     db.pragma("user_version = 2");
   } finally {
     db.close();
