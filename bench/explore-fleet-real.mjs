@@ -65,8 +65,12 @@ int main(int argc, char **argv) {
 `;
 
 // driver SECONDS|-COUNT TARGET INPUT OUTDIR: runs TARGET INPUT with SYMCC_OUTPUT_DIR=OUTDIR again
-// and again, for SECONDS or COUNT runs; prints the runs and the children's CPU seconds.
-const DRIVER_C = `#include <spawn.h>
+// and again, for SECONDS or COUNT runs; prints the runs and the children's CPU seconds. Each run
+// leads its own session, as fuzzfleet starts a target: with the scheduler's autogroups (Linux,
+// sched_autogroup_enabled) a session is a group with its own share of the CPU, so on a busy
+// machine a target in the driver's session would get less than one fuzzfleet starts.
+const DRIVER_C = `#define _GNU_SOURCE
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -78,6 +82,7 @@ int main(int argc, char **argv) {
   char env0[4200]; snprintf(env0, sizeof env0, "SYMCC_OUTPUT_DIR=%s", argv[4]);
   char *envp[] = { env0, NULL };
   char *args[] = { argv[2], argv[3], NULL };
+  posix_spawnattr_t attr; posix_spawnattr_init(&attr); posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
   struct timespec a, b; clock_gettime(CLOCK_MONOTONIC, &a);
   long runs = 0;
   for (;;) {
@@ -85,7 +90,7 @@ int main(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &b);
     if (limit >= 0 && (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9 >= limit) break;
     pid_t pid; int st;
-    if (posix_spawn(&pid, argv[2], NULL, NULL, args, envp) != 0) return 3;
+    if (posix_spawn(&pid, argv[2], NULL, &attr, args, envp) != 0) return 3;
     if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return 4;
     runs++;
   }
