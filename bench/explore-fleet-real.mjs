@@ -184,10 +184,13 @@ async function exploreSide(o, fleet, dir, target, masters, workers) {
   const stats = join(dir, "stats.json");
   const common = ["-i", join(dir, "seeds"), "-o", join(dir, "corpus"), "-j", "0", "--max-idle", "1", "-t", "10", "--status-every", "0"];
   const procs = await fleet.startMasters(CLI, dir, masters, common, ["--", target.path, "@@"], { vars: process.env, rootArgs: ["--stats-json", stats] });
+  // A worker's scratch (os.tmpdir()) goes beside the campaign, on the file system --tmpdir chose:
+  // creating and removing files there is a large part of a task's cost, and it is that file system's.
+  const workerEnv = { ...process.env, TMPDIR: dir };
   const ws = [];
   for (let i = 0; i < workers; i++) {
     const { port } = procs[i % procs.length];
-    ws.push(startProcess([process.execPath, CLI, "worker", "--master", `127.0.0.1:${port}`, "--token", fleet.token, "--slots", "1", "-j", "1"], { cwd: dir, env: process.env }));
+    ws.push(startProcess([process.execPath, CLI, "worker", "--master", `127.0.0.1:${port}`, "--token", fleet.token, "--slots", "1", "-j", "1"], { cwd: dir, env: workerEnv }));
   }
   const pids = { masters: procs.map(({ proc }) => proc.pid), workers: ws.map((w) => w.pid) };
   try {
