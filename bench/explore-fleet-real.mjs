@@ -12,9 +12,10 @@
 // --slots 1 -j 1` processes split between the masters, a frontier far larger than the window
 // needs. The window opens --real-warmup seconds after the first run ends and lasts --real-window
 // seconds; then the masters are interrupted (SIGINT, exit 6). The direct side: as many loops as
-// workers (a small C driver: posix_spawn, waitpid, again), each running the target on a file,
-// counted from the same run log over a window of the same length. Within a round the two sides
-// run back to back; their order alternates from round to round.
+// workers (a small C driver: posix_spawn into a new session as fuzzfleet starts a target, waitpid,
+// again), each running the target on a file, counted from the same run log over a window of the
+// same length. Within a round the two sides run back to back; their order alternates from round to
+// round. Everything a task creates (corpus, stages, the workers' scratch) is under --tmpdir.
 //   tasks/s        runs of the target that ended inside the window / the window
 //   own CPU/task   utime + stime from /proc/<pid>/stat (a process's own threads; a reaped child's
 //                  CPU goes to cutime/cstime, so the target's is excluded) of every master and
