@@ -55,7 +55,7 @@ const HELP = `usage: node bench/explore-fleet.mjs [options]
   --real-warmup S     seconds from the first run's end to the window          default 3
   --real-window S     seconds measured; the direct loops, as long             default 10
 
-  --cpu-prof DIR      also profile the masters of one extra run at the largest worker count
+  --cpu-prof DIR      (a) also profile the masters of one extra run at the largest worker count
                       (node --cpu-prof) into DIR, and print the root's top frames; DIR/window.json
                       holds the window and its tasks (bench/cpuprofile-per-task.mjs compares two)
   --prof-masters N    masters in that profiled run                            default 1`;
