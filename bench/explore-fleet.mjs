@@ -14,30 +14,32 @@
 //                      over all committed tasks: the mean cost of a task to the master that serves it)
 //     With --base DIR (a checkout of an older commit, built), every level runs the base and this
 //     checkout alternately, so the ratio of the two is taken under the same load.
-// (b) real workers. `fuzzfleet worker --slots 1` processes running a trivial C target (one child,
-//     the input plus one byte, until the input is 14 bytes) against one master (-j 0), beside the
-//     direct-loop rate: the same number of shell loops running the target on a file, the physical
-//     limit of this machine.
-//       tasks/s        observations / (elapsed_seconds - --max-idle), from --stats-json
+// (b) real workers (bench/explore-fleet-real.mjs). `fuzzfleet worker --slots 1` processes running a
+//     C target built here that burns about --target-ms of CPU per run (0: a trivial one), against
+//     one master or two, beside as many direct loops running the target on a file:
+//       tasks/s        runs that ended in the window, per second; direct loops likewise
+//       own CPU/task   utime + stime of every master and worker (/proc; the target excluded) over
+//                      the window, per task
 //
 // Runs against the compiled CLI: `npm run build && node bench/explore-fleet.mjs [--help]`.
-import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
+import { realPart } from "./explore-fleet-real.mjs";
 import { benchmarkMain, CLI, f1, f2, median, parseOptions, printCpuProfile, printTable, ROOT, sleep, startProcess } from "./common.mjs";
 
 const TOKEN = "explore-fleet-bench-token-0123456789abcdef";
 const TARGET_TASKS_PER_SEC = 1000;
-const TARGET_REAL_RATIO = 0.8;
 
 const HELP = `usage: node bench/explore-fleet.mjs [options]
 
   --part P            capacity, real or both                                  default both
-  --workers LIST      worker counts                                           default 2,8,16
-  --masters LIST      master counts (workers are split between them)          default 1,2,3
+  --workers LIST      worker counts                            default 2,8,16 (capacity), 2,4 (real)
+  --masters LIST      master counts (workers are split between them)
+                                                               default 1,2,3 (capacity), 1,2 (real)
+  --rounds R          passes over every level, order alternating              default 1
 
  (a) capacity: fake workers, no target
   --seeds N           distinct seeds (4 random bytes each)                    default 1000
@@ -45,13 +47,15 @@ const HELP = `usage: node bench/explore-fleet.mjs [options]
   --warmup S          seconds from the first committed result to the window   default 1.5
   --window S          seconds measured                                        default 4
   --base DIR          also run the CLI of DIR (a built checkout), alternating default none
-  --rounds R          passes over every level, order alternating              default 1
 
- (b) real workers: fuzzfleet worker processes, trivial C target
-  --real-seeds N      seeds (the frontier is about 11 tasks per seed)         default 300
-  --max-idle S        the master's idle window (taken out of elapsed)         default 1
+ (b) real workers: fuzzfleet worker processes, a C target built here
+  --target-ms LIST    CPU per run of the target, calibrated on this machine;
+                      0 = the trivial target (~1 ms of process cost)           default 20,0
+  --real-length L     children grow by one byte until they are L bytes long  default 200
+  --real-warmup S     seconds from the first run's end to the window          default 3
+  --real-window S     seconds measured; the direct loops, as long             default 10
 
-  --cpu-prof DIR      also profile the masters of one extra run at the largest worker count
+  --cpu-prof DIR      (a) also profile the masters of one extra run at the largest worker count
                       (node --cpu-prof) into DIR, and print the root's top frames; DIR/window.json
                       holds the window and its tasks (bench/cpuprofile-per-task.mjs compares two)
   --prof-masters N    masters in that profiled run                            default 1`;
@@ -62,16 +66,18 @@ function options(argv) {
     argv,
     {
       part: { default: "both", choices: ["capacity", "real", "both"] },
-      workers: { default: "2,8,16", number: { min: 1, max: 256, integer: true }, list: true },
-      masters: { default: "1,2,3", number: { min: 1, max: 3, integer: true }, list: true },
+      workers: { number: { min: 1, max: 256, integer: true }, list: true },
+      masters: { number: { min: 1, max: 3, integer: true }, list: true },
       seeds: { default: "1000", number: { min: 1, integer: true } },
       length: { default: "24", number: { min: 5, max: 4096, integer: true } },
       warmup: { default: "1.5", number: { min: 0 } },
       window: { default: "4", number: { min: 0.5 } },
       base: { path: true },
       rounds: { default: "1", number: { min: 1, integer: true } },
-      "real-seeds": { default: "300", number: { min: 1, integer: true } },
-      "max-idle": { default: "1", number: { min: 0 } },
+      "target-ms": { default: "20,0", number: { min: 0, max: 10_000, integer: true }, list: true },
+      "real-length": { default: "200", number: { min: 4, max: 4000, integer: true } },
+      "real-warmup": { default: "3", number: { min: 0 } },
+      "real-window": { default: "10", number: { min: 1 } },
       "cpu-prof": { path: true },
       "prof-masters": { default: "1", number: { min: 1, max: 3, integer: true } },
     },
@@ -180,9 +186,9 @@ function writeSeeds(dir, n, bytes) {
   }
 }
 
-/** Starts `masters` masters on one corpus (a root, and submasters with their own ports). */
+/** Starts `masters` masters on one corpus (a root, and submasters with their own ports); env.rootArgs go to the root only. */
 async function startMasters(cli, dir, masters, common, target, env) {
-  const argsRoot = ["explore", ...common, "--port", "0", "--bind", "127.0.0.1", "--token", TOKEN];
+  const argsRoot = ["explore", ...common, ...(env.rootArgs ?? []), "--port", "0", "--bind", "127.0.0.1", "--token", TOKEN];
   if (masters > 1) argsRoot.push("--masters", String(masters));
   const root = startProcess([process.execPath, ...(env.cpuProf ? [`--cpu-prof`, `--cpu-prof-dir=${env.cpuProf}`] : []), cli, ...argsRoot, ...target], { cwd: dir, env: env.vars });
   const port = Number((await root.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 60_000, "the root to listen"))[1]);
@@ -320,75 +326,14 @@ async function capacityPart(o, scratch) {
   return { runs, verdict, profile: profile ? { self: profile.self.slice(0, 15), inclusive: profile.inclusive.slice(0, 15) } : null };
 }
 
-// ---- (b) real workers -----------------------------------------------------------------------
-
-const TRIVIAL_C = `#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-int main(int argc, char **argv) {
-  char buf[64]; size_t n = 0; FILE *f = fopen(argv[1], "rb"); if (!f) return 1;
-  n = fread(buf, 1, sizeof buf - 1, f); fclose(f);
-  if (n >= 14) return 0;
-  const char *out = getenv("SYMCC_OUTPUT_DIR"); if (!out) return 0;
-  char path[4096]; snprintf(path, sizeof path, "%s/child", out);
-  FILE *g = fopen(path, "wb"); if (!g) return 1;
-  buf[n] = 'a'; fwrite(buf, 1, n + 1, g); fclose(g); return 0;
-}
-`;
-
-function buildTarget(dir) {
-  writeFileSync(join(dir, "trivial.c"), TRIVIAL_C);
-  const r = spawnSync("cc", ["-O2", "-o", join(dir, "trivial"), join(dir, "trivial.c")], { encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`cc failed: ${r.stderr}`);
-  return join(dir, "trivial");
-}
-
-/** `loops` shell loops running the target on a 4-byte file for `seconds`; runs per second in total. */
-async function directLoops(dir, target, loops, seconds) {
-  writeFileSync(join(dir, "direct-input"), "abcd");
-  const script = `SECONDS=0; n=0; mkdir -p "$2"; while (( SECONDS < ${Math.ceil(seconds)} )); do SYMCC_OUTPUT_DIR="$2" "$1" "$3"; n=$((n+1)); done; echo $n`;
-  const procs = [];
-  for (let i = 0; i < loops; i++) procs.push(startProcess(["bash", "-c", script, "loop", target, join(dir, `direct-out-${i}`), join(dir, "direct-input")], { cwd: dir, env: process.env }));
-  const ends = await Promise.all(procs.map((p) => p.done));
-  const runs = procs.reduce((a, p) => a + Number(p.output().trim()), 0);
-  return runs / Math.max(...ends.map((e) => e.seconds));
-}
-
-async function realLevel(o, dir, target, workers) {
-  mkdirSync(dir, { recursive: true });
-  writeSeeds(join(dir, "seeds"), o.realSeeds, 3);
-  const stats = join(dir, "stats.json");
-  const common = ["-i", join(dir, "seeds"), "-o", join(dir, "corpus"), "-j", "0", "--max-idle", String(o.maxIdle), "-t", "20", "--stats-json", stats];
-  const [{ proc: master, port }] = await startMasters(CLI, dir, 1, common, ["--", target, "@@"], { vars: process.env });
-  const ws = [];
-  for (let i = 0; i < workers; i++) ws.push(startProcess([process.execPath, CLI, "worker", "--master", `127.0.0.1:${port}`, "--token", TOKEN, "--slots", "1", "-j", "1"], { cwd: dir, env: process.env }));
-  const end = await master.done;
-  await Promise.all(ws.map((w) => w.done));
-  if (end.code !== 0) throw new Error(`master exited ${end.code ?? end.signal}:\n${master.output()}`);
-  const s = JSON.parse(readFileSync(stats, "utf8"));
-  return { observations: s.observations, tasksPerSec: s.observations / (s.elapsed_seconds - o.maxIdle) };
-}
-
-async function realPart(o, scratch) {
-  const dir = join(scratch, "real");
-  mkdirSync(dir, { recursive: true });
-  const target = buildTarget(dir);
-  const rows = [];
-  for (const w of o.workers) {
-    const load = loadavg()[0];
-    const real = await realLevel(o, join(dir, `w${w}`), target, w);
-    const direct = await directLoops(dir, target, w, 3);
-    rows.push({ workers: w, loadBefore: load, ...real, directPerSec: direct, ratio: real.tasksPerSec / direct });
-    console.log(`  ${w} worker(s): ${f1(real.tasksPerSec)} tasks/s, direct loops ${f1(direct)} runs/s, ratio ${f2(real.tasksPerSec / direct)}`);
-  }
-  console.log("\n(b) real workers (fuzzfleet worker --slots 1, trivial C target) vs direct loops of the target");
-  printTable([["workers", "observations", "tasks/s", "direct runs/s", "ratio", "load before"], ...rows.map((r) => [r.workers, r.observations, f1(r.tasksPerSec), f1(r.directPerSec), f2(r.ratio), f2(r.loadBefore)])]);
-  return { rows, target: TARGET_REAL_RATIO };
-}
-
 const o = options(process.argv.slice(2));
+// --workers and --masters name each part's levels; unset, each part takes its own.
+o.realWorkers = o.workers ?? [2, 4];
+o.realMasters = o.masters ?? [1, 2];
+o.workers ??= [2, 8, 16];
+o.masters ??= [1, 2, 3];
 benchmarkMain("explore-fleet", o, async (scratch) => ({
   root: ROOT,
   capacity: o.part !== "real" ? await capacityPart(o, scratch) : undefined,
-  real: o.part !== "capacity" ? await realPart(o, scratch) : undefined,
+  real: o.part !== "capacity" ? await realPart(o, scratch, { startMasters, writeSeeds, token: TOKEN }) : undefined,
 }));
