@@ -129,6 +129,12 @@ export class PinnedDir {
     return { dev: st.dev, ino: st.ino };
   }
 
+  /** The directory's own stat, in nanoseconds: its mtime and ctime change when a name in it is added, removed or renamed. */
+  stats(): { mtimeNs: bigint; ctimeNs: bigint; size: bigint } {
+    const st = fstatSync(this.fd, { bigint: true });
+    return { mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, size: st.size };
+  }
+
   /** The subdirectory `name`, which must be a real directory; `shown` names it in messages. */
   openDir(name: string, shown = this.shownEntry(name)): PinnedDir {
     const path = this.entry(name);

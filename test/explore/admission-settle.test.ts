@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, it } from "node:test";
 import { DEFAULT_BUDGETS } from "../../src/explore/defaults.ts";
-import { InputAdmission, SETTLE_MS } from "../../src/explore/master/admission.ts";
+import { InputAdmission, RELIST_MS, SETTLE_MS } from "../../src/explore/master/admission.ts";
 import type { ExploreMaster } from "../../src/explore/master/master.ts";
 import { ExploreDir, loneMaster } from "../helpers/explore.ts";
 import { scratchDirs, sha256 } from "../helpers/scratch.ts";
@@ -214,5 +214,78 @@ describe("explore on a producer's queue", () => {
     } finally {
       d.cleanup();
     }
+  });
+});
+
+describe("an input directory that did not change is not listed every second", () => {
+  function quietDir(): { inputDir: string; corpusDir: string; clock: { t: number }; a: InputAdmission; admitted: string[] } {
+    const dir = freshDir();
+    const inputDir = join(dir, "in");
+    const corpusDir = join(dir, "corpus");
+    mkdirSync(inputDir);
+    mkdirSync(corpusDir);
+    for (const name of ["a", "b"]) {
+      writeFileSync(join(inputDir, name), `seed ${name}\n`);
+      utimesSync(join(inputDir, name), OLD, OLD);
+    }
+    // The directory itself unchanged for an hour: a listing of it may stand for the next scans.
+    utimesSync(inputDir, OLD, OLD);
+    const clock = { t: 0 };
+    const admitted: string[] = [];
+    const a = new InputAdmission({
+      inputDir,
+      corpusDir,
+      budgets: DEFAULT_BUDGETS,
+      everyoneOwns: true,
+      owns: () => true,
+      admit: (hash) => (admitted.push(hash), true),
+      counters: { refusedInputs: 0, lateInputs: 0, symlinkedInputs: 0 },
+      log: () => {},
+      problem: (m) => assert.fail(m),
+      integrity: (m) => assert.fail(m),
+      now: () => clock.t,
+    });
+    return { inputDir, corpusDir, clock, a, admitted };
+  }
+
+  /** Rewrites `name` in place (the directory's names and stamp stay as they were) with an old mtime: settled at first sight. */
+  function rewriteInPlace(inputDir: string, name: string, text: string): void {
+    writeFileSync(join(inputDir, name), text);
+    utimesSync(join(inputDir, name), OLD, OLD);
+  }
+
+  it("a file rewritten in place under an admitted name is found by the listing RELIST_MS later, not by the scans between", () => {
+    const { inputDir, clock, a, admitted } = quietDir();
+    assert.equal(a.scan(256), 2);
+    rewriteInPlace(inputDir, "a", "seed a, rewritten\n");
+    clock.t += 1000;
+    assert.equal(a.scan(256), 0, "the directory's stamp is unchanged: not listed");
+    clock.t += RELIST_MS - 1001;
+    assert.equal(a.scan(256), 0);
+    clock.t += 1;
+    assert.equal(a.scan(256), 1, "listed again RELIST_MS after the last listing");
+    assert.deepEqual(admitted.at(-1), sha256("seed a, rewritten\n"));
+  });
+
+  it("a name added is found by the next scan, and a listing of a directory changed just before it is not trusted", () => {
+    const { inputDir, clock, a, admitted } = quietDir();
+    assert.equal(a.scan(256), 2);
+    writeFileSync(join(inputDir, "c"), "seed c\n");
+    utimesSync(join(inputDir, "c"), OLD, OLD);
+    clock.t += 1000;
+    assert.equal(a.scan(256), 1, "a new name changes the directory's stamp");
+    // The directory changed moments ago: the next scan lists it again, and so sees a rewrite in place.
+    rewriteInPlace(inputDir, "b", "seed b, rewritten\n");
+    clock.t += 1000;
+    assert.equal(a.scan(256), 1);
+    assert.deepEqual(admitted.slice(2), [sha256("seed c\n"), sha256("seed b, rewritten\n")]);
+  });
+
+  it("an admission with no limit (the quiescence refresh) always lists", () => {
+    const { inputDir, clock, a } = quietDir();
+    assert.equal(a.scan(256), 2);
+    rewriteInPlace(inputDir, "a", "seed a, once more\n");
+    clock.t += 1;
+    assert.equal(a.scan(Number.POSITIVE_INFINITY), 1);
   });
 });

@@ -17,6 +17,13 @@
 // apart (the monotonic clock) found the same size, mtime and inode. A file still settling is work
 // in sight: the master is not idle while one waits (ExploreMaster.idle), so no campaign ends and
 // no quiescence vote passes before it is admitted, and no scan ever blocks the loop to wait.
+//
+// Listing a directory of thousands of files costs an lstat each, every second. A directory whose
+// own mtime and ctime are what they were at the last listing has the same names (a name added,
+// removed or renamed changes them), so it is not listed again while nothing in it settles, for
+// at most RELIST_MS: a file rewritten in place under an admitted name is found by that listing.
+// A listing is trusted this way only when the directory had not changed for SETTLE_MS before it:
+// a name added within the same tick of the file system's clock leaves the mtime as it was.
 import type { Budgets } from "../defaults.ts";
 import { PinnedDir, type DirIdentity, type EntryKind } from "../../files/pinned-dir.ts";
 import { FileProblem, IntegrityError, listRegularFiles, publishFile } from "../state/corpus.ts";
@@ -24,6 +31,8 @@ import { hashFile, type FileIdentity } from "../state/stable-read.ts";
 
 /** How long a file must stay the same (or be old already) before it is admitted. */
 export const SETTLE_MS = 500;
+/** An unchanged input directory is listed again at least this often (a file rewritten in place). */
+export const RELIST_MS = 10_000;
 
 export interface AdmissionOptions {
   /** One input directory, or several (each admitted, none dropped). */
@@ -62,6 +71,8 @@ class InputSource {
   readonly refusedNames = new Set<string>();
   /** Name -> the identity a listing found and when (monotonic ms), for files still settling. */
   readonly settling = new Map<string, { key: string; since: number }>();
+  /** The directory's stamp at a listing that may stand for the next ones, and when (monotonic ms). */
+  listed: { stamp: string; at: number } | null = null;
 
   constructor(readonly path: string) {}
 }
@@ -97,6 +108,10 @@ export class InputAdmission {
     return this.o.settleMs ?? SETTLE_MS;
   }
 
+  private wallNow(): number {
+    return (this.o.wallNow ?? Date.now)();
+  }
+
   private now(): number {
     return (this.o.now ?? performance.now.bind(performance))();
   }
@@ -119,14 +134,20 @@ export class InputAdmission {
         this.backlog = [];
         this.backlogNext = 0;
         for (const [source, dir] of pins) {
+          const now = this.now();
+          const stamp = dirStamp(dir);
+          if (limit !== Number.POSITIVE_INFINITY && source.settling.size === 0 && source.listed?.stamp === stamp.key && now - source.listed.at < RELIST_MS) continue;
           let files: ReturnType<typeof listRegularFiles>;
           try {
             files = this.listInputs(source, dir);
           } catch (err) {
+            source.listed = null;
             this.o.problem(`cannot read the input directory ${source.path}: ${(err as Error).message}`);
             continue;
           }
-          this.sift(source, files, this.now());
+          const quiet = this.wallNow() - stamp.changedMs >= this.settleMs;
+          source.listed = quiet ? { stamp: stamp.key, at: now } : null;
+          this.sift(source, files, now);
         }
       }
       let added = 0;
@@ -171,7 +192,7 @@ export class InputAdmission {
     const before = source.settling.get(name);
     if (before?.key === key) {
       if (now - before.since < this.settleMs) return false;
-    } else if (identity.size === 0 || (this.o.wallNow ?? Date.now)() - identity.mtimeMs < this.settleMs) {
+    } else if (identity.size === 0 || this.wallNow() - identity.mtimeMs < this.settleMs) {
       source.settling.set(name, { key, since: now });
       return false;
     }
@@ -307,4 +328,10 @@ function refusedKind(kind: Exclude<EntryKind, "file" | "directory">): string {
 
 function identityKey(i: FileIdentity): string {
   return `${i.dev}:${i.ino}:${i.size}:${i.mtimeMs}:${i.ctimeMs}`;
+}
+
+/** What a listing of `dir` is valid for (its mtime, ctime and size), and when a name in it last changed (its mtime, wall-clock ms). */
+function dirStamp(dir: PinnedDir): { key: string; changedMs: number } {
+  const st = dir.stats();
+  return { key: `${st.mtimeNs}:${st.ctimeNs}:${st.size}`, changedMs: Number(st.mtimeNs / 1_000_000n) };
 }
