@@ -94,12 +94,16 @@ function isDir(path: string): boolean {
  * short, so the coordinator books nothing of it.
  */
 export async function* putFrames(unit: number, outbox: Outbox, pieceBytes: number): AsyncGenerator<PutFrame> {
-  const buf = Buffer.allocUnsafe(Math.max(1, pieceBytes));
+  const pieceMax = Math.max(1, pieceBytes);
+  // Sized by the largest file read from disk, not by the piece: a fresh MiB per unit of small
+  // files kept the garbage collector busy.
+  let buf: Buffer | null = null;
   for (const file of outbox.files) {
     if (file.bytes !== undefined) {
-      yield* heldFrames(unit, file, file.bytes, buf.length);
+      yield* heldFrames(unit, file, file.bytes, pieceMax);
       continue;
     }
+    if (buf === null || buf.length < Math.min(pieceMax, file.size)) buf = Buffer.allocUnsafe(Math.max(1, Math.min(pieceMax, file.size)));
     // Read in place, not in libuv's pool: a piece is at most 1 MiB, and a hop through the pool per
     // open, read and close costs a small file more than its bytes on a busy host.
     const fd = openSync(file.abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
