@@ -50,7 +50,7 @@ const HELP = `usage: node bench/explore-no-shared.mjs [options]
   --real-seeds N      seeds (the frontier is about 11 tasks per seed)         default 200
   --max-idle S        the master's idle window (taken out of elapsed)         default 1
   --target-ms N       CPU the target burns per run, in ms (0: none)           default 0
-  --cpu-prof DIR      profile the master and the workers of each level into DIR/<level>/
+  --cpu-prof DIR      profile the master (and the real workers) of each level into DIR/<level>/
                       (outside the bench's scratch: no-shared workers cannot see that)`;
 
 function options(argv) {
@@ -178,10 +178,11 @@ async function startMaster(dir, common, target, prof = []) {
   return { proc, port };
 }
 
-async function fakeLevel(o, wire, dir, workers, mode) {
+async function fakeLevel(o, wire, dir, workers, mode, level) {
   mkdirSync(dir, { recursive: true });
   writeSeeds(join(dir, "seeds"), o.seeds, 4);
-  const { proc, port } = await startMaster(dir, ["-i", join(dir, "seeds"), "-o", join(dir, "corpus"), "-j", "0", "--max-idle", "30", "-t", "20"], ["/bin/true", "@@"]);
+  const prof = o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", join(resolve(o.cpuProf), level, "master")] : [];
+  const { proc, port } = await startMaster(dir, ["-i", join(dir, "seeds"), "-o", join(dir, "corpus"), "-j", "0", "--max-idle", "30", "-t", "20"], ["/bin/true", "@@"], prof);
   let started;
   const firstResult = new Promise((r) => (started = r));
   const clock = {
@@ -350,7 +351,7 @@ benchmarkMain("explore-no-shared", o, async (scratch) => {
   if (o.part !== "real") {
     const wire = await loadWire();
     console.log("(a) fake workers: shared vs no-shared, one master, no target");
-    out.fake = await part("fake", o, scratch, (dir, w, mode) => fakeLevel(o, wire, dir, w, mode));
+    out.fake = await part("fake", o, scratch, (dir, w, mode, level) => fakeLevel(o, wire, dir, w, mode, level));
   }
   if (o.part !== "fake") {
     console.log("(b) real workers (fuzzfleet worker --slots 1, trivial C target): shared vs no-shared (unshare -m)");
