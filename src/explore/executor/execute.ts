@@ -1,8 +1,9 @@
 // One explore task, worker side (used by remote workers and by the master's local slots alike):
-// copy the assigned input while hashing it (or write the bytes that came with the task), run the target on it the way SymCC runs targets,
-// stage its children in a hidden per-result directory under their hash names, and describe all
-// of it in a TaskResult (task.ts; a remote worker sends it on as a frame). Nothing here writes the public corpus; the master verifies and
-// promotes after the parent passed its commit fence. The target may replace anything in its scratch
+// copy the assigned input while hashing it (or write the bytes that came with the task), run the
+// target on it the way SymCC runs targets, stage its children in a hidden per-result directory
+// under their hash names (or hand them to the setup's own stager), and describe all of it in a
+// TaskResult (task.ts; a remote worker sends it on as a frame). Nothing here writes the public
+// corpus; the master verifies and promotes after the parent passed its commit fence. The target may replace anything in its scratch
 // directory with a symlink: after a run, the executor reaches the scratch only through the pin it
 // opened when it created it, so nothing is read, copied or removed through such a link.
 // The target's output (stdout and stderr) goes to a file in the scratch directory; a run that
