@@ -6,11 +6,13 @@
 //
 // In the shared directory a task's input is read from the corpus and its children are staged in
 // the directory the master named in `welcome`. Without it (the welcome's `transfer` terms), the
-// worker runs the target from its own working directory, a task's input comes with the task
-// (inline, or fetched piece by piece before the task starts: prepare), is written to a private
-// inbox and then copied and re-hashed by executeTask like a corpus file (bytes that are not the
-// task's hash are not executed); the children are staged privately and sent in `put` frames
-// before the result (outbox), then removed.
+// worker runs the target from its own working directory, and a task's input comes with the task:
+// inline (kept in memory until its run, which writes it straight into the run's input file and
+// hashes it there), or fetched piece by piece before the task starts (prepare) into a private inbox
+// and then copied and re-hashed like a corpus file. Either way bytes that are not the task's hash
+// are not executed. The children are sent in `put` frames before the result (outbox): a small
+// result straight from memory (read once from the target's output directory), a larger one from a
+// private stage on disk, removed once sent.
 import { closeSync, constants, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,7 +23,8 @@ import { describeFinding } from "../explore/state/findings.ts";
 import type { Task } from "../explore/task.ts";
 import type { CoordinatorReplyT, ExploreSetupT, FetchFrame, Frame, PieceFrame, PutFrame, RefuseFrame, ResultFrame, TaskItemT, TransferTermsT } from "../net/messages.ts";
 import type { UnitRunner } from "./loop.ts";
-import { putFrames, type Outbox } from "./transfer.ts";
+import { holdOutputs, putFrames, type HeldStage, type Outbox } from "./transfer.ts";
+import { stageOutputs } from "../explore/state/staging.ts";
 
 /** How a worker without the shared directory runs: from its own working directory, sending its files under these terms. */
 export interface ExploreTransfer {
@@ -29,11 +32,21 @@ export interface ExploreTransfer {
   terms: TransferTermsT;
 }
 
+/**
+ * Results up to this many bytes are held in memory until sent (each slot holds at most one): a
+ * stage on disk costs a small result a directory and a file made, read back and removed.
+ */
+export const HELD_RESULT_BYTES = 256 * 1024;
+
 export class ExploreRunner implements UnitRunner<Task> {
   private readonly setup: ExecuteSetup;
   private readonly scratchRoot: string;
-  /** The stage of each task that reported children, until the master took them. */
-  private readonly staged = new Map<number, string>();
+  /** The stage of each task that reported children (a directory, or held in memory), until the master took them. */
+  private readonly staged = new Map<number, string | HeldStage>();
+  /** Inline inputs of the tasks received and not yet run (bounded by the task frame's inline cap). */
+  private readonly inputs = new Map<number, Buffer>();
+  /** Stages held in memory by the runs in progress, by stage id, until their run reports. */
+  private readonly held = new Map<string, HeldStage>();
 
   constructor(
     x: ExploreSetupT,
@@ -49,7 +62,13 @@ export class ExploreRunner implements UnitRunner<Task> {
       const stages = join(this.scratchRoot, "stages");
       mkdirSync(inbox);
       mkdirSync(stages);
-      this.setup = { ...s, corpusDir: inbox, stageRoot: stages, targetCwd: transfer.workDir, scratchRoot: join(this.scratchRoot, "run") };
+      const stage: ExecuteSetup["stage"] = (root, outputs, budgets) => {
+        if (outputs.totalBytes > HELD_RESULT_BYTES) return stageOutputs(root, outputs, budgets);
+        const held = holdOutputs(outputs, budgets);
+        this.held.set(held.stageId, held);
+        return held;
+      };
+      this.setup = { ...s, corpusDir: inbox, stageRoot: stages, targetCwd: transfer.workDir, scratchRoot: join(this.scratchRoot, "run"), stage };
       mkdirSync(this.setup.scratchRoot);
     }
   }
@@ -59,9 +78,9 @@ export class ExploreRunner implements UnitRunner<Task> {
   }
 
   /**
-   * Without the shared directory: writes each task's input into the private inbox, from the task
-   * itself or fetched piece by piece (one piece in memory at a time). An input the master no
-   * longer serves is left out: the run then reports that it found none.
+   * Without the shared directory: keeps each inline input for its run, and writes each input too
+   * large to come inline into the private inbox, fetched piece by piece (one piece in memory at a
+   * time). An input the master no longer serves is left out: the run then reports that it found none.
    */
   async prepare(reply: CoordinatorReplyT, request: (f: FetchFrame) => Promise<PieceFrame | RefuseFrame>): Promise<void> {
     if (this.transfer === null || reply.type !== "task") return;
@@ -70,17 +89,15 @@ export class ExploreRunner implements UnitRunner<Task> {
 
   private async receiveInput(t: TaskItemT, request: (f: FetchFrame) => Promise<PieceFrame | RefuseFrame>): Promise<void> {
     if (!t.input) return;
+    if (t.input.data !== null) {
+      this.inputs.set(t.task_id, Buffer.from(t.input.data, "base64"));
+      return;
+    }
     const path = join(this.setup.corpusDir, t.hash);
     rmSync(path, { force: true });
     const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     let complete = false;
     try {
-      if (t.input.data !== null) {
-        const bytes = Buffer.from(t.input.data, "base64");
-        writeSync(fd, bytes, 0, bytes.length, 0);
-        complete = true;
-        return;
-      }
       // Never more than a run may read: a larger input fails its run as over the input budget would.
       const size = Math.min(t.input.size, this.setup.budgets.maxInputBytes + 1);
       let offset = 0;
@@ -109,9 +126,13 @@ export class ExploreRunner implements UnitRunner<Task> {
   }
 
   async run(t: Task, signal: AbortSignal): Promise<Frame> {
-    const r = await executeTask(t, this.setup, signal);
-    if (this.transfer !== null) rmSync(join(this.setup.corpusDir, t.hash), { force: true });
-    if (r.stagingId) this.staged.set(t.id, join(this.setup.stageRoot, r.stagingId));
+    const input = this.inputs.get(t.id);
+    this.inputs.delete(t.id);
+    const r = await executeTask(t, this.setup, signal, input);
+    if (this.transfer !== null && input === undefined) rmSync(join(this.setup.corpusDir, t.hash), { force: true });
+    const held = this.held.get(r.stagingId);
+    this.held.delete(r.stagingId);
+    if (r.stagingId) this.staged.set(t.id, held ?? join(this.setup.stageRoot, r.stagingId));
     if (r.finding) this.log(`  task ${t.id}: ${describeFinding(r.finding)}`);
     return resultFrame(r);
   }
@@ -120,8 +141,15 @@ export class ExploreRunner implements UnitRunner<Task> {
   outbox(id: number): AsyncIterable<PutFrame> | null {
     const stage = this.transfer === null ? undefined : this.staged.get(id);
     if (stage === undefined) return null;
-    const stageId = stage.slice(stage.lastIndexOf("/") + 1);
     const outbox: Outbox = { files: [], bytes: 0, wrote: "results", skipped: 0 };
+    if (typeof stage !== "string") {
+      for (const [hash, bytes] of [...stage.files].sort(([a], [b]) => (a < b ? -1 : 1))) {
+        outbox.files.push({ rel: `${stage.stageId}/${hash}`, abs: "", size: bytes.length, bytes });
+        outbox.bytes += bytes.length;
+      }
+      return putFrames(id, outbox, this.transfer!.terms.piece_bytes);
+    }
+    const stageId = stage.slice(stage.lastIndexOf("/") + 1);
     for (const name of readdirSync(stage).sort()) {
       const size = lstatSync(join(stage, name)).size;
       outbox.files.push({ rel: `${stageId}/${name}`, abs: join(stage, name), size });
@@ -141,7 +169,9 @@ export class ExploreRunner implements UnitRunner<Task> {
 
   cleanup(t: Task): void {
     const stage = this.staged.get(t.id);
-    if (stage) rmSync(stage, { recursive: true, force: true });
+    if (typeof stage === "string") rmSync(stage, { recursive: true, force: true });
+    this.staged.delete(t.id);
+    this.inputs.delete(t.id);
   }
 
   /** The private scratch root; removed when the worker ends. */

@@ -22,16 +22,16 @@ function whole(unit: number, data: Buffer): PutFrame {
   return piece(unit, data, 0, data.length, sha256(data), true);
 }
 
-test("children sent in pieces land whole in the stage under their hash names, and settle against exactly the declared set", () => {
+test("children sent in pieces land whole in the stage under their hash names, and settle against exactly the declared set", async () => {
   const root = freshDir();
   const landing = new ChildLanding(root, BUDGETS);
   const a = Buffer.from("first child, in three pieces\n");
   const b = Buffer.from("");
   const name = sha256(a);
-  assert.equal(landing.put(piece(7, a.subarray(0, 10), 0, a.length, name, false)), null);
-  assert.equal(landing.put(piece(7, a.subarray(10, 20), 10, a.length, name, false)), null);
-  assert.equal(landing.put(piece(7, a.subarray(20), 20, a.length, name, true)), null);
-  assert.equal(landing.put(whole(7, b)), null, "an empty child is one piece");
+  assert.equal(await landing.put(piece(7, a.subarray(0, 10), 0, a.length, name, false)), null);
+  assert.equal(await landing.put(piece(7, a.subarray(10, 20), 10, a.length, name, false)), null);
+  assert.equal(await landing.put(piece(7, a.subarray(20), 20, a.length, name, true)), null);
+  assert.equal(await landing.put(whole(7, b)), null, "an empty child is one piece");
   assert.deepEqual(readdirSync(join(root, STAGE)).sort(), [name, sha256(b)].sort());
   assert.deepEqual(readFileSync(join(root, STAGE, name)), a);
   assert.equal(landing.settle(7, STAGE, [name, sha256(b), name]), null, "duplicates in the result name one file");
@@ -39,7 +39,7 @@ test("children sent in pieces land whole in the stage under their hash names, an
   assert.ok(existsSync(join(root, STAGE)), "a settled stage stays for the master's verification");
 });
 
-test("a piece out of order, a child sent twice, a digest before the end, bytes past the size or not canonical base64 are refused and what landed is removed", () => {
+test("a piece out of order, a child sent twice, a digest before the end, bytes past the size or not canonical base64 are refused and what landed is removed", async () => {
   const a = Buffer.from("some child bytes\n");
   const name = sha256(a);
   const cases: [string, PutFrame[], RegExp][] = [
@@ -56,7 +56,8 @@ test("a piece out of order, a child sent twice, a digest before the end, bytes p
   for (const [what, frames, reason] of cases) {
     const root = freshDir();
     const landing = new ChildLanding(root, BUDGETS);
-    const answers = frames.map((f) => landing.put(f));
+    const answers: (string | null)[] = [];
+    for (const f of frames) answers.push(await landing.put(f));
     const refused = answers.at(-1);
     assert.ok(refused, `${what}: the last piece is refused`);
     assert.match(refused, reason, what);
@@ -66,7 +67,7 @@ test("a piece out of order, a child sent twice, a digest before the end, bytes p
   }
 });
 
-test("a result that does not name exactly what landed is refused, and the stage removed", () => {
+test("a result that does not name exactly what landed is refused, and the stage removed", async () => {
   const a = Buffer.from("child a\n");
   const b = Buffer.from("child b\n");
   const cases: [string, PutFrame[], string, string[], RegExp][] = [
@@ -80,7 +81,7 @@ test("a result that does not name exactly what landed is refused, and the stage 
   for (const [what, frames, stageId, declared, reason] of cases) {
     const root = freshDir();
     const landing = new ChildLanding(root, BUDGETS);
-    for (const f of frames) assert.equal(landing.put(f), null, what);
+    for (const f of frames) assert.equal(await landing.put(f), null, what);
     assert.match(landing.settle(1, stageId, declared) ?? "", reason, what);
     assert.deepEqual(readdirSync(root), [], `${what}: the stage is removed`);
   }
@@ -89,12 +90,12 @@ test("a result that does not name exactly what landed is refused, and the stage 
   assert.equal(landing.settle(1, "", []), null, "a result without children, with nothing sent, is fine");
 });
 
-test("a worker gone mid-transfer: dropAll removes every stage landing, a half-written child included", () => {
+test("a worker gone mid-transfer: dropAll removes every stage landing, a half-written child included", async () => {
   const root = freshDir();
   const landing = new ChildLanding(root, BUDGETS);
   const a = Buffer.from("child a\n");
-  assert.equal(landing.put(piece(1, a.subarray(0, 3), 0, a.length, sha256(a), false)), null);
-  assert.equal(landing.put({ ...whole(2, a), path: `${"ef".repeat(16)}/${sha256(a)}` }), null);
+  assert.equal(await landing.put(piece(1, a.subarray(0, 3), 0, a.length, sha256(a), false)), null);
+  assert.equal(await landing.put({ ...whole(2, a), path: `${"ef".repeat(16)}/${sha256(a)}` }), null);
   assert.equal(readdirSync(root).length, 2);
   landing.dropAll();
   assert.deepEqual(readdirSync(root), []);

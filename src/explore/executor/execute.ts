@@ -1,21 +1,24 @@
 // One explore task, worker side (used by remote workers and by the master's local slots alike):
-// copy the assigned input while hashing it, run the target on it the way SymCC runs targets,
-// stage its children in a hidden per-result directory under their hash names, and describe all
-// of it in a TaskResult (task.ts; a remote worker sends it on as a frame). Nothing here writes the public corpus; the master verifies and
-// promotes after the parent passed its commit fence. The target may replace anything in its scratch
+// copy the assigned input while hashing it (or write the bytes that came with the task), run the
+// target on it the way SymCC runs targets, stage its children in a hidden per-result directory
+// under their hash names (or hand them to the setup's own stager), and describe all of it in a
+// TaskResult (task.ts; a remote worker sends it on as a frame). Nothing here writes the public
+// corpus; the master verifies and promotes after the parent passed its commit fence. The target may replace anything in its scratch
 // directory with a symlink: after a run, the executor reaches the scratch only through the pin it
 // opened when it created it, so nothing is read, copied or removed through such a link.
 // The target's output (stdout and stderr) goes to a file in the scratch directory; a run that
 // crashed or hung reports its finding with the tail of that output (state/findings.ts).
-import { closeSync, constants, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, rmdirSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { closeSync, constants, fchmodSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
 import { runChild } from "../../exec/run-child.ts";
 import { childEnvironment } from "../../exec/secrets.ts";
 import { PinnedDir, type DirIdentity } from "../../files/pinned-dir.ts";
-import { copyHashing, FileProblem, type Budgets } from "../state/corpus.ts";
+import { copyHashing, currentCorpusMode, FileProblem, type Budgets } from "../state/corpus.ts";
+import { writeFully } from "../../files/write.ts";
 import { lstatOrNull } from "../state/durable.ts";
 import { simulateMutants, seededRandom } from "./simulate.ts";
-import { BudgetError, collectOutputs, stageOutputs } from "../state/staging.ts";
+import { BudgetError, collectOutputs, stageOutputs, type CollectedOutputs } from "../state/staging.ts";
 import { classifyRun, TAIL_BYTES } from "../state/findings.ts";
 import type { Task, TaskResult } from "../task.ts";
 
@@ -34,6 +37,12 @@ export interface ExecuteSetup {
   /** Private scratch space of this executor (inputs, raw outputs, logs). */
   scratchRoot: string;
   killGraceMs?: number;
+  /**
+   * Stages a run's children instead of stageOutputs under stageRoot (same contract: the stage id,
+   * one hash per output, the bytes; BudgetError when a budget breaks). A worker without the shared
+   * directory keeps small results in memory until it has sent them.
+   */
+  stage?: (stageRoot: string, outputs: CollectedOutputs, budgets: Budgets) => { stageId: string; hashes: string[]; stagedBytes: number };
 }
 
 // Scratch directories are reused from task to task, and so is the input copy in each: creating
@@ -161,7 +170,38 @@ function takeOutput(scratch: Scratch, want: boolean): string {
   }
 }
 
-export async function executeTask(task: Task, s: ExecuteSetup, signal: AbortSignal): Promise<TaskResult> {
+/**
+ * Writes an input that came with its task (a worker without the shared directory) straight into
+ * the run's input file, hashing the bytes in memory: no file of its own to create and remove per
+ * task. The name is reached through the pin and opened without following a symlink.
+ */
+function writeInput(scratch: Scratch, bytes: Uint8Array, maxBytes: number): { hash: string; size: number } {
+  if (bytes.length > maxBytes) {
+    throw new FileProblem("too-large", "the task's input", `the task's input holds ${bytes.length} bytes, above the limit of ${maxBytes}; raise the byte budget`, {
+      observed: bytes.length,
+      limit: maxBytes,
+      detail: `larger than ${maxBytes} bytes`,
+    });
+  }
+  const hash = createHash("sha256").update(bytes).digest("hex");
+  const fd = openSync(scratch.pin.entry("input"), constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  try {
+    // Exactly the corpus mode, as a copied input gets it: a reused file keeps whatever it had.
+    fchmodSync(fd, currentCorpusMode());
+    writeFully(fd, bytes);
+    ftruncateSync(fd, bytes.length);
+  } finally {
+    closeSync(fd);
+  }
+  return { hash, size: bytes.length };
+}
+
+/**
+ * Runs `task`. Its input is read from the corpus (copied while hashed), or, when `input` is given
+ * (the bytes that came with the task), written from memory; either way bytes that do not hash to
+ * the task's name are reported and never executed.
+ */
+export async function executeTask(task: Task, s: ExecuteSetup, signal: AbortSignal, input?: Uint8Array): Promise<TaskResult> {
   const base: TaskResult = {
     taskId: task.id,
     fence: task.fence,
@@ -183,7 +223,10 @@ export async function executeTask(task: Task, s: ExecuteSetup, signal: AbortSign
   try {
     let copied: { hash: string; size: number };
     try {
-      copied = copyHashing(join(s.corpusDir, task.hash), scratch.pin.entry("input"), { maxBytes: s.budgets.maxInputBytes, durable: false, reuse: true });
+      copied =
+        input === undefined
+          ? copyHashing(join(s.corpusDir, task.hash), scratch.pin.entry("input"), { maxBytes: s.budgets.maxInputBytes, durable: false, reuse: true })
+          : writeInput(scratch, input, s.budgets.maxInputBytes);
     } catch (err) {
       if (err instanceof FileProblem && err.problem === "too-large") {
         return { ...base, failure: "input-budget-exceeded", budget: { resource: "input-bytes", observed: err.observed ?? 0, limit: err.limit ?? s.budgets.maxInputBytes }, detail: err.message };
@@ -192,7 +235,8 @@ export async function executeTask(task: Task, s: ExecuteSetup, signal: AbortSign
     }
     if (copied.hash !== task.hash) {
       // The bytes behind the name are not the assigned content: report them, do not execute.
-      return { ...base, inputHash: copied.hash, failure: "input-copy-error", detail: "the corpus file's content does not match its name" };
+      const what = input === undefined ? "the corpus file's content" : "the input sent with the task";
+      return { ...base, inputHash: copied.hash, failure: "input-copy-error", detail: `${what} does not match its name` };
     }
     const withInput = { ...base, inputHash: copied.hash };
     // A file left by an earlier target under the output's name must not receive this run's output.
@@ -229,7 +273,7 @@ export async function executeTask(task: Task, s: ExecuteSetup, signal: AbortSign
         outputs = collectOutputs(out, s.budgets);
       }
       if (outputs.files.length === 0) return ran;
-      const staged = stageOutputs(s.stageRoot, outputs, s.budgets);
+      const staged = (s.stage ?? stageOutputs)(s.stageRoot, outputs, s.budgets);
       return { ...ran, children: staged.hashes, generated: staged.hashes.length, stagedBytes: staged.stagedBytes, stagingId: staged.stageId };
     } catch (err) {
       if (err instanceof BudgetError) {

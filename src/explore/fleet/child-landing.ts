@@ -10,18 +10,34 @@
 // campaign's budgets (--max-children, --max-result-bytes) are refused at once, with the reason,
 // and what landed of that task is removed. One piece is in memory at a time, whatever a child weighs.
 //
+// The checks are made on the loop, the file system calls (make the stage, create, write, close)
+// in libuv's pool: on a busy disk a directory or a file made here waits a millisecond or more for
+// the journal or the parent directory, and on the loop that wait would hold up every other
+// worker's frames. A put is answered once its piece is written; a connection's frames are handled
+// one after another, so no two calls for one task ever overlap.
+//
 // Per task: (nothing) --first put--> landing a file --last piece, digest right--> between files
 //           --result naming exactly the files landed--> settled (the stage is the master's now)
 //           any refusal, the task taken back, the worker gone --> dropped (the stage removed)
 import { createHash, type Hash } from "node:crypto";
-import { closeSync, constants, mkdirSync, openSync, rmSync, writeSync } from "node:fs";
+import { close, closeSync, constants, mkdir, open, rmSync, write } from "node:fs";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { formatInt } from "../../config/format.ts";
 import { printable } from "../../core/log-lines.ts";
 import type { PutFrame } from "../../net/messages.ts";
 import type { Budgets } from "../state/corpus.ts";
 
 const PUT_PATH = /^([0-9a-f]{32})\/([0-9a-f]{64})$/;
+
+const mkdirAsync = promisify(mkdir);
+const openAsync = promisify(open);
+const writeAsync = promisify(write);
+const closeAsync = promisify(close);
+
+async function writeAll(fd: number, bytes: Buffer, position: number): Promise<void> {
+  for (let off = 0; off < bytes.length; ) off += (await writeAsync(fd, bytes, off, bytes.length - off, position + off)).bytesWritten;
+}
 
 interface LandingFile {
   hash: string;
@@ -48,14 +64,14 @@ export class ChildLanding {
     private readonly budgets: Budgets,
   ) {}
 
-  /** Lands one piece; returns why it is refused (the task's landing is then dropped), or null. */
-  put(f: PutFrame): string | null {
-    const problem = this.land(f);
+  /** Lands one piece; resolves with why it is refused (the task's landing is then dropped), or null. */
+  async put(f: PutFrame): Promise<string | null> {
+    const problem = await this.land(f);
     if (problem !== null) this.drop(f.unit);
     return problem;
   }
 
-  private land(f: PutFrame): string | null {
+  private async land(f: PutFrame): Promise<string | null> {
     const m = PUT_PATH.exec(f.path);
     if (!m) return `path '${printable(f.path, { max: 120 })}' is not '<staging id>/<child hash>' (32 and 64 lowercase hex)`;
     const [, stageId, hash] = m as unknown as [string, string, string];
@@ -63,7 +79,7 @@ export class ChildLanding {
     if (task === undefined) {
       const dir = join(this.executorRoot, stageId);
       try {
-        mkdirSync(dir, { mode: 0o700 });
+        await mkdirAsync(dir, { mode: 0o700 });
       } catch (err) {
         return `stage ${stageId} cannot be made (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); a stage id is used once`;
       }
@@ -80,7 +96,7 @@ export class ChildLanding {
       if (task.bytes + f.size > this.budgets.maxResultBytes) return `more than ${formatInt(this.budgets.maxResultBytes)} bytes of children (--max-result-bytes)`;
       let fd: number;
       try {
-        fd = openSync(join(task.dir, hash), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+        fd = await openAsync(join(task.dir, hash), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
       } catch (err) {
         return `${hash} cannot be written here (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
       }
@@ -94,15 +110,18 @@ export class ChildLanding {
     if (bytes.toString("base64") !== f.data) return `a piece of ${hash} is not canonical base64`;
     if (file.received + bytes.length > file.size) return `${hash} is longer than its declared ${formatInt(file.size)} bytes`;
     if (bytes.length === 0 && file.size > 0) return `an empty piece of ${hash} before its end`;
-    writeSync(file.fd, bytes, 0, bytes.length, file.received);
     file.digest.update(bytes);
+    const last = file.received + bytes.length === file.size;
+    if (!last && f.sha256 !== null) return `${hash} names its SHA-256 before its last piece`;
+    const actual = last ? file.digest.digest("hex") : "";
+    // The digest is checked before a byte is written: a wrong last piece costs no write.
+    if (last && f.sha256 !== hash) return `${hash} came with SHA-256 ${f.sha256 ?? "(none)"}: a child's digest is its name`;
+    if (last && actual !== hash) return `the bytes sent as ${hash} hash to ${actual}`;
+    await writeAll(file.fd, bytes, file.received);
     file.received += bytes.length;
-    if (file.received < file.size) return f.sha256 === null ? null : `${hash} names its SHA-256 before its last piece`;
-    const actual = file.digest.digest("hex");
-    closeSync(file.fd);
+    if (!last) return null;
     task.current = null;
-    if (f.sha256 !== hash) return `${hash} came with SHA-256 ${f.sha256 ?? "(none)"}: a child's digest is its name`;
-    if (actual !== hash) return `the bytes sent as ${hash} hash to ${actual}`;
+    await closeAsync(file.fd);
     task.done.add(hash);
     return null;
   }

@@ -219,7 +219,7 @@ export class ExploreWorkerProtocol implements WorkProtocol<ExploreWorker> {
       w.landing!.drop(put.unit);
       return { type: "ack", drain, known: null, note: "not held" };
     }
-    const problem = w.landing!.put(put);
+    const problem = await w.landing!.put(put);
     if (problem !== null) return this.refuseFiles(w, `files of task ${put.unit} refused: ${problem}`);
     return { type: "ack", drain, known: null, note: null };
   }
