@@ -16,7 +16,7 @@ import { checksAnnounced, FIXTURE, longestCheck, requireRuntime, runDirect, runF
 const FREEZE_MS = SOLVER_TIMEOUT_US / 1000 + 500;
 // A stop can land after the check it aims at has ended (a check takes a few ms): that check is
 // frozen again, up to this many times in all.
-const ATTEMPTS = 3;
+const ATTEMPTS = 5;
 
 interface Frozen {
   input: string;
