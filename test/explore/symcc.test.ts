@@ -2,17 +2,18 @@
 // exhaustion: the exact counts of a plain serial breadth-first exploration (its README), the two
 // planted crashes and the hang found under three distinct signatures, carry-over to a second
 // campaign, and the same counts with two masters. Needs Debian's libz3-4.
+//
+// The target's children depend on its input only while no solver check outlives QSYM's wall-clock
+// timeout (fixture README): a count that differs says which of that and a fuzzfleet miscount it was.
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { ROOT } from "../helpers/campaign.ts";
 import { ExploreDir } from "../helpers/explore.ts";
 import type { ExploreStats } from "../../src/explore/command/stats.ts";
+import { FIXTURE, longestCheck, requireRuntime, runDirect, SOLVER_TIMEOUT_US, TARGET } from "./symcc-fixture.ts";
 
-const FIXTURE = join(ROOT, "test/fixtures/symcc");
-const TARGET = join(FIXTURE, "tlv-symcc");
 const TOKEN = "symcc-test-token-0123456789";
 // The README's reference figures.
 const RUNS = 2450;
@@ -20,13 +21,8 @@ const GENERATED = 7471;
 // Longer than any ordinary run on a loaded machine; the hang costs one of them.
 const RUN_ARGS = ["-t", "10", "--max-idle", "1"];
 const LIMIT_MS = 30 * 60_000;
-
-function requireRuntime(): void {
-  const ldd = spawnSync("ldd", [TARGET], { encoding: "utf8" });
-  assert.equal(ldd.status, 0, `ldd ${TARGET} failed: ${ldd.stderr}`);
-  assert.doesNotMatch(ldd.stdout, /libz3\.so\.4 => not found/, "the SymCC fixture needs Z3's library: install it with `apt-get install -y libz3-4`");
-  assert.match(ldd.stdout, /libsymcc-rt\.so => \S*test\/fixtures\/symcc\/libsymcc-rt\.so/, "tlv-symcc must load the runtime beside it");
-}
+// SHA-256 of the reference exploration's unique contents: their hashes, sorted, one per line.
+const REFERENCE_CONTENTS = "6056fb5c5f6f243cf291c0d5d7d9716f27f2b7017af833175be0a2aca535d301";
 
 function seeded(): ExploreDir {
   const e = new ExploreDir();
@@ -38,6 +34,37 @@ function seeded(): ExploreDir {
 function context(s: ExploreStats, stdout: string): string {
   const scalars = Object.fromEntries(Object.entries(s).filter(([, v]) => typeof v !== "object" || v === null));
   return `${JSON.stringify(scalars)}\nfindings: ${JSON.stringify(s.findings.groups)}\n${stdout.slice(-4000)}`;
+}
+
+/**
+ * Why the campaign's counts differ from the reference, from what outlives it: whether it explored
+ * the reference's contents, what the target writes when run directly on each of them (the sum
+ * fuzzfleet must have counted if every run wrote what a direct one does), and every finding with
+ * the longest solver check its output tail shows (a run the timeout killed may have had one that
+ * timed out, and written other children).
+ */
+function explainCounts(e: ExploreDir, s: ExploreStats): string {
+  const contents = e.corpusFiles();
+  const digest = createHash("sha256").update(contents.map((h) => `${h}\n`).join("")).digest("hex");
+  let direct = 0;
+  const timedOut: string[] = [];
+  for (const h of contents) {
+    const r = runDirect(join(e.corpus, h), join(e.dir, "direct-out"));
+    direct += r.children.length;
+    if (longestCheck(r.log) >= SOLVER_TIMEOUT_US) timedOut.push(h);
+  }
+  const findings = s.findings.inputs.map((f) => `${f.kind} ${f.input_hash.slice(0, 12)} signal ${f.signal} longest solver check ${(longestCheck(f.stderr_tail) / 1e6).toFixed(3)} s`);
+  return [
+    `the campaign's ${contents.length} contents ${digest === REFERENCE_CONTENTS ? "are" : "are NOT"} the reference's`,
+    `run directly on each of them, the target writes ${direct} children (the campaign counted ${s.generated}); direct runs with a solver check >= 10 s: ${timedOut.length ? timedOut.join(", ") : "none"}`,
+    `findings: ${findings.join("; ")}`,
+  ].join("\n");
+}
+
+/** Nothing when the counts are the reference's; else every figure of the campaign and what explains the difference. */
+function whyCountsDiffer(e: ExploreDir, s: ExploreStats, output: string): string {
+  if (s.observations === RUNS && s.generated === GENERATED) return "";
+  return `${context(s, output)}\n${explainCounts(e, s)}`;
 }
 
 /** The planted bugs: one SIGABRT, one SIGSEGV, one hang, each its own signature. */
@@ -61,8 +88,9 @@ test("tlv-symcc explored to exhaustion: the reference counts, two crashes and a 
     const r = e.run(["-j", "2", ...RUN_ARGS], [TARGET, "@@"], {}, LIMIT_MS);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     const s = e.stats();
-    assert.equal(s.observations, RUNS, context(s, r.stdout));
-    assert.equal(s.generated, GENERATED, context(s, r.stdout));
+    const why = whyCountsDiffer(e, s, r.stdout);
+    assert.equal(s.observations, RUNS, why);
+    assert.equal(s.generated, GENERATED, why);
     assert.equal(s.external_inputs, 2);
     assert.equal(s.interesting, RUNS - 2);
     assert.equal(s.redundant, GENERATED - (RUNS - 2));
@@ -94,8 +122,9 @@ test("tlv-symcc with two masters: the same counts, split between them, and the s
     assert.equal(a.code, 0, root.output());
     assert.equal(b.code, 0, sub.output());
     const s = e.stats();
-    assert.equal(s.observations, RUNS, context(s, root.output()));
-    assert.equal(s.generated, GENERATED, context(s, root.output()));
+    const why = whyCountsDiffer(e, s, root.output());
+    assert.equal(s.observations, RUNS, why);
+    assert.equal(s.generated, GENERATED, why);
     assert.equal(s.masters, 2);
     assert.ok((s.by_master["0"] ?? 0) > 0 && (s.by_master["1"] ?? 0) > 0, `both masters committed: ${JSON.stringify(s.by_master)}`);
     checkFindings(s);
