@@ -17,7 +17,7 @@ import { problem, type Problem } from "../../core/problems.ts";
 /** Frames of the final rounds, as the wire schemas checked them, by the rank they came from. */
 export type Inbox = { rank: number; frame: FromPeerT | FromRootT }[];
 
-function ownStats(master: ExploreMaster, late: number, executors: ExecutorCounts): MasterStats {
+export function ownStats(master: ExploreMaster, late: number, executors: ExecutorCounts): MasterStats {
   const c = master.counters;
   const served = master.leaseTable.partition !== null ? servedCounts(master) : { observations: c.observations, generated: c.generated };
   return { ...served, interesting: c.claimedChildren, external: master.external.size, late, ...executors };
@@ -26,9 +26,11 @@ function ownStats(master: ExploreMaster, late: number, executors: ExecutorCounts
 /**
  * With partitioned shares a master reports the done records of the shares it serves (its own and
  * those it took over): shares are disjoint, so the sum over the masters counts each commit once,
- * a lost master's included.
+ * a lost master's included. The shares are renewed first: a master that stalled past its lease
+ * and has not noticed yet that another took its share over must not count that share too.
  */
 function servedCounts(master: ExploreMaster): { observations: number; generated: number } {
+  master.heartbeat();
   let observations = 0;
   let generated = 0;
   for (const r of master.leaseTable.snapshot()) {
