@@ -70,24 +70,26 @@ describe("input admission waits for files to settle", () => {
   });
 });
 
+/** An admission of `inputDir` on the monotonic clock `clock`, and the hashes it admitted. */
+function admission(inputDir: string, corpusDir: string, clock: { t: number }): { a: InputAdmission; admitted: string[] } {
+  const admitted: string[] = [];
+  const a = new InputAdmission({
+    inputDir,
+    corpusDir,
+    budgets: DEFAULT_BUDGETS,
+    everyoneOwns: true,
+    owns: () => true,
+    admit: (hash) => (admitted.push(hash), true),
+    counters: { refusedInputs: 0, lateInputs: 0, symlinkedInputs: 0 },
+    log: () => {},
+    problem: (m) => assert.fail(m),
+    integrity: (m) => assert.fail(m),
+    now: () => clock.t,
+  });
+  return { a, admitted };
+}
+
 describe("the settle rule on the scan's monotonic clock", () => {
-  function admission(inputDir: string, corpusDir: string, clock: { t: number }): { a: InputAdmission; admitted: string[] } {
-    const admitted: string[] = [];
-    const a = new InputAdmission({
-      inputDir,
-      corpusDir,
-      budgets: DEFAULT_BUDGETS,
-      everyoneOwns: true,
-      owns: () => true,
-      admit: (hash) => (admitted.push(hash), true),
-      counters: { refusedInputs: 0, lateInputs: 0, symlinkedInputs: 0 },
-      log: () => {},
-      problem: (m) => assert.fail(m),
-      integrity: (m) => assert.fail(m),
-      now: () => clock.t,
-    });
-    return { a, admitted };
-  }
 
   it("a fresh file waits, counted as settling, until a look the settle time after the first finds it the same", () => {
     const { inputDir, corpusDir } = setup();
@@ -231,20 +233,7 @@ describe("an input directory that did not change is not listed every second", ()
     // The directory itself unchanged for an hour: a listing of it may stand for the next scans.
     utimesSync(inputDir, OLD, OLD);
     const clock = { t: 0 };
-    const admitted: string[] = [];
-    const a = new InputAdmission({
-      inputDir,
-      corpusDir,
-      budgets: DEFAULT_BUDGETS,
-      everyoneOwns: true,
-      owns: () => true,
-      admit: (hash) => (admitted.push(hash), true),
-      counters: { refusedInputs: 0, lateInputs: 0, symlinkedInputs: 0 },
-      log: () => {},
-      problem: (m) => assert.fail(m),
-      integrity: (m) => assert.fail(m),
-      now: () => clock.t,
-    });
+    const { a, admitted } = admission(inputDir, corpusDir, clock);
     return { inputDir, corpusDir, clock, a, admitted };
   }
 

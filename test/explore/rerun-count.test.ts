@@ -6,50 +6,23 @@
 // by a second table on the same directory, the clock is injected; both runs are real executions
 // (simulate mode, whose children depend only on the input).
 import assert from "node:assert/strict";
-import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { test } from "node:test";
-import { owner } from "../../src/core/rendezvous.ts";
 import { computeStats } from "../../src/explore/command/stats.ts";
-import { DEFAULT_BUDGETS } from "../../src/explore/defaults.ts";
-import { executeTask, type ExecuteSetup } from "../../src/explore/executor/execute.ts";
+import { executeTask } from "../../src/explore/executor/execute.ts";
 import { LeaseTable } from "../../src/explore/state/lease-table.ts";
 import type { TaskResult } from "../../src/explore/task.ts";
-import { loneMaster } from "../helpers/explore.ts";
-import { scratchDirs, sha256 } from "../helpers/scratch.ts";
+import { scratchDirs } from "../helpers/scratch.ts";
+import { ownedSeedMaster } from "./owned-seed.ts";
 
 const { freshDir } = scratchDirs("rerun-count");
 const TTL = 60_000;
 
 async function twiceRun(order: "lost-first" | "current-first"): Promise<void> {
-  const dir = freshDir();
-  const inputDir = join(dir, "in");
-  const corpusDir = join(dir, "corpus");
-  mkdirSync(inputDir);
-  mkdirSync(corpusDir);
-  // A content rank 0 owns, so that it claims it.
-  let n = 0;
-  while (owner(sha256(`seed ${n}\n`), [0, 1]) !== 0) n++;
-  writeFileSync(join(inputDir, "seed"), `seed ${n}\n`);
-  const old = new Date(Date.now() - 3600_000);
-  utimesSync(join(inputDir, "seed"), old, old);
-  let clock = Date.now();
-  const leasesRoot = join(dir, "leases");
-  const leases = new LeaseTable({ root: leasesRoot, durability: "fence" });
-  const master = loneMaster({ dir, corpusDir, inputDir }, { leases, ranks: [0, 1], leaseTtlMs: TTL, wallNow: () => clock });
+  const { corpusDir, leasesRoot, leases, master, clock, setup } = ownedSeedMaster(freshDir(), TTL);
   assert.equal(master.admitInputs(), 1);
   const first = master.nextTask("local-0");
   assert.ok(first);
 
-  const setup = (slot: string): ExecuteSetup => ({
-    corpusDir,
-    stageRoot: master.stageRoot(slot),
-    target: ["/bin/true", "@@"],
-    targetCwd: dir,
-    simulate: true,
-    budgets: DEFAULT_BUDGETS,
-    scratchRoot: join(dir, "scratch", slot),
-  });
   const signal = new AbortController().signal;
   const r1: TaskResult = await executeTask(first, setup("local-0"), signal);
   assert.equal(r1.failure, null);
@@ -59,17 +32,17 @@ async function twiceRun(order: "lost-first" | "current-first"): Promise<void> {
   // another master (as on a file system that drops a stalled holder's lock with its lease), which
   // runs the input again under a new fence and dies in turn; the first master's heartbeat finds
   // its share, and so its fence, lost.
-  clock += TTL + 1;
+  clock.now += TTL + 1;
   const other = new LeaseTable({ root: leasesRoot, durability: "fence" });
-  other.takePartition({ rank: 1, ranks: [0, 1], holder: "other-master", epoch: "e", ttlMs: TTL, wallNow: () => clock, needLockFree: false });
+  other.takePartition({ rank: 1, ranks: [0, 1], holder: "other-master", epoch: "e", ttlMs: TTL, wallNow: () => clock.now, needLockFree: false });
   assert.deepEqual(other.takeOverShares().map((t) => [t.kind, t.rank]), [["taken", 0]]);
   const record = other.snapshot().find((r) => r.id === first.hash);
   assert.ok(record);
-  assert.ok(other.claim(first.hash, record.payload, "other-master", { now: clock, ttlMs: 0, worker: 1 }));
+  assert.ok(other.claim(first.hash, record.payload, "other-master", { now: clock.now, ttlMs: 0, worker: 1 }));
   other.partition!.abandon();
   master.heartbeat();
   assert.equal(master.counters.lostLeases, 1);
-  clock += TTL + 1;
+  clock.now += TTL + 1;
   assert.equal(master.recoverExpired(), 1, "the lapsed lease is taken back under a new fence");
   const second = master.nextTask("local-1");
   assert.ok(second);

@@ -4,51 +4,30 @@
 // each of those commits twice. Masters of one campaign on one lease directory, the clock injected;
 // the run is a real execution (simulate mode).
 import assert from "node:assert/strict";
-import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { test } from "node:test";
-import { owner } from "../../src/core/rendezvous.ts";
-import { DEFAULT_BUDGETS } from "../../src/explore/defaults.ts";
 import { executeTask } from "../../src/explore/executor/execute.ts";
 import { ownStats } from "../../src/explore/fleet/stats-round.ts";
 import { LeaseTable } from "../../src/explore/state/lease-table.ts";
-import { loneMaster } from "../helpers/explore.ts";
-import { scratchDirs, sha256 } from "../helpers/scratch.ts";
+import { scratchDirs } from "../helpers/scratch.ts";
+import { ownedSeedMaster } from "./owned-seed.ts";
 
 const { freshDir } = scratchDirs("stats-after-stall");
 const TTL = 60_000;
 const NO_EXECUTORS = { local_slots: 0, remote_workers: 0 };
 
 test("a master woken from a stall after its share was taken over reports none of that share's commits; the taker reports them once", async () => {
-  const dir = freshDir();
-  const inputDir = join(dir, "in");
-  const corpusDir = join(dir, "corpus");
-  mkdirSync(inputDir);
-  mkdirSync(corpusDir);
-  let n = 0;
-  while (owner(sha256(`seed ${n}\n`), [0, 1]) !== 0) n++;
-  writeFileSync(join(inputDir, "seed"), `seed ${n}\n`);
-  const old = new Date(Date.now() - 3600_000);
-  utimesSync(join(inputDir, "seed"), old, old);
-  let clock = Date.now();
-  const leasesRoot = join(dir, "leases");
-  const leases = new LeaseTable({ root: leasesRoot, durability: "fence" });
-  const master = loneMaster({ dir, corpusDir, inputDir }, { leases, ranks: [0, 1], leaseTtlMs: TTL, wallNow: () => clock });
+  const { leasesRoot, master, clock, setup } = ownedSeedMaster(freshDir(), TTL);
   assert.equal(master.admitInputs(), 1);
   const task = master.nextTask("local-0");
   assert.ok(task);
-  const r = await executeTask(
-    task,
-    { corpusDir, stageRoot: master.stageRoot("local-0"), target: ["/bin/true", "@@"], targetCwd: dir, simulate: true, budgets: DEFAULT_BUDGETS, scratchRoot: join(dir, "scratch") },
-    new AbortController().signal,
-  );
+  const r = await executeTask(task, setup("local-0"), new AbortController().signal);
   master.consumeResult("local-0", r);
   assert.equal(ownStats(master, 0, NO_EXECUTORS).observations, 1, "the commit is counted by the master that serves its share");
 
   // The master stalls past its lease; another takes its share over (the lease directory alone says so).
-  clock += TTL + 1;
+  clock.now += TTL + 1;
   const other = new LeaseTable({ root: leasesRoot, durability: "fence" });
-  other.takePartition({ rank: 1, ranks: [0, 1], holder: "other-master", epoch: "e", ttlMs: TTL, wallNow: () => clock, needLockFree: false });
+  other.takePartition({ rank: 1, ranks: [0, 1], holder: "other-master", epoch: "e", ttlMs: TTL, wallNow: () => clock.now, needLockFree: false });
   assert.deepEqual(other.takeOverShares().map((t) => [t.kind, t.rank]), [["taken", 0]]);
   const takerCounts = other.snapshot().filter((rec) => rec.status === "done" && rec.commit && rec.commit.worker !== "budget").length;
   assert.equal(takerCounts, 1, "the taker serves the commit now");
