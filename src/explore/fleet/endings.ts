@@ -79,6 +79,12 @@ export class IdleWindow implements Ending {
       return null;
     }
     if (now - this.idleSince >= this.maxIdleMs) {
+      // And a fresh rescan last: between two listings an unchanged input directory is not read
+      // (admission.ts), and a file rewritten in place meanwhile must not be left behind.
+      if (this.master.refresh()) {
+        this.idleSince = null;
+        return null;
+      }
       this.log(`no more inputs after ${((now - this.idleSince) / 1000).toFixed(3)}s (limit ${this.maxIdleMs / 1000}s)`);
       return "idle";
     }
