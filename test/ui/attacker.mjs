@@ -7,7 +7,8 @@
 //   --sse M   M Server-Sent-Event attempts: each asks for /events with no credential and holds the
 //             connection open; a connection the server closes is opened again.
 //   --reopen-ms T  how long a closed socket waits before it is opened again (default 0: at once).
-// Prints `ready` once every socket was opened once; on SIGTERM prints one JSON line with what
+// Prints `ready` once every socket was opened once, `slow-closed` when the server first closes a
+// slow socket; on SIGTERM prints one JSON line with what
 // the server did to it (closes, the slow sockets' lifetimes, answers by status) and exits 0.
 import { connect } from "node:net";
 import { parseArgs } from "node:util";
@@ -61,7 +62,8 @@ function open(kind, onOpen) {
     sockets.delete(socket);
     clearInterval(timer);
     if (kind === "slow" && opened) {
-      stats.slowClosed++;
+      // The first one closed is said at once, so that a test can wait on it.
+      if (stats.slowClosed++ === 0) process.stdout.write("slow-closed\n");
       stats.slowLifetimesMs.push(Math.round(performance.now() - at));
     } else if (opened) stats.sseClosed++;
     if (!opened) onOpen?.();

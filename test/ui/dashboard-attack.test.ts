@@ -156,6 +156,10 @@ describe("the dashboard off loopback", () => {
         assert.ok(Date.now() < end, `the owner's event stream received ${snapshots} snapshots in 60 s (status ${streamStatus})`);
       }
       events.destroy();
+      // A slow socket is closed by its 10 s deadline (or pushed out by newer ones): wait for the first.
+      for (const end = Date.now() + 60_000; !/^slow-closed$/m.test(said); await new Promise((r) => setTimeout(r, 50))) {
+        assert.ok(Date.now() < end && attacker.exitCode === null, `no slow socket was closed within 60 s: ${said}`);
+      }
       for (const [who, answers] of Object.entries({ bearer, cookie: cookied, "new connections": fresh })) {
         assert.deepEqual(answers.filter((a) => a.status !== 200), [], `${who}: every request answered 200`);
       }
