@@ -101,3 +101,20 @@ test("a worker gone mid-transfer: dropAll removes every stage landing, a half-wr
   assert.deepEqual(readdirSync(root), []);
   assert.equal(landing.landing, 0);
 });
+
+test("a worker gone while a piece is being written: the landing is removed once the piece is written, nothing is made again after it, no descriptor is left", async () => {
+  const root = freshDir();
+  const landing = new ChildLanding(root, BUDGETS);
+  const fds = () => readdirSync("/proc/self/fd").length;
+  const before = fds();
+  const a = Buffer.from("child a, landing when its worker goes\n");
+  // The piece's stage is made and its file written in libuv's pool; the worker goes meanwhile.
+  const landed = landing.put(whole(1, a));
+  landing.dropAll();
+  assert.equal(await landed, null);
+  // The removal ran after the piece: nothing of the task is left, not even a stage made after it.
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(readdirSync(root), []);
+  assert.equal(landing.landing, 0);
+  assert.equal(fds(), before, "the child's descriptor was closed once, by its own landing");
+});

@@ -58,6 +58,9 @@ interface LandingTask {
 export class ChildLanding {
   private readonly tasks = new Map<number, LandingTask>();
 
+  /** The piece being landed, if any: a connection's pieces come one after another. */
+  private inFlight: Promise<string | null> | null = null;
+
   /** `executorRoot`: this worker's staging directory (the master created it, and nobody else writes it). */
   constructor(
     private readonly executorRoot: string,
@@ -66,8 +69,15 @@ export class ChildLanding {
 
   /** Lands one piece; resolves with why it is refused (the task's landing is then dropped), or null. */
   async put(f: PutFrame): Promise<string | null> {
-    const problem = await this.land(f);
-    if (problem !== null) this.drop(f.unit);
+    const run = this.land(f);
+    this.inFlight = run;
+    let problem: string | null;
+    try {
+      problem = await run;
+    } finally {
+      if (this.inFlight === run) this.inFlight = null;
+    }
+    if (problem !== null) this.dropNow(f.unit);
     return problem;
   }
 
@@ -139,19 +149,37 @@ export class ChildLanding {
     return problem;
   }
 
-  /** Removes what landed of `taskId` (refused, taken back, or its worker gone). */
+  /**
+   * Removes what landed of `taskId` (refused, taken back, or its worker gone): at once, or once a
+   * piece under way in the pool is written (its descriptor must not be closed under it, nor its
+   * stage made again after the removal).
+   */
   drop(taskId: number): void {
+    this.whenIdle(() => this.dropNow(taskId));
+  }
+
+  /** The worker is gone: nothing it was sending is kept (its tasks run again, their children are sent again). */
+  dropAll(): void {
+    this.whenIdle(() => {
+      for (const id of [...this.tasks.keys()]) this.dropNow(id);
+    });
+  }
+
+  private whenIdle(fn: () => void): void {
+    if (this.inFlight === null) fn();
+    else {
+      const again = () => this.whenIdle(fn);
+      void this.inFlight.then(again, again);
+    }
+  }
+
+  private dropNow(taskId: number): void {
     const task = this.tasks.get(taskId);
     if (task === undefined) return;
     this.tasks.delete(taskId);
     if (task.current) closeSync(task.current.fd);
     // The master made this directory and only it writes there (the worker has no file access here).
     rmSync(task.dir, { recursive: true, force: true });
-  }
-
-  /** The worker is gone: nothing it was sending is kept (its tasks run again, their children are sent again). */
-  dropAll(): void {
-    for (const id of [...this.tasks.keys()]) this.drop(id);
   }
 
   /** Tasks with files landed or landing, for tests. */
