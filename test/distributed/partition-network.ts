@@ -24,6 +24,20 @@ export interface OwnNetwork {
   remove(): void;
 }
 
+/**
+ * Namespaces (and their host ends) left by a test process that is gone — a run stopped by a
+ * signal never reached its `remove()` — so that their addresses cannot clash with a new one's.
+ */
+function removeOrphans(): void {
+  const listed = spawnSync("ip", ["netns", "list"], { encoding: "utf8" });
+  for (const m of (listed.stdout ?? "").matchAll(/^ffpart((\d+)x\d+)\b/gm)) {
+    const [, tag, pid] = m as unknown as [string, string, string];
+    if (existsSync(`/proc/${pid}`)) continue;
+    spawnSync("ip", ["link", "del", `ffph${tag}`.slice(0, 15)]);
+    spawnSync("ip", ["netns", "del", `ffpart${tag}`]);
+  }
+}
+
 function ip(...args: string[]): void {
   const r = spawnSync("ip", args, { encoding: "utf8" });
   assert.equal(r.status, 0, `ip ${args.join(" ")}: ${r.stderr}`);
@@ -34,8 +48,9 @@ function ip(...args: string[]): void {
  * namespace at 10.`second`.N.2 (each test file its own `second`, so files run side by side never clash).
  */
 export function ownNetwork(second = 232): OwnNetwork {
+  if (made === 0) removeOrphans();
   const n = 1 + ((process.pid + made) % 250);
-  const tag = `${process.pid}${made++}`;
+  const tag = `${process.pid}x${made++}`;
   const ns = `ffpart${tag}`;
   const [outer, inner] = [`ffph${tag}`.slice(0, 15), `ffpn${tag}`.slice(0, 15)];
   const host = `10.${second}.${n}.1`;
