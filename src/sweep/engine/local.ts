@@ -11,6 +11,7 @@
 // interrupted and its finds wait for a later session.
 import { runChild } from "../../exec/run-child.ts";
 import type { CommitQueue } from "./commit-queue.ts";
+import type { Assignment } from "./sweep-types.ts";
 import type { EngineMark, SweepEngine, WorkerView } from "./sweep-engine.ts";
 
 export async function runLocal(engine: SweepEngine, books: CommitQueue<EngineMark>, worker: WorkerView, signal: AbortSignal): Promise<void> {
@@ -42,16 +43,7 @@ async function runChunks(engine: SweepEngine, books: CommitQueue<EngineMark>, wo
       const a = next.assignment;
       engine.clearScratch(a);
       slot.chunkRunning = true;
-      const r = await runChild({
-        argv: a.argv,
-        cwd: a.cwd,
-        logPath: a.logPath,
-        hardTimeoutMs: a.hardTimeoutSeconds * 1000,
-        nice: a.nice,
-        idleIo: a.idleIo,
-        signal,
-      });
-      const report = { outcome: r.outcome, exitCode: r.exitCode, signal: r.signal, seconds: r.seconds, error: r.error };
+      const report = await runPlaced(a, signal);
       await books.run(() => engine.finish(worker, a.chunkId, report), "hold");
       slot.chunkRunning = false;
       // The chunk may have left new finds pending: a waiting slot looks again.
@@ -89,16 +81,7 @@ class MinimizeSlot {
         continue;
       }
       this.engine.minimize.clearScratch(unit);
-      const r = await runChild({
-        argv: unit.argv,
-        cwd: unit.cwd,
-        logPath: unit.logPath,
-        hardTimeoutMs: unit.hardTimeoutSeconds * 1000,
-        nice: unit.nice,
-        idleIo: unit.idleIo,
-        signal: this.signal,
-      });
-      const report = { outcome: r.outcome, exitCode: r.exitCode, signal: r.signal, seconds: r.seconds, error: r.error };
+      const report = await runPlaced(unit, this.signal);
       await this.books.run(() => this.engine.minimize.finish(this.worker, unit.unitId, report), "hold");
     }
   }
@@ -115,4 +98,10 @@ class MinimizeSlot {
       this.signal.addEventListener("abort", done, { once: true });
     });
   }
+}
+
+/** Runs a chunk or a minimize unit where the engine placed it; what ended it, as the engine books it. */
+async function runPlaced(p: Pick<Assignment, "argv" | "cwd" | "logPath" | "hardTimeoutSeconds" | "nice" | "idleIo">, signal: AbortSignal) {
+  const r = await runChild({ argv: p.argv, cwd: p.cwd, logPath: p.logPath, hardTimeoutMs: p.hardTimeoutSeconds * 1000, nice: p.nice, idleIo: p.idleIo, signal });
+  return { outcome: r.outcome, exitCode: r.exitCode, signal: r.signal, seconds: r.seconds, error: r.error };
 }
