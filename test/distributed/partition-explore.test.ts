@@ -15,10 +15,10 @@ import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { EXIT } from "../../src/exit-codes.ts";
 import { waitFor } from "../helpers/campaign.ts";
-import { ExploreDir, MAZE, MAZE_SEEDS } from "../helpers/explore.ts";
+import { ExploreDir, MAZE, MAZE_SEEDS, type Started } from "../helpers/explore.ts";
 import { sha256 } from "../helpers/scratch.ts";
 import { campaignStateLeft } from "../explore/leftovers.ts";
-import { ownNetwork, remoteExploreWorker } from "./partition-network.ts";
+import { ownNetwork, remoteExploreWorker, type OwnNetwork } from "./partition-network.ts";
 
 const TOKEN = "partition-explore-token-0123456789";
 const DEPTH = "4";
@@ -43,6 +43,29 @@ function seeded(): ExploreDir {
 
 const lines = (file: string): string[] => (existsSync(file) ? readFileSync(file, "utf8").split("\n").filter((l) => l !== "") : []);
 
+/** The master's address on the veth pair, once it listens there. */
+async function listeningAt(master: Started, net: OwnNetwork): Promise<string> {
+  const port = await waitFor("the master to listen on the veth address", () => {
+    const m = new RegExp(`listening on ${net.host.replace(/\./g, "\\.")}:(\\d+)`).exec(master.output());
+    if (!m && master.child.exitCode !== null) throw new Error(`explore exited early:\n${master.output()}`);
+    return m ? Number(m[1]) : undefined;
+  }, 60_000);
+  return `${net.host}:${port}`;
+}
+
+/** Cuts the worker's link until the master gives up on it and takes its tasks back, then heals it; how many went back. */
+async function cutUntilTakenBack(net: OwnNetwork, master: Started): Promise<number> {
+  net.cut();
+  try {
+    return await waitFor("the master to give up on the silent worker and take its tasks back", () => {
+      const m = /(\d+) task\(s\) of \S+ went back to the front of the queue\n[^]*worker \S+ left \(silent for 60s\)/.exec(master.output());
+      return m ? Number(m[1]) : undefined;
+    }, 120_000, 100);
+  } finally {
+    net.heal();
+  }
+}
+
 test("explore without the shared directory: the worker's link down past the master's patience while it holds a task, then up; its tasks go back, a worker started again ends the campaign with the single-host counts, each input committed once", async () => {
   const single = seeded();
   const e = seeded();
@@ -58,26 +81,12 @@ test("explore without the shared directory: the worker's link down past the mast
     const runs = join(own, "runs.log");
     // A 2 s lease: the master drops a worker silent for twice that, and at least a minute.
     const master = e.start(["-j", "0", "--port", "0", "--bind", net.host, "--token", TOKEN, "--lease-ttl", "2", "--max-idle", "2", "-t", "10", ...TARGET_FILES], TARGET, { MAZE_DEPTH: DEPTH });
-    const port = await waitFor("the master to listen on the veth address", () => {
-      const m = new RegExp(`listening on ${net.host.replace(/\./g, "\\.")}:(\\d+)`).exec(master.output());
-      if (!m && master.child.exitCode !== null) throw new Error(`explore exited early:\n${master.output()}`);
-      return m ? Number(m[1]) : undefined;
-    }, 60_000);
-    const at = `${net.host}:${port}`;
+    const at = await listeningAt(master, net);
 
     const first = remoteExploreWorker(net, dirname(e.dir), own, at, TOKEN, { MAZE_DEPTH: DEPTH, RUNS: runs });
     await waitFor("the worker to have run a few inputs", () => (lines(runs).length >= 3 ? true : undefined), 60_000, 20);
 
-    net.cut();
-    let back: number;
-    try {
-      back = await waitFor("the master to give up on the silent worker and take its tasks back", () => {
-        const m = /(\d+) task\(s\) of \S+ went back to the front of the queue\n[^]*worker \S+ left \(silent for 60s\)/.exec(master.output());
-        return m ? Number(m[1]) : undefined;
-      }, 120_000, 100);
-    } finally {
-      net.heal();
-    }
+    const back = await cutUntilTakenBack(net, master);
     assert.ok(back >= 1, "the worker held a task when its link went down");
     const executedBeforeCut = lines(runs).length;
 
@@ -162,12 +171,7 @@ wc -c < "$1" | tr -d ' ' > "$SYMCC_OUTPUT_DIR/size"`;
     copyFileSync(join(e.dir, "t.sh"), join(own, "t.sh"));
     const runs = join(own, "runs.log");
     const master = e.start(["-j", "0", "--port", "0", "--bind", net.host, "--token", TOKEN, "--lease-ttl", "2", "--max-idle", "2", "-t", "10"], ["./t.sh", "@@"]);
-    const port = await waitFor("the master to listen on the veth address", () => {
-      const m = new RegExp(`listening on ${net.host.replace(/\./g, "\\.")}:(\\d+)`).exec(master.output());
-      if (!m && master.child.exitCode !== null) throw new Error(`explore exited early:\n${master.output()}`);
-      return m ? Number(m[1]) : undefined;
-    }, 60_000);
-    const at = `${net.host}:${port}`;
+    const at = await listeningAt(master, net);
 
     const first = remoteExploreWorker(net, dirname(e.dir), own, at, TOKEN, { RUNS: runs });
     const partial = await waitFor(
@@ -177,16 +181,7 @@ wc -c < "$1" | tr -d ' ' > "$SYMCC_OUTPUT_DIR/size"`;
       20,
     );
 
-    net.cut();
-    let back: number;
-    try {
-      back = await waitFor("the master to give up on the silent worker and take its tasks back", () => {
-        const m = /(\d+) task\(s\) of \S+ went back to the front of the queue\n[^]*worker \S+ left \(silent for 60s\)/.exec(master.output());
-        return m ? Number(m[1]) : undefined;
-      }, 120_000, 100);
-    } finally {
-      net.heal();
-    }
+    const back = await cutUntilTakenBack(net, master);
     assert.ok(back >= 1, "the worker held the task whose child was landing");
     assert.equal(existsSync(partial.path), false, "the child that landed in part is removed");
     assert.deepEqual(landingChildren(e.dir), [], "nothing of the cut-off worker's transfer is kept");
