@@ -7,6 +7,14 @@ import assert from "node:assert/strict";
 
 export type RosterFrame = { type: "roster"; epoch: string; rank: number; ranks: number[] };
 
+/** What a root's admission asks of its seats (JoinRoster at the start, RejoinSeats after a failover). */
+export interface Seats {
+  /** Why a submaster (asking for `requested`, or for any rank) cannot join now, or null when it may. */
+  noSeat(requested: number | null): string | null;
+  /** Seats a submaster whose proof checked out: its rank, and the line that says so. */
+  take(host: string, requested: number | null): { rank: number; line: string } | { refused: string };
+}
+
 export type RosterStep =
   /** Wait for a seat to be taken (then check() again) or for `deadline`. */
   | { kind: "wait"; deadline: number }
@@ -14,7 +22,7 @@ export type RosterStep =
   | { kind: "roster"; frames: RosterFrame[] }
   | { kind: "failed"; message: string };
 
-export class JoinRoster {
+export class JoinRoster implements Seats {
   /** Rank -> the host that holds it. */
   private readonly seats = new Map<number, string>();
   /** Why no seat is taken any more (the roster is out, the wait failed), or null while seats are open. */
@@ -89,5 +97,57 @@ export class JoinRoster {
 
   private full(): string {
     return `all ${this.masters} masters have joined already (start the root with a larger --masters)`;
+  }
+}
+
+/**
+ * The seats of a master that took over the lost root's role (explore/fleet/failover.ts): the
+ * campaign's ranks are fixed, so only the submasters still expected may sit, each at its own rank,
+ * and each gets its roster as soon as it sits (nobody waits for the others: one that never comes
+ * is dropped from the vote at the deadline, its share taken over once its lease expires).
+ */
+export class RejoinSeats implements Seats {
+  private readonly seats = new Map<number, string>();
+
+  constructor(
+    /** Every rank of the campaign. */
+    private readonly ranks: readonly number[],
+    /** The ranks that may rejoin: the submasters that still served their share. */
+    private readonly expected: readonly number[],
+    private readonly leader: number,
+    private readonly epoch: string,
+  ) {
+    assert.ok(!expected.includes(leader), `the leader (rank ${leader}) does not rejoin itself`);
+  }
+
+  /** The expected ranks no master sat at (yet). */
+  get absent(): number[] {
+    return this.expected.filter((r) => !this.seats.has(r));
+  }
+
+  noSeat(requested: number | null): string | null {
+    if (requested === null) return `rank ${this.leader} leads this campaign since its root was lost: only its masters rejoin, each asking for its own rank`;
+    if (!this.expected.includes(requested)) {
+      return `rank ${requested} is not expected back (expected: ${this.expected.join(", ") || "none"}): its share was taken over, or it is no rank of this campaign`;
+    }
+    const holder = this.seats.get(requested);
+    if (holder !== undefined) return `rank ${requested} has rejoined already (from ${holder})`;
+    return null;
+  }
+
+  take(host: string, requested: number | null): { rank: number; line: string } | { refused: string } {
+    const no = this.noSeat(requested);
+    if (no !== null) return { refused: no };
+    const rank = requested!;
+    this.seats.set(rank, host);
+    return {
+      rank,
+      line: `master ${host} rejoined as rank ${rank} (${this.seats.size} of ${this.expected.length} expected)`,
+    };
+  }
+
+  /** The roster of a master that just sat. */
+  roster(rank: number): RosterFrame {
+    return { type: "roster", epoch: this.epoch, rank, ranks: [...this.ranks] };
   }
 }

@@ -21,7 +21,7 @@
 //   greeting | awaiting-roster --refuse | unexpected frame | deadline | peer gone--> failed
 import assert from "node:assert/strict";
 import { MASTER_JOINS, nonceMismatch, noFrameWithin, protocolMismatch, refusalReason } from "./handshake-checks.ts";
-import type { JoinRoster, RosterFrame } from "./join-roster.ts";
+import type { RosterFrame, Seats } from "./join-roster.ts";
 import type { Checked, ProveView } from "./worker-session.ts";
 
 /** What the root reads of a submaster's first frame (its token was checked before). */
@@ -72,7 +72,7 @@ export class RootAdmission<Prove extends ProveView> {
     private readonly rules: AdmissionRules<Prove>,
     /** The peer's address, for the messages that name it. */
     private readonly peer: string,
-    private readonly seats: JoinRoster,
+    private readonly seats: Seats,
   ) {}
 
   get state(): AdmissionState {

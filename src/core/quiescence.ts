@@ -100,7 +100,8 @@ export class RootQuiescence {
   private readonly usedTokens = new Set<string>();
 
   constructor(opts: { peers: readonly number[]; maxIdleMs: number; freshMs: number }) {
-    assert.ok(opts.peers.length > 0, "quiescence needs at least one peer master");
+    // No peer at all: a master that took over a lost root's role alone (its peers all dropped),
+    // which decides at once once its own window passed, as a root whose peers were all dropped does.
     for (const p of opts.peers) assert.ok(Number.isSafeInteger(p) && p >= 0, `peer rank must be a non-negative integer, got ${p}`);
     assert.equal(new Set(opts.peers).size, opts.peers.length, `peer ranks must be unique, got ${opts.peers.join(",")}`);
     assert.ok(Number.isFinite(opts.maxIdleMs) && opts.maxIdleMs >= 0, `maxIdleMs must be >= 0, got ${opts.maxIdleMs}`);

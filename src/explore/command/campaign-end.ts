@@ -15,7 +15,7 @@ export function ownExecutors(e: Ended, links: Links): { local: number; remote: n
  * Prints the final statistics; after a clean end (no problem, the frontier exhausted) removes the
  * hidden state; then `release` (the root lets its submasters exit). Returns the exit code.
  */
-export function closeCampaign(e: Ended, stats: ExploreStats, c: { role: "root" | "single"; removeState: () => void; release: () => void }): number {
+export function closeCampaign(e: Ended, stats: ExploreStats, c: { role: "root" | "single"; rank?: number; removeState: () => void; release: () => void }): number {
   const { write, epoch, options: o } = e.started;
   const ended = ENDED[e.end];
   write(renderStats(stats));
@@ -28,7 +28,7 @@ export function closeCampaign(e: Ended, stats: ExploreStats, c: { role: "root" |
         "(every file it writes into $SYMCC_OUTPUT_DIR, docs/explore.md) and that its backend generates any (SymCC's simple backend may not)",
     );
   }
-  if (o.statsJson) writeStatsJson(o.statsJson, e.corpusDir, stats, { ended, role: c.role, rank: 0, new_findings: e.newFindings, afl_exported: e.exported });
+  if (o.statsJson) writeStatsJson(o.statsJson, e.corpusDir, stats, { ended, role: c.role, rank: c.rank ?? 0, new_findings: e.newFindings, afl_exported: e.exported });
   if (stats.late_inputs > 0) write(`${stats.late_inputs} input file(s) arrived after the frontier was declared exhausted: left for the next campaign`);
   const clean = e.problems.length === 0 && exhausted(e.end);
   if (clean) c.removeState();

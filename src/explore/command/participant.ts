@@ -6,7 +6,11 @@
 import { RuntimeFailure, UsageError } from "../../errors.ts";
 import { awaitToken, type FoundToken } from "../../net/token.ts";
 import { DEFAULT_FINALIZE_SECONDS, DEFAULT_JOIN_TIMEOUT_SECONDS } from "../defaults.ts";
-import { ParticipantEnding, type Ending } from "../fleet/endings.ts";
+import type { Ending } from "../fleet/endings.ts";
+import type { FailoverEnding } from "../fleet/failover.ts";
+import type { Connection } from "../../net/connection.ts";
+import type { PeerHelloFrame } from "../../net/messages.ts";
+import { problem } from "../../core/problems.ts";
 import type { JoinedRoot } from "../fleet/peers.ts";
 import { epochVisible, workDir } from "../state/work-dir.ts";
 import { writeStatsJson } from "./stats.ts";
@@ -39,6 +43,9 @@ export const JOIN_WAIT_SECONDS = 60;
 export class ParticipantMaster implements MasterRole {
   readonly kind = "participant" as const;
   readonly ownsCampaign = false;
+
+  /** How this master follows the root, or takes over its role (set once its ending starts). */
+  private failover: FailoverEnding | null = null;
 
   constructor(
     private readonly o: ExploreOptions,
@@ -92,33 +99,83 @@ export class ParticipantMaster implements MasterRole {
     return `[explore r${rank}]`;
   }
 
+  /**
+   * Follows the root; if the root is lost, the root's role moves with its share (fleet/failover.ts):
+   * this master leads if it took that share over, and rejoins the master that did otherwise.
+   */
   async startEnding(m: StartedMaster, links: Links): Promise<Ending> {
-    if (this.o.port !== null) links.remote = (await serveWorkers(m, null)).remote;
-    const p = new ParticipantEnding(m.master, links.rootLink!, m.rank, m.log);
-    const { readRoot } = await import("../fleet/peers.ts");
-    void readRoot(
-      links.rootLink!,
-      m.graceMs,
-      (f) => {
-        if (f.type === "stats_ack" || f.type === "release") m.rounds.inbox.push({ rank: 0, frame: f });
-        else p.onFrame(f);
+    const { FailoverEnding } = await import("../fleet/failover.ts");
+    const accept = (conn: Connection, hello: PeerHelloFrame) => failover.accept(conn, hello);
+    let served: { host: string; port: number } | null = null;
+    // The address the others dial once this master leads: where it reached the root from, unless
+    // --bind named one address.
+    const local = links.rootLink!.socket.localAddress?.replace(/^::ffff:/, "") ?? "127.0.0.1";
+    const failover = new FailoverEnding({
+      master: m.master,
+      rank: m.rank,
+      ranks: m.ranks,
+      epoch: m.epoch,
+      workDir: m.workDir,
+      token: m.found!.token,
+      setup: m.setup,
+      nonce: m.nonce,
+      graceMs: m.graceMs,
+      joinTimeoutMs: (this.o.joinTimeoutSeconds ?? DEFAULT_JOIN_TIMEOUT_SECONDS) * 1000,
+      leaseTtlMs: m.leaseTtlMs,
+      maxIdleMs: this.o.maxIdleSeconds * 1000,
+      follow: this.o.follow ?? false,
+      signal: this.o.signal,
+      now: m.now,
+      log: m.log,
+      listen: async () => {
+        if (served === null) {
+          const { remote, port } = await serveWorkers(m, accept, { bind: local, port: 0 });
+          links.remote = remote;
+          served = { host: local, port };
+        }
+        return served;
       },
-      (why) => {
-        m.rounds.lost = why;
-        p.onLost(why);
+      setLink: (conn) => {
+        if (links.rootLink !== conn) links.rootLink?.destroy();
+        links.rootLink = conn;
       },
-    );
-    return p;
+      setHub: (hub) => (links.hub = hub),
+      onRoundFrame: (rank, frame) => m.rounds.inbox.push({ rank, frame }),
+      onLinkLost: (why) => (m.rounds.lost = why),
+    });
+    this.failover = failover;
+    if (this.o.port !== null) {
+      const { remote, port } = await serveWorkers(m, accept);
+      links.remote = remote;
+      served = { host: this.o.bind !== null && !isWildcard(this.o.bind) ? this.o.bind : local, port };
+    }
+    failover.follow(links.rootLink!, 0);
+    return failover;
   }
 
   peers(links: Links): { rank: number; host: string | null; lost: boolean }[] {
-    return links.rootLink ? [{ rank: 0, host: this.root.host, lost: links.rootLink.closed }] : [];
+    const hub = this.failover?.hub;
+    if (hub) return hub.peers.map((p) => ({ rank: p.rank, host: p.host, lost: p.conn.closed }));
+    const leader = this.failover?.leaderRank ?? 0;
+    return links.rootLink ? [{ rank: leader, host: leader === 0 ? this.root.host : links.rootLink.remote, lost: links.rootLink.closed }] : [];
   }
 
-  /** Reports its counts to the root and waits for the release; the hidden state stays (the root's). */
-  async finish(e: Ended, links: Links): Promise<number> {
+  /**
+   * Reports its counts to the leader and waits for the release; the hidden state stays (the
+   * root's). A master that took over the root's role ends the campaign as the root would.
+   */
+  async finish(e: Ended, links: Links, removeState: () => void): Promise<number> {
+    const hub = this.failover?.hub;
+    if (hub) {
+      const { leadFinish } = await import("./root.ts");
+      return leadFinish(e, links, hub, e.started.rank, removeState);
+    }
     const { master, rank, graceMs, log, write, rounds } = e.started;
     const o = this.o;
+    if (links.rootLink === null) {
+      e.problems.push(problem("statistics", `no master leads the campaign any more (${rounds.lost ?? "the root was lost"}): this master's counts were reported to nobody`));
+      return this.report(e, links, false);
+    }
     const { participantStats } = await import("../fleet/stats-round.ts");
     const r = await participantStats({
       executors: { local_slots: o.slots, remote_workers: links.remote?.server.everyone.length ?? 0 },
@@ -133,6 +190,13 @@ export class ParticipantMaster implements MasterRole {
       log,
     });
     e.problems.push(...r.problems);
+    return this.report(e, links, r.timedOut);
+  }
+
+  /** What a submaster says of its own share at the end, its --stats-json, and its exit code. */
+  private report(e: Ended, links: Links, timedOut: boolean): number {
+    const { master, rank, write } = e.started;
+    const o = this.o;
     const stale = master.counters.staleResults;
     write(
       `rank ${rank}: ${master.counters.observations} observation(s), ${master.counters.generated} generated` +
@@ -154,6 +218,11 @@ export class ParticipantMaster implements MasterRole {
       writeStatsJson(o.statsJson, e.corpusDir, stats, { ended: ENDED[e.end], role: "submaster", rank, new_findings: e.newFindings, afl_exported: null });
     }
     if (e.problems.length > 0) report(write, e.problems, e.workDir, e.started.epoch);
-    return exitCodeOf({ end: e.end, problems: e.problems.length, newFindings: e.newFindings, failOnFindings: o.failOnFindings ?? false, rendezvousTimedOut: r.timedOut });
+    return exitCodeOf({ end: e.end, problems: e.problems.length, newFindings: e.newFindings, failOnFindings: o.failOnFindings ?? false, rendezvousTimedOut: timedOut });
   }
+}
+
+/** An address that binds every interface: not one the others could dial. */
+function isWildcard(bind: string): boolean {
+  return bind === "0.0.0.0" || bind === "::" || bind === "[::]";
 }

@@ -54,7 +54,11 @@ export interface StartedMaster {
   nonce: { path: string; value: string };
   setup: CampaignSetup;
   epoch: string;
+  /** The campaign's work directory (the epoch's hidden state). */
+  workDir: string;
   rank: number;
+  /** Every rank of the campaign. */
+  ranks: number[];
   graceMs: number;
   leaseTtlMs: number;
   now: () => number;
@@ -121,8 +125,11 @@ export interface MasterRole {
   finish(e: Ended, links: Links, removeState: () => void): Promise<number>;
 }
 
-/** Serves this master's remote workers on --port (and, on the root, its submasters). */
-export async function serveWorkers(m: StartedMaster, onPeer: ListenOptions["onPeer"]): Promise<{ remote: ExploreWorkerProtocol; port: number }> {
+/**
+ * Serves this master's remote workers on --port (and, on the root, its submasters), or at `at`
+ * (a submaster without --port that took over the root's role listens on a port of its own).
+ */
+export async function serveWorkers(m: StartedMaster, onPeer: ListenOptions["onPeer"], at?: { bind: string; port: number }): Promise<{ remote: ExploreWorkerProtocol; port: number }> {
   const { serveWorkers: serve } = await import("../fleet/listen.ts");
   const { options: o, budgets } = m;
   return serve({
@@ -139,8 +146,8 @@ export async function serveWorkers(m: StartedMaster, onPeer: ListenOptions["onPe
       budgets,
     },
     leaseTtlMs: m.leaseTtlMs,
-    bind: o.bind,
-    port: o.port!,
+    bind: at?.bind ?? o.bind,
+    port: at?.port ?? o.port!,
     now: m.now,
     log: m.log,
     onProgress: () => m.loop.wake(),

@@ -5,6 +5,7 @@
 import { serverToken, type FoundToken } from "../../net/token.ts";
 import { DEFAULT_JOIN_TIMEOUT_SECONDS } from "../defaults.ts";
 import { RootEnding, type Ending } from "../fleet/endings.ts";
+import type { RootHub } from "../fleet/peers.ts";
 import { openEpoch } from "../state/work-dir.ts";
 import { closeCampaign, ownExecutors } from "./campaign-end.ts";
 import type { ExploreOptions } from "./options.ts";
@@ -69,22 +70,30 @@ export class RootMaster implements MasterRole {
 
   /** The statistics exchange first (its problems join the campaign's): the fleet's counts and executors. */
   async finish(e: Ended, links: Links, removeState: () => void): Promise<number> {
-    const { master, graceMs, now, log, rounds } = e.started;
-    const own = ownExecutors(e, links);
-    const { rootStats } = await import("../fleet/stats-round.ts");
-    const hub = links.hub!;
-    const r = await rootStats({ hub, master, late: e.late, graceMs, inbox: rounds.inbox, now, log, executors: { local_slots: own.local, remote_workers: own.remote } });
-    e.problems.push(...r.problems);
-    const stats = computeStats({
-      leases: e.leases,
-      master,
-      corpusDir: e.corpusDir,
-      elapsedSeconds: e.elapsed,
-      // The fleet's executors: every slot and worker of every master that reported.
-      executors: { local: r.executors.local_slots, remote: r.executors.remote_workers },
-      masters: e.masters,
-      exchanged: { ...r.totals, byMaster: r.byMaster },
-    });
-    return closeCampaign(e, stats, { role: "root", removeState, release: () => hub.broadcast({ type: "release", token: e.started.epoch }) });
+    return leadFinish(e, links, links.hub!, 0, removeState);
   }
+}
+
+/**
+ * How the master that leads the campaign ends it (the root, or the master that took over its role
+ * when it was lost): the statistics exchange with every master on its hub (its problems join the
+ * campaign's), the fleet's counts and executors printed, and the submasters released.
+ */
+export async function leadFinish(e: Ended, links: Links, hub: RootHub, rank: number, removeState: () => void): Promise<number> {
+  const { master, graceMs, now, log, rounds } = e.started;
+  const own = ownExecutors(e, links);
+  const { rootStats } = await import("../fleet/stats-round.ts");
+  const r = await rootStats({ hub, rank, master, late: e.late, graceMs, inbox: rounds.inbox, now, log, executors: { local_slots: own.local, remote_workers: own.remote } });
+  e.problems.push(...r.problems);
+  const stats = computeStats({
+    leases: e.leases,
+    master,
+    corpusDir: e.corpusDir,
+    elapsedSeconds: e.elapsed,
+    // The fleet's executors: every slot and worker of every master that reported.
+    executors: { local: r.executors.local_slots, remote: r.executors.remote_workers },
+    masters: e.masters,
+    exchanged: { ...r.totals, byMaster: r.byMaster },
+  });
+  return closeCampaign(e, stats, { role: "root", rank, removeState, release: () => hub.broadcast({ type: "release", token: e.started.epoch }) });
 }

@@ -146,7 +146,7 @@ export async function explore(o: ExploreOptions): Promise<number> {
       exporter,
     });
     nonce = writeNonce(join(workDir, `nonce-r${rank}`));
-    const started: StartedMaster = { options: o, budgets, master, loop, found, nonce, setup, epoch, rank, graceMs, leaseTtlMs, now, log, write, rounds };
+    const started: StartedMaster = { options: o, budgets, master, loop, found, nonce, setup, epoch, workDir, rank, ranks, graceMs, leaseTtlMs, now, log, write, rounds };
     const ending = await role.startEnding(started, links);
     const live: ExploreLive = {
       master,

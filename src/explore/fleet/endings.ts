@@ -38,6 +38,9 @@ export interface Ending {
   readonly problems: Problem[];
 }
 
+/** The share that carries the root's role: whoever serves it leads the campaign (fleet/failover.ts). */
+export const ROLE_SHARE = 0;
+
 /** How often a master says whether it is idle (also its keepalive). */
 export const STATUS_INTERVAL_MS = 125;
 /** A status is fresh for this long. */
@@ -102,6 +105,10 @@ export interface RootEndingOptions {
   /** The monotonic clock, in ms. */
   now: () => number;
   log: (line: string) => void;
+  /** This master's rank: 0 for the root, another for a master that took over the lost root's role. */
+  rank?: number;
+  /** The submasters that vote (default: every master seated on the hub). */
+  peers?: number[];
 }
 
 export class RootEnding implements Ending {
@@ -115,6 +122,7 @@ export class RootEnding implements Ending {
   private readonly now: () => number;
   private readonly log: (line: string) => void;
   private readonly follow: boolean;
+  readonly rank: number;
 
   constructor(o: RootEndingOptions) {
     this.follow = o.follow ?? false;
@@ -122,7 +130,8 @@ export class RootEnding implements Ending {
     this.hub = o.hub;
     this.now = o.now;
     this.log = o.log;
-    this.q = new RootQuiescence({ peers: o.hub.peers.map((p) => p.rank), maxIdleMs: o.maxIdleMs, freshMs: STATUS_FRESH_MS });
+    this.rank = o.rank ?? 0;
+    this.q = new RootQuiescence({ peers: o.peers ?? o.hub.peers.map((p) => p.rank), maxIdleMs: o.maxIdleMs, freshMs: STATUS_FRESH_MS });
   }
 
   /** The root's quiescence phase while a decision is under way, as the dashboard shows it; null while it only watches. */
@@ -135,8 +144,15 @@ export class RootEnding implements Ending {
     if (this.ended) return this.ended;
     if (now - this.lastStatus >= STATUS_INTERVAL_MS) {
       // The root's status is its keepalive towards the submasters.
-      this.hub.broadcast({ type: "status", rank: 0, sequence: ++this.sequence, idle: this.master.idle });
+      this.hub.broadcast({ type: "status", rank: this.rank, sequence: ++this.sequence, idle: this.master.idle });
       this.lastStatus = now;
+      // The role moves with the share: a leader whose own share was taken over (it stalled past its
+      // lease on a file system that dropped its lock) leads no more; its taker does.
+      const p = this.master.leaseTable.partition;
+      if (p !== null && !p.served.includes(ROLE_SHARE)) {
+        this.fail("master lost", `this master no longer serves the share of rank ${ROLE_SHARE}, which carries the root's role: another master took it over and leads the campaign now`);
+        return this.ended;
+      }
     }
     // Following, the root never counts itself idle, so no quiescence is ever proposed.
     this.apply(this.q.localIdle(!this.follow && this.master.idle && found === 0, now));
@@ -180,6 +196,12 @@ export class RootEnding implements Ending {
     this.fail("master lost", `master rank ${peer.rank} (${peer.host}) was lost: ${why}`);
   }
 
+  /** A submaster expected back after a failover that did not rejoin in time: dropped from the vote, as a lost one is. */
+  absent(rank: number): void {
+    this.log(`master rank ${rank} did not rejoin; its share is taken over once its lease expires`);
+    this.apply(this.q.dropPeer(rank, this.now()));
+  }
+
   private apply(actions: Action[]): void {
     for (const a of actions) {
       switch (a.kind) {
@@ -221,8 +243,8 @@ export class RootEnding implements Ending {
   private sharesWithPresentMasters(): boolean {
     const p = this.master.leaseTable.partition;
     if (p === null) return true;
-    const present = new Set([0, ...this.hub.peers.filter((x) => !x.lost).map((x) => x.rank)]);
-    return p.partitions().every((s) => s.live && present.has(Number(s.holder.split(":")[1])));
+    const present = new Set([this.rank, ...this.hub.peers.filter((x) => !x.lost).map((x) => x.rank)]);
+    return p.partitions().every((s) => s.live && s.holderRank !== null && present.has(s.holderRank));
   }
 
   private send(a: Extract<Action, { kind: "prepare" | "abort" | "commit" }>): void {
@@ -251,8 +273,15 @@ export class ParticipantEnding implements Ending {
     private readonly root: Connection,
     readonly rank: number,
     private readonly log: (line: string) => void,
+    /** The leader's rank: the root's, or that of the master that took over its role. */
+    private readonly rootRank = 0,
   ) {
-    this.p = new ParticipantQuiescence({ rank, root: 0 });
+    this.p = new ParticipantQuiescence({ rank, root: rootRank });
+  }
+
+  /** Whether it decided the end (quiescence, a conflict, a root that gave up): a lost link then replaces no root. */
+  get settled(): boolean {
+    return this.ended !== null;
   }
 
   /** A submaster's part in the quiescence vote, as the dashboard shows it; null while no vote holds it. */
@@ -274,7 +303,7 @@ export class ParticipantEnding implements Ending {
   onFrame(f: FromRootT): void {
     switch (f.type) {
       case "probe": {
-        const r = this.p.onPrepare(0, f);
+        const r = this.p.onPrepare(this.rootRank, f);
         if (r.class === "ignored") break;
         const idle = r.class === "refresh" ? !this.master.refresh() && this.master.idle : this.master.idle;
         const v = this.p.vote(f.token, idle);
@@ -288,13 +317,13 @@ export class ParticipantEnding implements Ending {
         break;
       }
       case "abort":
-        if (this.p.onAbort(0, f).unfrozen) {
+        if (this.p.onAbort(this.rootRank, f).unfrozen) {
           this.master.frozen = false;
           this.log(`ABORT ${f.token.slice(0, 12)}: discovery resumed`);
         }
         break;
       case "commit": {
-        const r = this.p.onCommit(0, f, this.master.idle);
+        const r = this.p.onCommit(this.rootRank, f, this.master.idle);
         if (r.reply) this.send({ type: "commit_ack", ...r.reply });
         if (r.leave) {
           this.log("global quiescence committed");

@@ -14,7 +14,7 @@ import { createHash } from "node:crypto";
 import { hostname as osHostname } from "node:os";
 import { performance } from "node:perf_hooks";
 import { z } from "zod";
-import { JoinRoster } from "../../core/join-roster.ts";
+import { JoinRoster, RejoinSeats, type Seats } from "../../core/join-roster.ts";
 import { MasterLink, type LinkAction } from "../../core/master-link.ts";
 import { RootAdmission, SubmasterJoin, type AdmissionAction, type AdmissionRules } from "../../core/peer-join.ts";
 import { RefusedError, RuntimeFailure } from "../../errors.ts";
@@ -114,6 +114,11 @@ export interface RootHubOptions {
   log: (line: string) => void;
   onFrame: (peer: PeerLink, frame: FromPeerT) => void;
   onLost: (peer: PeerLink, why: string) => void;
+  /**
+   * A hub of a master that took over the lost root's role (failover.ts): the campaign's ranks,
+   * the submasters expected back, and this master's rank. Each is given its roster as it sits.
+   */
+  rejoin?: { ranks: number[]; expected: number[]; leader: number };
 }
 
 const RosterOrRefuse = z.discriminatedUnion("type", [Roster, Refuse]);
@@ -121,7 +126,8 @@ const RosterOrRefuse = z.discriminatedUnion("type", [Roster, Refuse]);
 /** The root's side: seats and roster, and one reader per submaster. */
 export class RootHub {
   readonly peers: PeerLink[] = [];
-  private readonly seats: JoinRoster;
+  private readonly seats: Seats;
+  private readonly rejoin: RejoinSeats | null;
   private readonly rules: AdmissionRules<ProveFrame>;
   private readonly now: () => number;
   /** Wakes start() when a submaster takes a seat. */
@@ -132,7 +138,8 @@ export class RootHub {
 
   constructor(private readonly o: RootHubOptions) {
     this.now = o.now ?? (() => performance.now());
-    this.seats = new JoinRoster(o.masters, o.epoch);
+    this.rejoin = o.rejoin ? new RejoinSeats(o.rejoin.ranks, o.rejoin.expected, o.rejoin.leader, o.epoch) : null;
+    this.seats = this.rejoin ?? new JoinRoster(o.masters, o.epoch);
     const setup = setupHash(o.setup);
     this.rules = {
       speaks: PROTOCOL_VERSION,
@@ -145,7 +152,12 @@ export class RootHub {
   }
 
   get ranks(): number[] {
-    return this.seats.ranks;
+    return this.rejoin ? this.o.rejoin!.ranks : (this.seats as JoinRoster).ranks;
+  }
+
+  /** The submasters expected back after a failover that have not rejoined (none on a root's hub). */
+  get absent(): number[] {
+    return this.rejoin?.absent ?? [];
   }
 
   /** The WorkerServer's onPeer hook: drives one submaster's admission until it is seated or refused. */
@@ -163,21 +175,31 @@ export class RootHub {
         case "close":
           conn.close();
           return;
-        case "seated":
-          this.peers.push({ rank: a.rank, host: a.host, conn, lost: null });
+        case "seated": {
+          const peer: PeerLink = { rank: a.rank, host: a.host, conn, lost: null };
+          this.peers.push(peer);
           this.o.log(a.line);
+          if (this.rejoin) {
+            // Rejoined: its roster at once, and from now on it is read like any submaster.
+            this.send(peer, this.rejoin.roster(a.rank));
+            void this.read(peer);
+            this.activity.wake();
+          }
           this.seated.wake();
           return;
+        }
       }
     });
   }
 
   /** Waits (bounded, woken by every join) until every submaster joined, then sends the roster and starts reading. */
   async start(joinTimeoutMs: number): Promise<void> {
-    let step = this.seats.open(this.now(), joinTimeoutMs);
+    assert.equal(this.rejoin, null, "a hub after a failover seats each master as it rejoins");
+    const seats = this.seats as JoinRoster;
+    let step = seats.open(this.now(), joinTimeoutMs);
     while (step.kind === "wait") {
       await this.seated.pause(Math.max(1, step.deadline - this.now()));
-      step = this.seats.check(this.now());
+      step = seats.check(this.now());
     }
     if (step.kind === "failed") throw new RuntimeFailure(step.message);
     for (const frame of step.frames) {

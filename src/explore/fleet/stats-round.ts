@@ -43,6 +43,8 @@ function servedCounts(master: ExploreMaster): { observations: number; generated:
 
 export async function rootStats(o: {
   hub: RootHub;
+  /** The leader's rank: the root's, or that of the master that took over its role. */
+  rank?: number;
   master: ExploreMaster;
   late: number;
   graceMs: number;
@@ -56,7 +58,7 @@ export async function rootStats(o: {
   // nobody waits for it. One lost while it still holds its share is missed, and named below.
   const takenOver = takenOverRanks(o.master);
   const peers = o.hub.peers.filter((p) => !(p.lost && takenOver.has(p.rank))).map((p) => p.rank);
-  const collector = new StatsCollector({ rank: 0, own: ownStats(o.master, o.late, o.executors), peers });
+  const collector = new StatsCollector({ rank: o.rank ?? 0, own: ownStats(o.master, o.late, o.executors), peers });
   const deadline = o.now() + o.graceMs;
   for (;;) {
     for (const item of o.inbox.splice(0)) {
@@ -72,10 +74,13 @@ export async function rootStats(o: {
     // A master that is gone will not report: no need to wait for it.
     const waitingOnLive = out.pending.some((r) => !o.hub.peers.find((p) => p.rank === r)?.lost);
     if (out.settled || !waitingOnLive) {
+      // After a failover: a master expected back that never rejoined, whose share nobody took over, reported nothing.
+      const missing = o.hub.absent.filter((r) => !takenOver.has(r));
       const problems = out.pending.map((r) => {
         const peer = o.hub.peers.find((p) => p.rank === r);
         return problem("statistics", `master rank ${r}${peer ? ` (${peer.host})` : ""} sent no statistics${peer?.lost ? ` (lost: ${peer.lost})` : ` within ${Math.round(o.graceMs / 1000)}s`}`);
       });
+      for (const r of missing) problems.push(problem("statistics", `master rank ${r} never rejoined after the root was lost, and nobody took its share over: its counts are missing`));
       const executors = { local_slots: out.totals.local_slots, remote_workers: out.totals.remote_workers };
       return { problems, totals: out.totals, byMaster: out.byMaster, executors };
     }
@@ -87,7 +92,7 @@ export async function rootStats(o: {
 function takenOverRanks(master: ExploreMaster): Set<number> {
   if (master.leaseTable.partition === null) return new Set();
   const p = master.leaseTable.partition!;
-  return new Set(p.partitions().filter((s) => s.holder !== "" && Number(s.holder.split(":")[1]) !== s.rank).map((s) => s.rank));
+  return new Set(p.partitions().filter((s) => s.holderRank !== null && s.holderRank !== s.rank).map((s) => s.rank));
 }
 
 export async function participantStats(o: {

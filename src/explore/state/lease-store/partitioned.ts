@@ -256,12 +256,16 @@ export class PartitionedStore implements RecordStore {
     return out;
   }
 
-  /** Every share's record (for quiescence and the views): who serves it and whether its lease is live. */
-  partitions(): { rank: number; holder: string; generation: number; live: boolean }[] {
+  /**
+   * Every share's record (for quiescence, the views and the failover): who serves it (the holder's
+   * name and rank; null: nobody) and whether its lease is live.
+   */
+  partitions(): { rank: number; holder: string; holderRank: number | null; generation: number; live: boolean }[] {
     const now = this.o.wallNow();
     return [...new Set(this.o.ranks)].sort((a, b) => a - b).map((rank) => {
       const rec = readPartition(this.o.root, rank);
-      return { rank, holder: rec?.holder ?? "", generation: rec?.generation ?? 0, live: rec !== null && rec.holder !== "" && now - rec.heartbeat < this.o.ttlMs };
+      const holder = rec?.holder ?? "";
+      return { rank, holder, holderRank: holderRank(holder), generation: rec?.generation ?? 0, live: rec !== null && holder !== "" && now - rec.heartbeat < this.o.ttlMs };
     });
   }
 
@@ -351,4 +355,11 @@ export class PartitionedStore implements RecordStore {
     }
     return taken.result;
   }
+}
+
+/** The rank in a holder's name (`<epoch prefix>:<rank>:<pid>`), null for nobody's. */
+export function holderRank(holder: string): number | null {
+  const field = holder.split(":")[1];
+  const rank = Number(field);
+  return field === undefined || field === "" || !Number.isSafeInteger(rank) ? null : rank;
 }
