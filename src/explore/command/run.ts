@@ -181,7 +181,10 @@ export async function explore(o: ExploreOptions): Promise<number> {
       view = o.view(() => source.snapshot());
     }
 
-    if (o.resumeEpoch) {
+    // A broadcast submaster's table is its own (leases-r<rank>): records in it as it joins are left
+    // by this rank's earlier session of a resumed campaign, and no other master finishes them.
+    const rejoined = role.kind === "participant" && ownership === "broadcast" && leases.snapshot().length > 0;
+    if (o.resumeEpoch || rejoined) {
       const replayed = master.replayCommitting();
       const reclaimed = master.recoverExpired(0);
       write(`  resumed: ${replayed} interrupted commit(s) redone, ${reclaimed} lease(s) taken over`);

@@ -19,18 +19,20 @@ export type Inbox = { rank: number; frame: FromPeerT | FromRootT }[];
 
 export function ownStats(master: ExploreMaster, late: number, executors: ExecutorCounts): MasterStats {
   const c = master.counters;
-  const served = master.leaseTable.partition !== null ? servedCounts(master) : { observations: c.observations, generated: c.generated };
-  return { ...served, interesting: c.claimedChildren, external: master.external.size, late, ...executors };
+  return { ...servedCounts(master), interesting: c.claimedChildren, external: master.external.size, late, ...executors };
 }
 
 /**
- * With partitioned shares a master reports the done records of the shares it serves (its own and
- * those it took over): shares are disjoint, so the sum over the masters counts each commit once,
- * a lost master's included. The shares are renewed first: a master that stalled past its lease
- * and has not noticed yet that another took its share over must not count that share too.
+ * A master reports the done records of the table it serves, never its session counters: those
+ * miss the commits of an earlier session and the ones redone at --resume (replayCommitting), which
+ * the table holds. With partitioned shares, the records of the shares it serves (its own and those
+ * it took over): shares are disjoint, so the sum over the masters counts each commit once, a lost
+ * master's included. The shares are renewed first: a master that stalled past its lease and has
+ * not noticed yet that another took its share over must not count that share too. Under broadcast
+ * ownership the table is this master's alone (`leases-r<rank>`): its records are its commits.
  */
 function servedCounts(master: ExploreMaster): { observations: number; generated: number } {
-  master.heartbeat();
+  if (master.leaseTable.partition !== null) master.heartbeat();
   let observations = 0;
   let generated = 0;
   for (const r of master.leaseTable.snapshot()) {
