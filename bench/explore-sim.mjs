@@ -25,7 +25,8 @@ const o = parseOptions(
   },
   `node --import tsx bench/explore-sim.mjs [options]
   --store S       memory, shared-files, journal, partitioned or all           default all
-  --runs N        seeded runs per store (default: memory 110, shared-files 10, journal 15, partitioned 15)
+  --runs N        seeded runs per store (default: memory 110, shared-files 10, journal 15, partitioned 15,
+                  or 70 with --stale-reads: over 100,000 steps on its own)
   --steps N       steps with faults per run (the calm steps after them count too) default 800
   --contents N    contents in each run's corpus                                default 40
   --seed S        the first run's seed; run i uses S + i (default: a fresh one, printed)
@@ -48,7 +49,7 @@ if (o.broken !== undefined && o.store !== brokenStore) {
 }
 
 /** Runs per store by default: about 100,000 steps in memory, and the real stores' share on top. */
-const DEFAULT_RUNS = { memory: 110, "shared-files": 10, journal: 15, partitioned: 15 };
+const DEFAULT_RUNS = { memory: 110, "shared-files": 10, journal: 15, partitioned: o.staleReads > 0 ? 70 : 15 };
 
 benchmarkMain("explore-sim", o, async () => {
   const { simulate, SimViolation, STORE_KINDS } = await import("../test/explore/lease-world.ts");
