@@ -80,8 +80,9 @@ export class FaultyFiles extends SharedFilesStore {
  * lock is a cache coherence point on NFS) and so does one older than `staleMs`; any other read —
  * a claim's, a renewal's, a takeover's look before it locks — may be answered from the client's
  * copy, an older record than the file holds (a `nocto` mount, an attribute cache up to `staleMs`
- * old), which the store cannot tell from a fresh read. Nothing is cached for reads outside a
- * client (`client` null): the simulation's own checks read the file itself.
+ * old), which the store cannot tell from a fresh read; now and then a client reads afresh anyway
+ * (a cache entry dropped early), so that copies of every age are seen. Nothing is cached for
+ * reads outside a client (`client` null): the simulation's own checks read the file itself.
  *
  * `staleCommitCheck` (a broken world) answers from the copy under the lock too while `commit` is
  * set: a write past `leased` that trusts a possibly stale read instead of reading under the lock.

@@ -152,7 +152,6 @@ class World {
     if (o.kind === "partitioned" && staleMs > 0) {
       // A generator of its own: the scheduler's choices stay those of the same seed without stale reads.
       this.clients = new PartitionClients(staleMs, () => this.now, rng(o.seed ^ 0x5ca1ab1e), o.broken === "stale-commit-check");
-      setPartitionFileReader(this.clients.read);
     }
     this.durability = o.durability ?? (o.seed % 2 === 0 ? "fence" : "all");
     const contents = o.contents ?? 40;
@@ -168,6 +167,8 @@ class World {
     }
     if (o.kind === "journal") this.reopenJournal();
     else for (const m of this.masters) this.reopen(m);
+    // Last: nothing throws after it, so close() always undoes it. The first openings read under the lock anyway.
+    if (this.clients !== null) setPartitionFileReader(this.clients.read);
   }
 
   close(): void {
