@@ -3,9 +3,11 @@
 // simulated masters claiming, heartbeating, committing and completing over each record store —
 // in memory, shared record files, the lone master's journal, partitioned shares with takeover — under crashes, stalls past the
 // lease, delayed, duplicated and reordered results, failed writes and syncs, torn journal lines
-// and power cuts, every invariant checked after every step. CI runs a short version
-// (test/explore/lease-sim.test.ts); this runs at least 100,000 steps and reports steps/s.
-//   node --import tsx bench/explore-sim.mjs [--store memory|shared-files|journal|partitioned|all] [--runs N] [--steps N] [--seed S]
+// and power cuts, every invariant checked after every step; with --stale-reads, the partitioned
+// masters' reads of a share's record without its lock may be answered from a client's copy up to
+// that old. CI runs a short version (test/explore/lease-sim.test.ts); this runs at least 100,000
+// steps and reports steps/s.
+//   node --import tsx bench/explore-sim.mjs [--store memory|shared-files|journal|partitioned|all] [--runs N] [--steps N] [--seed S] [--stale-reads MS]
 // A violation prints the seed and the command that replays that one run.
 import { benchmarkMain, parseOptions, printTable } from "./common.mjs";
 
@@ -18,16 +20,21 @@ const o = parseOptions(
     steps: { default: "800", number: { min: 1, integer: true } },
     contents: { default: "40", number: { min: 2, integer: true } },
     seed: { number: { min: 0, max: 2 ** 31 - 1, integer: true } },
-    broken: { choices: [undefined, "stale-cache", "unsynced-fence", "no-generation-check"] },
+    broken: { choices: [undefined, "stale-cache", "unsynced-fence", "no-generation-check", "stale-commit-check"] },
+    "stale-reads": { default: "0", number: { min: 0, integer: true } },
   },
   `node --import tsx bench/explore-sim.mjs [options]
   --store S       memory, shared-files, journal, partitioned or all           default all
-  --runs N        seeded runs per store (default: memory 110, shared-files 10, journal 15, partitioned 15)
+  --runs N        seeded runs per store (default: memory 110, shared-files 10, journal 15, partitioned 15,
+                  or 70 with --stale-reads: over 100,000 steps on its own)
   --steps N       steps with faults per run (the calm steps after them count too) default 800
   --contents N    contents in each run's corpus                                default 40
   --seed S        the first run's seed; run i uses S + i (default: a fresh one, printed)
+  --stale-reads MS  partitioned: a read of a share's record without its lock may return the
+                  copy the master's client read up to MS ms before (the lease is 1,000 ms)  default 0
   --broken B      a deliberately broken store: must fail (stale-cache, unsynced-fence: memory;
-                  no-generation-check: partitioned)`,
+                  no-generation-check, stale-commit-check: partitioned; the latter reads the
+                  record for a commit as without the lock, with --stale-reads, default 1000)`,
 );
 
 if (!process.execArgv.some((a) => a.includes("tsx"))) {
@@ -35,14 +42,14 @@ if (!process.execArgv.some((a) => a.includes("tsx"))) {
   process.exit(2);
 }
 
-const brokenStore = o.broken === "no-generation-check" ? "partitioned" : "memory";
+const brokenStore = o.broken === "no-generation-check" || o.broken === "stale-commit-check" ? "partitioned" : "memory";
 if (o.broken !== undefined && o.store !== brokenStore) {
   console.error(`explore-sim: --broken ${o.broken} is a ${brokenStore} store: add --store ${brokenStore}`);
   process.exit(2);
 }
 
 /** Runs per store by default: about 100,000 steps in memory, and the real stores' share on top. */
-const DEFAULT_RUNS = { memory: 110, "shared-files": 10, journal: 15, partitioned: 15 };
+const DEFAULT_RUNS = { memory: 110, "shared-files": 10, journal: 15, partitioned: o.staleReads > 0 ? 70 : 15 };
 
 benchmarkMain("explore-sim", o, async () => {
   const { simulate, SimViolation, STORE_KINDS } = await import("../test/explore/lease-world.ts");
@@ -60,7 +67,8 @@ benchmarkMain("explore-sim", o, async () => {
     for (let i = 0; i < runs; i++) {
       let r;
       try {
-        r = simulate({ kind, seed: seed + i, steps: o.steps, contents: o.contents, broken: o.broken });
+        const staleReadsMs = o.staleReads > 0 ? o.staleReads : undefined;
+        r = simulate({ kind, seed: seed + i, steps: o.steps, contents: o.contents, broken: o.broken, staleReadsMs });
       } catch (err) {
         if (!(err instanceof SimViolation)) throw err;
         console.error(err.message);

@@ -9,7 +9,10 @@
 //                  share under a partition lease; a crashed or stalled master's share is taken
 //                  over by another once its lease expired (the stall stands for a file system that
 //                  drops a stalled holder's lock with its lease, NFSv4's: the generation check is
-//                  then the only fence), its leased records run again, its commits replayed
+//                  then the only fence), its leased records run again, its commits replayed;
+//                  with `staleReadsMs`, the masters read the partition records as clients of a
+//                  shared file system whose reads without the short lock may be answered from
+//                  the client's copy up to that old (lease-world-stores.ts PartitionClients)
 //
 // Faults, while they last: a master crashes (its memory dropped, its table reopened: a journal is
 // absorbed by the reopening); a master stalls past the lease and wakes with its old fences;
@@ -24,8 +27,11 @@
 // and a claim never takes one; no child is published before its parent's fence is durable
 // (memory); a power cut keeps every fence whose children were published. At the end every content
 // is done, committed exactly once. Partitioned: no share is taken over while its holder's lease is
-// live, and the fleet counts as quiescent (core/quiescence.ts sharesIdle) only when nothing is left
-// anywhere. A violation throws SimViolation, whose message holds the seed that replays it.
+// live, and the fleet counts as quiescent (core/quiescence.ts sharesIdle, on the shares as a master
+// reads them) only when nothing is left anywhere. With stale reads, a claim that an outdated answer
+// let a master make in a share it lost is counted (claim-in-lost-share), not refused: it must change
+// nothing the share's holder has, and its commit must be refused like any stale fence's. A
+// violation throws SimViolation, whose message holds the seed that replays it.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { appendFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
@@ -34,10 +40,10 @@ import { isDeepStrictEqual } from "node:util";
 import { JOURNAL_FILE, readLeaseRecordsNoWrite } from "../../src/explore/state/lease-journal.ts";
 import { sharesIdle } from "../../src/core/quiescence.ts";
 import { owner as rendezvousOwner } from "../../src/core/rendezvous.ts";
-import { journalFiles, readPartition } from "../../src/explore/state/lease-store/partition-lease.ts";
+import { journalFiles, readPartition, setPartitionFileReader } from "../../src/explore/state/lease-store/partition-lease.ts";
 import { MemoryDisk, MemoryStore } from "../../src/explore/state/lease-store/memory.ts";
 import { canonicalManifest, LeaseTable, type CommitManifest, type LeaseRecord } from "../../src/explore/state/lease-table.ts";
-import { FaultyFiles, rng, simulationRoot, StaleCacheStore, UnsyncedFenceStore } from "./lease-world-stores.ts";
+import { FaultyFiles, PartitionClients, rng, simulationRoot, StaleCacheStore, UnsyncedFenceStore } from "./lease-world-stores.ts";
 
 export type StoreKind = "memory" | "shared-files" | "journal" | "partitioned";
 export const STORE_KINDS: readonly StoreKind[] = ["memory", "shared-files", "journal", "partitioned"];
@@ -49,8 +55,11 @@ export const STORE_KINDS: readonly StoreKind[] = ["memory", "shared-files", "jou
  *   unsynced-fence   commit fences are never synced before their children are published
  *   no-generation-check  (partitioned) a master never checks its share's generation: one that
  *                    stalled past its lease and woke goes on committing the share taken over
+ *   stale-commit-check  (partitioned, stale reads) a write past `leased` checks the share's
+ *                    record by a read that may be stale (as one without the lock) instead of
+ *                    re-reading it under the lock
  */
-export type Broken = "stale-cache" | "unsynced-fence" | "no-generation-check";
+export type Broken = "stale-cache" | "unsynced-fence" | "no-generation-check" | "stale-commit-check";
 
 export interface SimOptions {
   kind: StoreKind;
@@ -61,6 +70,12 @@ export interface SimOptions {
   contents?: number;
   durability?: "all" | "fence";
   broken?: Broken;
+  /**
+   * Partitioned: a master's read of a partition record without its short lock may return the
+   * copy its client read up to this many ms before (0: every read is fresh). Default 0, and the
+   * lease's length with the broken stale-commit-check.
+   */
+  staleReadsMs?: number;
 }
 
 export interface SimResult {
@@ -128,9 +143,16 @@ class World {
   /** Whether the last attempt() failed with an injected EIO. */
   private failed = false;
   private readonly faults: Record<string, number> = {};
+  /** Partitioned with stale reads: the clients the masters read partition records through. */
+  private readonly clients: PartitionClients | null = null;
 
   constructor(private readonly o: SimOptions) {
     this.random = rng(o.seed);
+    const staleMs = o.staleReadsMs ?? (o.broken === "stale-commit-check" ? TTL : 0);
+    if (o.kind === "partitioned" && staleMs > 0) {
+      // A generator of its own: the scheduler's choices stay those of the same seed without stale reads.
+      this.clients = new PartitionClients(staleMs, () => this.now, rng(o.seed ^ 0x5ca1ab1e), o.broken === "stale-commit-check");
+    }
     this.durability = o.durability ?? (o.seed % 2 === 0 ? "fence" : "all");
     const contents = o.contents ?? 40;
     this.ids = Array.from({ length: contents }, (_, i) => createHash("sha256").update(`sim content ${i}`).digest("hex"));
@@ -145,9 +167,12 @@ class World {
     }
     if (o.kind === "journal") this.reopenJournal();
     else for (const m of this.masters) this.reopen(m);
+    // Last: nothing throws after it, so close() always undoes it. The first openings read under the lock anyway.
+    if (this.clients !== null) setPartitionFileReader(this.clients.read);
   }
 
   close(): void {
+    if (this.clients !== null) setPartitionFileReader(null);
     for (const table of new Set(this.masters.map((m) => m.table))) table?.close();
     if (this.dir !== null) rmSync(this.dir, { recursive: true, force: true });
   }
@@ -170,6 +195,7 @@ class World {
       const rec = this.global(id);
       if (rec?.status !== "done" || rec.token !== this.commits.get(id)!.fence) this.violation(`content ${this.index.get(id)} ends ${JSON.stringify(rec)}`);
     }
+    if (this.clients !== null) this.faults["stale-read"] = this.clients.staleAnswers;
     return { steps: this.step, commits: this.commits.size, faults: this.faults };
   }
 
@@ -187,7 +213,7 @@ class World {
     else if (r < 0.75) this.deliver();
     else if (r < 0.9) this.publishNext(m);
     else this.recover(m);
-    if (this.o.kind === "partitioned") this.checkQuiescence();
+    if (this.o.kind === "partitioned") this.checkQuiescence(m);
   }
 
   private asleep(m: Master): boolean {
@@ -234,8 +260,18 @@ class World {
   /** A claim of `id`, checked: a record past its fence or an unexpired lease is never taken. */
   private checkedClaim(m: Master, id: string, ttlMs = TTL): void {
     const before = this.read(m, id);
-    const fence = this.attempt(() => m.table.claim(id, { hash: id, origin: this.index.get(id)! < ROOTS ? "initial" : "generated" }, m.owner, { now: this.now, ttlMs }));
+    const outdated = this.clients?.staleAnswers ?? 0;
+    const fence = this.attempt(() => this.as(m, () => m.table.claim(id, { hash: id, origin: this.index.get(id)! < ROOTS ? "initial" : "generated" }, m.owner, { now: this.now, ttlMs })));
     const after = this.read(m, id);
+    // A shared file system's outdated answer can hide from a master that its share was taken
+    // over: it claims in its share's old journal, a task handed out once more that changes nothing
+    // the share's holder has, and whose commit is refused (fenced() checks it).
+    if (fence !== null && (this.clients?.staleAnswers ?? 0) > outdated && !this.servesNow(m, id)) {
+      this.faults["claim-in-lost-share"] = (this.faults["claim-in-lost-share"] ?? 0) + 1;
+      if (!isDeepStrictEqual(before, after)) this.violation(`${m.owner}'s claim of ${this.name(id)} in a share it lost changed ${JSON.stringify(before)} into ${JSON.stringify(after)}`);
+      m.held.set(id, fence);
+      return this.checkFenced(id, after);
+    }
     const free = before === null || (before.status === "leased" && (ttlMs === 0 || this.now - before.updated >= ttlMs));
     if (!free && fence) this.violation(`${m.owner} claimed ${this.name(id)} from ${JSON.stringify(before)}`);
     // A claim that failed after its write (a directory fsync) leaves a lease nobody holds, taken again after the TTL.
@@ -250,12 +286,12 @@ class World {
 
   private heartbeat(m: Master): void {
     if (this.o.kind === "partitioned") {
-      const lost = new Set(m.table.renewShares());
+      const lost = new Set(this.as(m, () => m.table.renewShares()));
       for (const id of [...m.held.keys()]) if (lost.has(this.shareOf(id))) m.held.delete(id);
     }
     if (m.held.size === 0) return;
     const before = new Map([...m.held.keys()].map((id) => [id, this.read(m, id)]));
-    const r = this.attempt(() => m.table.heartbeatMany(new Map(m.held), this.now));
+    const r = this.attempt(() => this.as(m, () => m.table.heartbeatMany(new Map(m.held), this.now)));
     for (const [id, rec] of before) {
       const after = this.read(m, id);
       // Partitioned: only the holder the share's record names may renew (one that lost it may not).
@@ -317,14 +353,14 @@ class World {
   /** What a master does after a restart, and now and then: replay every commit past its fence, reclaim expired leases. */
   private recover(m: Master): void {
     if (this.o.kind === "partitioned") this.takeOver(m);
-    const committing = this.attempt(() => m.table.recoverCommitting()) ?? [];
+    const committing = this.attempt(() => this.as(m, () => m.table.recoverCommitting())) ?? [];
     for (const c of committing) {
       this.fenced(m, c.id, c.fence, () => {
         const r = m.table.replayCommit(c.id, c.fence, (man) => this.publish(m, c.id, c.fence, man), this.now);
         return r === "completed";
       });
     }
-    const expired = this.attempt(() => m.table.recoverExpired(this.now, TTL, 4)) ?? [];
+    const expired = this.attempt(() => this.as(m, () => m.table.recoverExpired(this.now, TTL, 4))) ?? [];
     for (const e of expired) this.checkedClaim(m, e.id);
   }
 
@@ -332,7 +368,7 @@ class World {
   private takeOver(m: Master): void {
     const root = join(this.dir!, "leases");
     const before = new Map(this.ranks.map((r) => [r, readPartition(root, r)]));
-    for (const t of m.table.takeOverShares()) {
+    for (const t of this.as(m, () => m.table.takeOverShares())) {
       if (t.kind !== "taken") continue;
       const prev = before.get(t.rank) ?? null;
       if (prev !== null && prev.holder !== "" && this.now - prev.heartbeat < TTL) {
@@ -347,10 +383,11 @@ class World {
   /**
    * Partitioned: when every share is served by a live holder that is idle (no task, no result on
    * its way, nothing to publish, no open content of its shares after a rescan), nothing may be left
-   * anywhere: every content of the corpus is done.
+   * anywhere: every content of the corpus is done. The shares are as master `looker` reads them
+   * (as a master deciding on quiescence does: through its client, without the lock).
    */
-  private checkQuiescence(): void {
-    if (this.network.length > 0) return;
+  private checkQuiescence(looker: Master): void {
+    if (this.network.length > 0 || this.asleep(looker)) return;
     const idle = new Set<string>();
     for (const m of this.masters) {
       if (this.asleep(m) || m.held.size > 0 || m.fenced.length > 0) continue;
@@ -358,11 +395,7 @@ class World {
       if (!open) idle.add(this.holderOf(m));
     }
     if (idle.size === 0) return;
-    const root = join(this.dir!, "leases");
-    const shares = this.ranks.map((rank) => {
-      const rec = readPartition(root, rank);
-      return { rank, holder: rec?.holder ?? "", live: rec !== null && rec.holder !== "" && this.now - rec.heartbeat < TTL };
-    });
+    const shares = this.as(looker, () => looker.table.partition!.partitions()).map(({ rank, holder, live }) => ({ rank, holder, live }));
     if (!sharesIdle(shares, idle)) return;
     for (const i of this.corpus) {
       const rec = this.global(this.ids[i]!);
@@ -407,7 +440,7 @@ class World {
    */
   private fenced(m: Master, id: string, fence: string, op: () => boolean, then?: () => void): void {
     const before = this.read(m, id);
-    const ok = this.attempt(op);
+    const ok = this.attempt(() => this.as(m, op, true));
     const after = this.read(m, id);
     const stale = before === null || before.token !== fence;
     if (stale && ok) this.violation(`${m.owner} succeeded on ${this.name(id)} under the stale fence ${fence} (record ${JSON.stringify(before)})`);
@@ -455,6 +488,11 @@ class World {
     return rec === null ? null : structuredClone(rec);
   }
 
+  /** Runs `fn` as master `m` reading partition records through its client (`commit`: a write past `leased`). */
+  private as<T>(m: Master, fn: () => T, commit = false): T {
+    return this.clients === null ? fn() : this.clients.as(m.n, fn, commit);
+  }
+
   /** Runs `fn`; an injected EIO is the answer "it failed" (the master does not know more). */
   private attempt<T>(fn: () => T): T | null {
     this.failed = false;
@@ -478,7 +516,7 @@ class World {
   /** One master's process ends (its memory is gone) and starts again on the same store. */
   private reopen(m: Master): void {
     // A partitioned master's crash leaves its share named as held (taken over once its lease expires).
-    if (this.o.kind === "partitioned") m.table?.partition?.abandon();
+    if (this.o.kind === "partitioned") this.as(m, () => m.table?.partition?.abandon());
     else m.table?.close();
     m.held.clear();
     m.fenced = [];
@@ -491,7 +529,7 @@ class World {
     } else if (this.o.kind === "partitioned") {
       m.incarnation++;
       m.table = new LeaseTable({ root: join(this.dir!, "leases"), durability: this.durability, shardCount: 4 });
-      m.table.takePartition({
+      this.as(m, () => m.table.takePartition({
         rank: m.n,
         ranks: this.ranks,
         holder: this.holderOf(m),
@@ -501,7 +539,7 @@ class World {
         needLockFree: false,
         checkGeneration: this.o.broken !== "no-generation-check",
         ownShare: "if-free",
-      });
+      }));
     } else {
       const root = join(this.dir!, "leases");
       m.files = new FaultyFiles({ root, durability: this.durability, shardCount: 4 });
@@ -594,7 +632,7 @@ class World {
   }
 
   private violation(what: string): never {
-    const broken = this.o.broken ? ` --broken ${this.o.broken}` : "";
+    const broken = (this.o.broken ? ` --broken ${this.o.broken}` : "") + (this.o.staleReadsMs ? ` --stale-reads ${this.o.staleReadsMs}` : "");
     throw new SimViolation(
       `lease simulation (${this.o.kind}, --sync ${this.durability}, seed ${this.o.seed}) violated at step ${this.step}: ${what}\n` +
         `replay: node --import tsx bench/explore-sim.mjs --store ${this.o.kind} --seed ${this.o.seed} --runs 1 --steps ${this.o.steps} --contents ${this.ids.length}${broken}`,

@@ -79,18 +79,34 @@ export function partitionProblem(v: unknown, rank: number): string | null {
   return null;
 }
 
-/** The record of `rank`'s share, null when there is none. Read afresh (an open, so close-to-open sees the last rename). */
+/** A partition record file's text, read afresh (an open, so close-to-open sees the last rename); never through a symlink. */
+export function readPartitionFile(path: string): string {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    if (!fstatSync(fd).isFile()) throw new CorruptPartitionError(path, "not a regular file");
+    return readFileSync(fd, "utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+let partitionFileReader: (path: string) => string = readPartitionFile;
+
+/**
+ * Replaces how partition record files are read (null: the real read again). The lease simulation
+ * stands a shared file system's client cache in here, whose reads without the short lock may
+ * return an older record, without the stores knowing.
+ */
+export function setPartitionFileReader(read: ((path: string) => string) | null): void {
+  partitionFileReader = read ?? readPartitionFile;
+}
+
+/** The record of `rank`'s share, null when there is none. */
 export function readPartition(root: string, rank: number): PartitionRecord | null {
   const path = partitionPath(root, rank);
   let text: string;
   try {
-    const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      if (!fstatSync(fd).isFile()) throw new CorruptPartitionError(path, "not a regular file");
-      text = readFileSync(fd, "utf8");
-    } finally {
-      closeSync(fd);
-    }
+    text = partitionFileReader(path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
     if (err instanceof CorruptPartitionError) throw err;
