@@ -140,7 +140,7 @@ describe("partitioned lease table", () => {
     assert.equal(readPartition(root, 0)!.holder, "e:1", "nor did its close");
     b.close();
   });
-  it("a claim outside a batch reads its share's record only once half a lease has passed since its master renewed it, so a claim after a takeover is refused however recently the record was read", () => {
+  it("a claim outside a batch reads its share's record only once half a lease has passed since its master renewed it, renews a share whose lease is half spent, and is refused after a takeover", () => {
     const root = `${freshDir()}/leases`;
     const clock = { now: 1_000_000 };
     const a = master(root, 0, clock, false);
@@ -155,10 +155,13 @@ describe("partitioned lease table", () => {
     clock.now += 1;
     assert.throws(() => a.claim(z, payload(z), "e:0", { now: clock.now, ttlMs: TTL }), CorruptPartitionError);
     writeFileSync(partitionPath(root, 0), record);
-    // Claiming without renewing: every claim reads the record, up to the last moment of the lease.
-    clock.now += TTL / 2 - 1;
+    // The record read shows the lease half spent: the share is renewed before the claim, so what
+    // is claimed cannot be taken over under it (a claim that only read could be, a moment later).
     assert.ok(a.claim(z, payload(z), "e:0", { now: clock.now, ttlMs: TTL }));
-    // The lease expires; b takes the share over; a's claim a millisecond after its last read learns it.
+    assert.equal(readPartition(root, 0)!.heartbeat, clock.now, "renewed by the claim");
+    clock.now += TTL - 1;
+    assert.deepEqual(b.takeOverShares(), [], "not taken while the lease the claim renewed runs");
+    // The lease expires; b takes the share over; a's next claim reads the record and learns it.
     clock.now += 1;
     assert.equal(b.takeOverShares()[0]!.kind, "taken");
     assert.equal(a.claim(v, payload(v), "e:0", { now: clock.now, ttlMs: TTL }), null);

@@ -231,9 +231,7 @@ export class PartitionedStore implements RecordStore {
     for (const s of this.shares.values()) {
       if (s.lost) continue;
       try {
-        const heartbeat = this.o.wallNow();
-        this.update(s, (rec) => ({ ...rec, heartbeat }));
-        this.renewedAt.set(s.rank, heartbeat);
+        this.renew(s);
       } catch (err) {
         if (!(err instanceof ShareLostError)) throw err;
         lost.push(s.rank);
@@ -302,15 +300,31 @@ export class PartitionedStore implements RecordStore {
     return () => {};
   }
 
-  /** current() without the lock: once per span, and outside spans unless the share was renewed here less than half a lease ago. */
+  /**
+   * current() without the lock: once per span, and outside spans unless the share was renewed here
+   * less than half a lease ago. A record read without the lock proves the share is still this
+   * master's only while the lease it shows has more than half to run: a takeover needs the
+   * holder's last heartbeat a whole lease old, and only this master writes that heartbeat, so even
+   * an outdated copy (a shared file system's client cache) that shows it recent rules a takeover
+   * out. Otherwise the share is renewed first, under its lock: what is claimed next cannot be
+   * taken over under the claim.
+   */
   private glance(s: Share): void {
     if (this.o.checkGeneration === false || (this.spans > 0 && (this.checked.has(s.rank) || this.glanced.has(s.rank)))) return;
     const now = this.o.wallNow();
     const renewed = this.renewedAt.get(s.rank);
     // A clock that went back reads again.
     if (this.spans === 0 && renewed !== undefined && now >= renewed && now - renewed < this.o.ttlMs / 2) return;
-    this.current(s);
+    const rec = this.current(s);
+    if (now < rec.heartbeat || now - rec.heartbeat >= this.o.ttlMs / 2) this.renew(s);
     if (this.spans > 0) this.glanced.add(s.rank);
+  }
+
+  /** A new heartbeat on the share's record, under its lock, after checking that it is still this master's. */
+  private renew(s: Share): void {
+    const heartbeat = this.o.wallNow();
+    this.update(s, (rec) => ({ ...rec, heartbeat }));
+    this.renewedAt.set(s.rank, heartbeat);
   }
 
   /** Throws ShareLostError (and marks the share lost) unless its record names this holder and generation. */
