@@ -180,9 +180,14 @@ test("a seated submaster that says nothing after the roster is lost once the gra
   r.hub.close();
 });
 
-/** What the statistics round reads of a master: its counters, its external inputs, and whether its lease table is partitioned (here: not). */
+/**
+ * What the statistics round reads of a master: its counters, its external inputs, and its lease
+ * table (not partitioned here), whose done records it counts: `observations` of them, together
+ * generating `generated`.
+ */
 function counts(observations: number, generated: number): ExploreMaster {
-  return { counters: { observations, generated, claimedChildren: 1 }, external: new Set(), leaseTable: { partition: null } } as unknown as ExploreMaster;
+  const done = Array.from({ length: observations }, (_, i) => ({ status: "done", commit: { worker: "w", num_generated: i === 0 ? generated : 0 } }));
+  return { counters: { observations, generated, claimedChildren: 1 }, external: new Set(), leaseTable: { partition: null, snapshot: () => done } } as unknown as ExploreMaster;
 }
 
 // Every wait of the round is 20 s: the test's 10 s bound fails a round that waits for its deadline instead of being woken by the frames.
