@@ -108,6 +108,8 @@ export class JoinRoster implements Seats {
  */
 export class RejoinSeats implements Seats {
   private readonly seats = new Map<number, string>();
+  /** Set once the wait is over: a master that comes later was dropped from the vote already. */
+  private closedAfterMs: number | null = null;
 
   constructor(
     /** Every rank of the campaign. */
@@ -125,7 +127,15 @@ export class RejoinSeats implements Seats {
     return this.expected.filter((r) => !this.seats.has(r));
   }
 
+  /** The wait for the expected masters is over (after `waitedMs`): no seat is given any more. */
+  close(waitedMs: number): void {
+    this.closedAfterMs ??= waitedMs;
+  }
+
   noSeat(requested: number | null): string | null {
+    if (this.closedAfterMs !== null) {
+      return `the masters expected back had ${Math.round(this.closedAfterMs / 1000)}s to rejoin after the root was lost; this one is too late and was dropped from the vote: it ends, and its share is taken over`;
+    }
     if (requested === null) return `rank ${this.leader} leads this campaign since its root was lost: only its masters rejoin, each asking for its own rank`;
     if (!this.expected.includes(requested)) {
       return `rank ${requested} is not expected back (expected: ${this.expected.join(", ") || "none"}): its share was taken over, or it is no rank of this campaign`;

@@ -19,6 +19,9 @@ test("only an expected rank may rejoin, asking for itself, once; its roster name
   assert.deepEqual(seats.roster(3), { type: "roster", epoch: EPOCH, rank: 3, ranks: [0, 1, 2, 3] });
   assert.deepEqual(seats.take("hostD", 3), { refused: "rank 3 has rejoined already (from hostC)" });
   assert.deepEqual(seats.absent, [2]);
+  seats.close(30_000);
+  assert.match(seats.noSeat(2)!, /had 30s to rejoin after the root was lost; this one is too late and was dropped from the vote/);
+  assert.deepEqual(seats.absent, [2]);
 });
 
 test("the leader is never among the ranks expected back", () => {

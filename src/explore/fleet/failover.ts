@@ -142,7 +142,10 @@ export class FailoverEnding implements Ending {
         return this.participant!.step(now, found);
       case "leading":
         if (now >= this.absentDeadline) {
+          // Whoever has not rejoined by now is dropped from the vote, and refused if it comes later:
+          // a master outside the vote must not serve its share beside a decided quiescence.
           this.absentDeadline = Infinity;
+          this.hubOf!.closeRejoin(this.o.joinTimeoutMs);
           for (const r of this.hubOf!.absent) this.leader!.absent(r);
         }
         return this.leader!.step(now, found);

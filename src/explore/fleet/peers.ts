@@ -160,6 +160,11 @@ export class RootHub {
     return this.rejoin?.absent ?? [];
   }
 
+  /** After a failover: the wait for the masters expected back is over; a later one is refused. */
+  closeRejoin(waitedMs: number): void {
+    this.rejoin?.close(waitedMs);
+  }
+
   /** The WorkerServer's onPeer hook: drives one submaster's admission until it is seated or refused. */
   async accept(conn: Connection, hello: PeerHelloFrame): Promise<void> {
     const admission = new RootAdmission(this.rules, conn.remote, this.seats);
