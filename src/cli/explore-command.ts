@@ -68,7 +68,7 @@ export function registerExplore(program: Command): void {
     )
     .option("--fresh", "run content that earlier campaigns on this corpus already explored again (by default it is skipped and counted)")
     .option("--stop-grace <sec>", "at the end, how long remote workers have to acknowledge the stop (as a sweep's stop_grace_seconds)", seconds("--stop-grace", 0.1), DEFAULT_STOP_GRACE_SECONDS)
-    .option("--join-timeout <sec>", "how long the root waits for every master to join, and a submaster for the roster", seconds("--join-timeout", 0.1), DEFAULT_JOIN_TIMEOUT_SECONDS)
+    .option("--join-timeout <sec>", "how long the root waits for every master to join, a submaster for the roster, and, once the root is lost, the masters for the one that took over its role", seconds("--join-timeout", 0.1), DEFAULT_JOIN_TIMEOUT_SECONDS)
     .option("--finalize-timeout <sec>", "how long a submaster waits, after its statistics were acknowledged, for the root's final release (then exit 71)", seconds("--finalize-timeout", 0.1), DEFAULT_FINALIZE_SECONDS)
     .addOption(
       new Option("--sync <policy>", "fence: fsync the lease records whose loss a crash could not redo (commit fences); all: fsync every record write")

@@ -41,17 +41,21 @@ function worker(dir: string, port: number) {
   return { child, done, output: () => out };
 }
 
-/** A root and n-1 submasters, each submaster serving one remote worker on its own port. */
-async function masters(e: ExploreDir, n: number, target: string) {
+/**
+ * A root and n-1 submasters, each submaster serving one remote worker on its own port; without
+ * `served`, the submasters serve none and have no port (as launched ranks run).
+ */
+async function masters(e: ExploreDir, n: number, target: string, served = true) {
   const common = ["-j", "1", "--max-idle", "2", "-t", "10", "--lease-ttl", String(TTL_S), "--grace", "60", "--token", TOKEN];
   const root = e.start(["--port", "0", "--bind", "127.0.0.1", "--masters", String(n), ...common], [target]);
   const port = await root.port();
   const subs = Array.from({ length: n - 1 }, (_, i) => {
     const stats = join(e.dir, `stats-sub${i}.json`);
-    const p = e.startWith(["explore", "-i", e.seeds, "-o", e.corpus, "--join", `127.0.0.1:${port}`, "--port", "0", "--bind", "127.0.0.1", "--stats-json", stats, ...common, "--", target]);
+    const own = served ? ["--port", "0", "--bind", "127.0.0.1"] : [];
+    const p = e.startWith(["explore", "-i", e.seeds, "-o", e.corpus, "--join", `127.0.0.1:${port}`, ...own, "--stats-json", stats, ...common, "--", target]);
     return { ...p, stats };
   });
-  const workers = await Promise.all(subs.map(async (s) => worker(e.dir, await s.port())));
+  const workers = served ? await Promise.all(subs.map(async (s) => worker(e.dir, await s.port()))) : [];
   const stop = () => {
     for (const p of [root, ...subs]) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
     for (const w of workers) if (w.child.exitCode === null) w.child.kill("SIGKILL");
@@ -115,6 +119,63 @@ test("three masters: the root SIGKILLed mid-campaign; one submaster takes over i
     assert.equal(st.role, "root");
     assert.deepEqual(counts(st), { observations: 36, generated: 18, interesting: 18, redundant: 0 });
     assert.equal(new Set(executions(log)).size, 36, "every input ran");
+  } finally {
+    for (const c of cleanups.splice(0)) c();
+    e.cleanup();
+  }
+});
+
+test("three masters whose submasters have no port: the one that takes over the root's role listens on a port of its own, where the other rejoins it", async () => {
+  const e = new ExploreDir();
+  try {
+    const { log, target } = campaign(e, 18);
+    const f = await masters(e, 3, target, false);
+    cleanups.push(f.stop);
+    await waitFor("both submasters joined", () => (f.subs.every((s) => /rank \d of 3 masters/.test(s.output())) ? true : undefined), 60_000);
+    await waitFor("a few runs", () => (executions(log).length >= 4 ? true : undefined), 60_000);
+    f.root.child.kill("SIGKILL");
+    const [r, ...subs] = await Promise.all([f.root.done, ...f.subs.map((s) => s.done)]);
+    assert.equal(r.signal, "SIGKILL");
+    for (const [i, s] of subs.entries()) assert.equal(s.code, 0, f.subs[i]!.output());
+    const leader = f.subs.find((s) => /took over the root's role with the share/.test(s.output()))!;
+    assert.ok(leader, f.subs.map((s) => s.output()).join("\n---\n"));
+    const at = /leading from (127\.0\.0\.1):(\d+), expecting rank \d back/.exec(leader.output());
+    assert.ok(at, leader.output());
+    const other = f.subs.find((s) => s !== leader)!;
+    assert.match(other.output(), /rejoined the campaign under rank \d, which took over the root's role/);
+    const st = JSON.parse(readFileSync(leader.stats, "utf8")) as ExploreStats & { role: string };
+    assert.deepEqual(counts(st), { observations: 36, generated: 18, interesting: 18, redundant: 0 });
+    assert.equal(new Set(executions(log)).size, 36, "every input ran");
+  } finally {
+    for (const c of cleanups.splice(0)) c();
+    e.cleanup();
+  }
+});
+
+test("a root stopped past the grace keeps its share and its role: the submaster that lost it gives up after the lease time and the join timeout, and the root, woken, ends the campaign alone", async () => {
+  const e = new ExploreDir();
+  try {
+    const { log, target } = campaign(e, 12);
+    const common = ["-j", "1", "--max-idle", "2", "-t", "10", "--lease-ttl", String(TTL_S), "--grace", "2", "--join-timeout", "3", "--token", TOKEN];
+    const root = e.start(["--port", "0", "--bind", "127.0.0.1", "--masters", "2", ...common], [target]);
+    const port = await root.port();
+    const sub = e.startWith(["explore", "-i", e.seeds, "-o", e.corpus, "--join", `127.0.0.1:${port}`, ...common, "--", target]);
+    cleanups.push(() => {
+      for (const p of [root, sub]) if (p.child.exitCode === null && p.child.signalCode === null) (p.child.kill("SIGCONT"), p.child.kill("SIGKILL"));
+    });
+    await waitFor("a few runs", () => (executions(log).length >= 4 ? true : undefined), 60_000);
+    root.child.kill("SIGSTOP");
+    const s = await sub.done;
+    assert.equal(s.code, 70, sub.output());
+    assert.match(sub.output(), /the master leading the campaign \(rank 0\) was lost: silent for more than 2s/);
+    assert.match(sub.output(), /the root master was lost and no master took over its role within 5s/);
+    assert.doesNotMatch(sub.output(), /took over the share of rank 0/, "a stopped root keeps its share: its journal lock is held");
+    root.child.kill("SIGCONT");
+    const r = await root.done;
+    assert.equal(r.code, 0, root.output());
+    assert.match(root.output(), /took over the share of rank 1 \(generation 2\)/);
+    assert.deepEqual(counts(e.stats()), { observations: 24, generated: 12, interesting: 12, redundant: 0 });
+    assert.equal(new Set(executions(log)).size, 24, "every input ran");
   } finally {
     for (const c of cleanups.splice(0)) c();
     e.cleanup();
