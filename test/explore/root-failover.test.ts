@@ -3,43 +3,17 @@
 // leads from then on — the others rejoin it, it decides quiescence and gathers the statistics —
 // so the campaign ends with exactly one master's counts and nothing run twice.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { CLI, waitFor } from "../helpers/campaign.ts";
+import { waitFor } from "../helpers/campaign.ts";
 import { ExploreDir } from "../helpers/explore.ts";
+import { attachWorker, executions, loggedCampaign as campaign } from "./fault-campaign.ts";
 import type { ExploreStats } from "../../src/explore/command/stats.ts";
 
 const TOKEN = "root-failover-test-token-01234";
 const TTL_S = 2;
 const cleanups: (() => void)[] = [];
-
-/** Each seed line runs ~0.2 s, is logged, and has one child (which has none): n seeds give 2n observations, n generated. */
-function campaign(e: ExploreDir, seeds: number): { log: string; target: string } {
-  for (let i = 0; i < seeds; i++) e.seed(`s${i}`, `seed ${i}\n`);
-  const log = join(e.dir, "executions.log");
-  const target = e.script(
-    "t.sh",
-    `read line; sleep 0.2; echo "$line" >> "${log}"
-case "$line" in seed*) printf 'child of %s\\n' "$line" > "$SYMCC_OUTPUT_DIR/c" ;; esac`,
-  );
-  return { log, target };
-}
-
-function executions(log: string): string[] {
-  return existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter((l) => l !== "") : [];
-}
-
-/** A worker attached to a master's port: its exit code and what it said. */
-function worker(dir: string, port: number) {
-  const child = spawn(process.execPath, [CLI, "worker", "--master", `127.0.0.1:${port}`, "--token", TOKEN], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
-  child.stderr!.setEncoding("utf8").on("data", (d: string) => (out += d));
-  const done = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-  return { child, done, output: () => out };
-}
 
 /**
  * A root and n-1 submasters, each submaster serving one remote worker on its own port; without
@@ -55,7 +29,7 @@ async function masters(e: ExploreDir, n: number, target: string, served = true) 
     const p = e.startWith(["explore", "-i", e.seeds, "-o", e.corpus, "--join", `127.0.0.1:${port}`, ...own, "--stats-json", stats, ...common, "--", target]);
     return { ...p, stats };
   });
-  const workers = served ? await Promise.all(subs.map(async (s) => worker(e.dir, await s.port()))) : [];
+  const workers = served ? await Promise.all(subs.map(async (s) => attachWorker(e.dir, await s.port(), TOKEN))) : [];
   const stop = () => {
     for (const p of [root, ...subs]) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
     for (const w of workers) if (w.child.exitCode === null) w.child.kill("SIGKILL");

@@ -3,32 +3,16 @@
 // the takeover took) and the campaign ends with the counts of one master alone; a master SIGSTOPped
 // past its lease keeps its share (its journal lock is held) and, woken, finishes it.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { CLI, waitFor } from "../helpers/campaign.ts";
+import { waitFor } from "../helpers/campaign.ts";
 import { ExploreDir } from "../helpers/explore.ts";
+import { attachWorker, executions, loggedCampaign as campaign } from "./fault-campaign.ts";
 
 const TOKEN = "takeover-test-token-0123456789";
 const TTL_S = 2;
 const cleanups: (() => void)[] = [];
-
-/** Each seed line runs ~0.2 s, is logged, and has one child (which has none): n seeds give 2n observations, n generated. */
-function campaign(e: ExploreDir, seeds: number): { log: string; target: string } {
-  for (let i = 0; i < seeds; i++) e.seed(`s${i}`, `seed ${i}\n`);
-  const log = join(e.dir, "executions.log");
-  const target = e.script(
-    "t.sh",
-    `read line; sleep 0.2; echo "$line" >> "${log}"
-case "$line" in seed*) printf 'child of %s\\n' "$line" > "$SYMCC_OUTPUT_DIR/c" ;; esac`,
-  );
-  return { log, target };
-}
-
-function executions(log: string): string[] {
-  return existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter((l) => l !== "") : [];
-}
 
 function partition(corpus: string, rank: number): { holder: string; generation: number; heartbeat: number } | undefined {
   const state = join(corpus, ".fuzzfleet");
@@ -48,20 +32,16 @@ async function masters(e: ExploreDir, n: number, target: string) {
   const port = await root.port();
   const subs = Array.from({ length: n - 1 }, () => e.startWith(["explore", "-i", e.seeds, "-o", e.corpus, "--join", `127.0.0.1:${port}`, ...common, "--", target]));
   // One remote worker on the root, beside the local slots.
-  const worker = spawn(process.execPath, [CLI, "worker", "--master", `127.0.0.1:${port}`, "--token", TOKEN], { cwd: e.dir, stdio: ["ignore", "pipe", "pipe"] });
-  let workerOut = "";
-  worker.stdout!.setEncoding("utf8").on("data", (d: string) => (workerOut += d));
-  worker.stderr!.setEncoding("utf8").on("data", (d: string) => (workerOut += d));
-  const workerDone = new Promise<number | null>((resolve) => worker.on("close", (code) => resolve(code)));
+  const worker = attachWorker(e.dir, port, TOKEN);
   // Ranks are given in join order: each submaster's from its banner.
   const ranked = await Promise.all(subs.map((sub) => waitFor("a submaster's rank", () => Number(/rank (\d+) of \d+ masters/.exec(sub.output())?.[1]) || undefined, 60_000).then((rank) => ({ rank, sub }))));
   const byRank = (rank: number) => ranked.find((x) => x.rank === rank)!.sub;
   const stop = () => {
     // Whatever a failed test left running: woken, then killed.
     for (const p of [root, ...subs]) if (p.child.exitCode === null && p.child.signalCode === null) (p.child.kill("SIGCONT"), p.child.kill("SIGKILL"));
-    if (worker.exitCode === null) worker.kill("SIGKILL");
+    if (worker.child.exitCode === null) worker.child.kill("SIGKILL");
   };
-  return { root, subs, byRank, stop, worker: { done: workerDone, output: () => workerOut } };
+  return { root, subs, byRank, stop, worker };
 }
 
 test("two masters and a remote worker: a submaster SIGKILLed mid-campaign has its share taken over; the counts are one master's alone", async () => {

@@ -1,0 +1,34 @@
+// What the tests of several masters under faults share: a campaign whose every run is logged, and
+// a remote worker attached to a master's port.
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { CLI } from "../helpers/campaign.ts";
+import type { ExploreDir } from "../helpers/explore.ts";
+
+/** Each seed line runs ~0.2 s, is logged, and has one child (which has none): n seeds give 2n observations, n generated. */
+export function loggedCampaign(e: ExploreDir, seeds: number): { log: string; target: string } {
+  for (let i = 0; i < seeds; i++) e.seed(`s${i}`, `seed ${i}\n`);
+  const log = join(e.dir, "executions.log");
+  const target = e.script(
+    "t.sh",
+    `read line; sleep 0.2; echo "$line" >> "${log}"
+case "$line" in seed*) printf 'child of %s\\n' "$line" > "$SYMCC_OUTPUT_DIR/c" ;; esac`,
+  );
+  return { log, target };
+}
+
+/** Every run the campaign's target logged, in order. */
+export function executions(log: string): string[] {
+  return existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter((l) => l !== "") : [];
+}
+
+/** A worker attached to a master's port: its exit code and what it said. */
+export function attachWorker(dir: string, port: number, token: string) {
+  const child = spawn(process.execPath, [CLI, "worker", "--master", `127.0.0.1:${port}`, "--token", token], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (out += d));
+  const done = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+  return { child, done, output: () => out };
+}
