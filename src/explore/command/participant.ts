@@ -8,8 +8,6 @@ import { awaitToken, type FoundToken } from "../../net/token.ts";
 import { DEFAULT_FINALIZE_SECONDS, DEFAULT_JOIN_TIMEOUT_SECONDS } from "../defaults.ts";
 import type { Ending } from "../fleet/endings.ts";
 import type { FailoverEnding } from "../fleet/failover.ts";
-import type { Connection } from "../../net/connection.ts";
-import type { PeerHelloFrame } from "../../net/messages.ts";
 import { problem } from "../../core/problems.ts";
 import type { JoinedRoot } from "../fleet/peers.ts";
 import { epochVisible, workDir } from "../state/work-dir.ts";
@@ -105,7 +103,8 @@ export class ParticipantMaster implements MasterRole {
    */
   async startEnding(m: StartedMaster, links: Links): Promise<Ending> {
     const { FailoverEnding } = await import("../fleet/failover.ts");
-    const accept = (conn: Connection, hello: PeerHelloFrame) => failover.accept(conn, hello);
+    // A master's hello on this master's port: seated while it leads, refused otherwise.
+    const accept = (...hello: Parameters<FailoverEnding["accept"]>) => failover.accept(...hello);
     let served: { host: string; port: number } | null = null;
     // The address the others dial once this master leads: where it reached the root from, unless
     // --bind named one address.
