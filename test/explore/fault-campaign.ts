@@ -1,5 +1,6 @@
-// What the tests of several masters under faults share: a campaign whose every run is logged, and
-// a remote worker attached to a master's port.
+// What the tests of several masters under faults share: a campaign whose every run is logged, a
+// remote worker attached to a master's port, and the check that a share was taken over in time.
+import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -31,4 +32,12 @@ export function attachWorker(dir: string, port: number, token: string) {
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (out += d));
   const done = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
   return { child, done, output: () => out };
+}
+
+/** Asserts that `output` logs the takeover of `rank`'s share under generation 2, after the lease time and at most 2 s more of silence. */
+export function assertTakenOverInTime(output: string, rank: number, ttlSeconds: number): void {
+  const took = new RegExp(`took over the share of rank ${rank} \\(generation 2\\) from \\S+, silent for ([0-9.]+) s`).exec(output);
+  assert.ok(took, output);
+  const silent = Number(took[1]);
+  assert.ok(silent >= ttlSeconds && silent <= ttlSeconds + 2, `taken over within the lease time + 2 s (silent ${silent} s)`);
 }
